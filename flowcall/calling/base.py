@@ -1,0 +1,78 @@
+"""A calling way: HOW a model is made to call tools (the seeds' four ways).
+
+A way turns the engine's neutral request into the request a provider is actually sent, and
+reads tool calls out of what came back. It never runs tools and never talks to the network
+itself: the provider does the call.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Protocol
+
+from flowcall.calling.parse import parse_tool_calls
+from flowcall.messages import ModelRequest, ModelTurn, ToolCall
+from flowcall.providers.base import Capabilities
+
+
+class CallingWay(Protocol):
+    name: str
+
+    def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
+        """The request to send to the provider."""
+        ...
+
+    def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
+        """The turn with its tool calls filled in (from text, where the way needs it)."""
+        ...
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:12]
+
+
+def calls_from_text(turn: ModelTurn, request: ModelRequest) -> ModelTurn:
+    """Read calls written as text (tags, code blocks, bare JSON) into turn.tool_calls.
+
+    Only call-shaped JSON naming an attached tool, or sitting in <tool_call> tags, counts:
+    a model that prints an example JSON document is not calling a tool.
+    """
+    parsed = parse_tool_calls(turn.content)
+    known = {t.name for t in request.tools}
+    calls = [
+        ToolCall(id=new_call_id(), name=name, arguments=args, raw_arguments=raw)
+        for name, args, raw in parsed.calls
+        if parsed.found_in == "tag" or name in known
+    ]
+    if not calls and not parsed.errors:
+        return turn
+    content = turn.content if not calls else None  # the text was the call, not an answer
+    return turn.model_copy(
+        update={"tool_calls": calls, "content": content, "parse_errors": turn.parse_errors + parsed.errors}
+    )
+
+
+def honour_choice(turn: ModelTurn, request: ModelRequest) -> ModelTurn:
+    """Apply tool_choice and parallel_tool_calls after the fact, for models that ignore them."""
+    calls = turn.tool_calls
+    if request.tool_choice == "none":
+        calls = []
+    elif request.tool_choice not in ("auto", "required"):
+        calls = [c for c in calls if c.name == request.tool_choice] or calls
+    if not request.parallel_tool_calls:
+        calls = calls[:1]
+    if calls == turn.tool_calls:
+        return turn
+    return turn.model_copy(update={"tool_calls": calls})
+
+
+def choice_instruction(request: ModelRequest) -> str | None:
+    """Words that ask for the tool_choice a provider cannot enforce natively."""
+    choice = request.tool_choice
+    if choice == "required":
+        return "You must call at least one of the tools; do not answer directly."
+    if choice not in ("auto", "none"):
+        return f"You must call the tool `{choice}` now; do not answer directly."
+    if not request.parallel_tool_calls:
+        return "Call at most one tool in this reply."
+    return None

@@ -1,0 +1,48 @@
+"""Settings, all from environment variables, with defaults that work with no API key.
+
+FLOWCALL_HOME          folder for the database and the embedded model (default ~/.flowcall)
+FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flowcall.db)
+FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded Qwen model)
+FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
+FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
+OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
+DASHSCOPE_API_KEY                     the dashscope provider (and its compatible mode)
+OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY   any OpenAI-compatible server
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EMBEDDED_MODEL_FILE = "qwen2.5-coder-0.5b-instruct.gguf"
+
+
+def home() -> Path:
+    return Path(os.environ.get("FLOWCALL_HOME", Path.home() / ".flowcall")).expanduser()
+
+
+def database_url() -> str:
+    url = os.environ.get("FLOWCALL_DATABASE_URL")
+    if url:
+        return url
+    return f"sqlite:///{home() / 'flowcall.db'}"
+
+
+def model_path() -> Path:
+    configured = os.environ.get("FLOWCALL_MODEL_PATH")
+    if configured:
+        return Path(configured).expanduser()
+    return home() / "models" / EMBEDDED_MODEL_FILE
+
+
+def plugin_dirs() -> list[Path]:
+    dirs = [REPO_ROOT / "plugins"]
+    extra = os.environ.get("FLOWCALL_PLUGIN_DIRS", "")
+    dirs.extend(Path(p).expanduser() for p in extra.split(os.pathsep) if p)
+    return dirs
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("FLOWCALL_DATA_DIR", REPO_ROOT / "plugins" / "data")).expanduser()

@@ -1,0 +1,263 @@
+"""The loop: decide -> validate -> execute -> ... -> polish, emitting a step for each event.
+
+The engine knows nothing about storage or UI: it hands finished steps to a StepSink and an
+optional callback. Providers come from a factory, so tests run the whole loop scripted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Callable
+
+import jsonschema
+import json_repair
+
+from flowcall.calling import choose_way
+from flowcall.calling.base import CallingWay
+from flowcall.errors import ErrorCode, FlowCallError, ProviderError
+from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat
+from flowcall.providers.base import Provider
+from flowcall.spec import Flow, ModelConfig
+from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
+from flowcall.tools.base import RunContext, Tool
+from flowcall.tools.execute import CallOutcome, check_call, run_calls
+from flowcall.tools.registry import ToolRegistry
+
+ProviderFactory = Callable[[ModelConfig], Provider]
+StepCallback = Callable[[Step], None]
+
+POLISH_SYSTEM = (
+    "You write the final answer to the user's question from the tool results below. "
+    "Use only facts from the tool results; say so if they do not answer the question."
+)
+
+
+class RunFailed(FlowCallError):
+    """Raised inside the loop to end a run; the run is recorded as failed, not lost."""
+
+
+class _Recorder:
+    """Numbers steps, stamps them with the run's trace id, and hands them on as they end."""
+
+    def __init__(self, run: Run, sink: StepSink, callback: StepCallback | None):
+        self.run, self.sink, self.callback = run, sink, callback
+
+    def record(self, step_kind: StepKind, **fields: Any) -> Step:
+        step = Step(run_id=self.run.id, seq=len(self.run.steps) + 1, kind=step_kind, trace_id=self.run.trace_id, **fields)
+        self.run.steps.append(step)
+        self.sink.step_recorded(step)
+        if self.callback:
+            self.callback(step)
+        return step
+
+
+class Engine:
+    def __init__(self, registry: ToolRegistry, provider_for: ProviderFactory, sink: StepSink):
+        self.registry = registry
+        self.provider_for = provider_for
+        self.sink = sink
+
+    # ---------------------------------------------------------------- public
+    def run(
+        self,
+        flow: Flow,
+        question: str,
+        *,
+        flow_version_id: int | None = None,
+        on_step: StepCallback | None = None,
+    ) -> Run:
+        run = Run(id=str(uuid.uuid4()), flow_name=flow.name, flow_version_id=flow_version_id,
+                  question=question, trace_id=uuid.uuid4().hex)
+        self.sink.run_started(run)
+        recorder = _Recorder(run, self.sink, on_step)
+        try:
+            run.final_answer = self._run(flow, question, run, recorder)
+            run.status = RunStatus.SUCCEEDED
+        except FlowCallError as exc:
+            run.status, run.error = RunStatus.FAILED, f"{exc.code}: {exc.message}"
+            if not isinstance(exc, RunFailed):
+                recorder.record(StepKind.ERROR, error_code=str(exc.code), error_message=exc.message)
+        except Exception as exc:  # a bug or an unexpected library error: keep the run, say what broke
+            run.status, run.error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+            recorder.record(StepKind.ERROR, error_code="INTERNAL", error_message=run.error)
+        run.ended_at = utcnow()
+        self.sink.run_finished(run)
+        return run
+
+    # ---------------------------------------------------------------- the loop
+    def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder) -> Any:
+        tools = {t.name: t for t in self.registry.resolve(flow.tools)}
+        decider = self.provider_for(flow.decision)
+        way = choose_way(flow.decision.calling_way, decider.capabilities)
+        context = RunContext(run_id=run.id)
+        messages = []
+        if flow.decision.system_prompt:
+            messages.append(Message(role="system", content=flow.decision.system_prompt))
+        messages.append(Message(role="user", content=question))
+
+        budget = flow.retry_budget
+        done: list[CallOutcome] = []  # executed calls, for the polish model
+        seen: set[str] = set()  # calls already answered, to stop a model that repeats itself
+        last_text: str | None = None
+        finished = False
+        for round_no in range(1, flow.max_rounds + 1):
+            choice = flow.tool_choice if round_no == 1 or flow.tool_choice in ("auto", "none") else "auto"
+            request = ModelRequest(
+                messages=list(messages), tools=[t.spec() for t in tools.values()], tool_choice=choice,
+                parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
+                max_tokens=flow.decision.max_tokens,
+            )
+            turn = self._call_model(decider, way, request, rec, StepKind.MODEL_CALL, round_no)
+            last_text = turn.content
+
+            if turn.parse_errors and not turn.tool_calls:
+                budget = self._spend(budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], rec)
+                messages.append(Message(role="assistant", content=turn.content or ""))
+                messages.append(Message(role="user", content=(
+                    f"{ErrorCode.PARSE_FAILED}: your tool call could not be read ({turn.parse_errors[0]}). "
+                    "Write it again as valid JSON, or answer without a tool.")))
+                continue
+            if not turn.tool_calls:
+                finished = True
+                break
+            fresh = [c for c in turn.tool_calls if self._signature(c) not in seen]
+            if not fresh:
+                finished = True  # only repeats of answered calls: the model has what it needs
+                break
+
+            messages.append(Message(role="assistant", content=turn.content, tool_calls=turn.tool_calls))
+            runnable, outcomes = [], []
+            for call in turn.tool_calls:
+                problem = check_call(call, tools)
+                if problem is None:
+                    runnable.append((call, tools[call.name]))
+                else:
+                    outcomes.append(problem)
+            outcomes.extend(run_calls(runnable, context, flow.tool_timeout_s))
+            outcomes.sort(key=lambda o: turn.tool_calls.index(o.call))
+            wrong = None
+            for outcome in outcomes:
+                executed = outcome.tool is not None and outcome.error_code not in _NOT_RUN
+                rec.record(
+                    StepKind.TOOL_CALL, round=round_no, name=outcome.call.name, tool_call_id=outcome.call.id,
+                    arguments=outcome.call.arguments, result=outcome.result,
+                    error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
+                    latency_ms=outcome.latency_ms, response={"executed": executed, "raw_arguments": outcome.call.raw_arguments},
+                )
+                messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
+                                        content=outcome.content_for_model()))
+                if outcome.error_code in _NOT_RUN:
+                    wrong = wrong or outcome
+                else:
+                    done.append(outcome)
+                    if outcome.error_code is None:
+                        seen.add(self._signature(outcome.call))
+            if wrong is not None:
+                budget = self._spend(budget, wrong.error_code, wrong.error_message or "", rec)
+
+        if not finished:
+            rec.record(StepKind.ERROR, round=flow.max_rounds, error_code=str(ErrorCode.MAX_ROUNDS),
+                       error_message=f"the decision model still called tools after {flow.max_rounds} rounds; "
+                                     "answering from the results so far (raise max_rounds to allow more)")
+        if flow.polish is not None:
+            return self._polish(flow, question, done, last_text if finished else None, rec)
+        if finished and last_text:
+            return last_text
+        # No polish model and no answer yet: ask the decision model once more, without tools.
+        request = ModelRequest(messages=list(messages), tool_choice="none", temperature=flow.decision.temperature,
+                               max_tokens=flow.decision.max_tokens)
+        turn = self._call_model(decider, way, request, rec, StepKind.MODEL_CALL, flow.max_rounds + 1)
+        return turn.content or ""
+
+    # ---------------------------------------------------------------- pieces
+    @staticmethod
+    def _signature(call: Any) -> str:
+        return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+
+    @staticmethod
+    def _spend(budget: int, code: ErrorCode | None, message: str, rec: _Recorder) -> int:
+        """A wrong call costs one retry; past the budget the run fails with that call's error."""
+        if budget <= 0:
+            rec.record(StepKind.ERROR, error_code=str(code), error_message=f"retry budget exhausted: {message}")
+            raise RunFailed(code or ErrorCode.INVALID_ARGUMENT, f"the model kept making wrong calls: {message}")
+        return budget - 1
+
+    def _call_model(
+        self, provider: Provider, way: CallingWay | None, request: ModelRequest, rec: _Recorder,
+        kind: StepKind, round_no: int,
+    ) -> ModelTurn:
+        sent = way.prepare(request, provider.capabilities) if way else request
+        started_at, t0 = utcnow(), time.perf_counter()
+        common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way and way.name,
+                      started_at=started_at)
+        try:
+            turn = provider.complete(sent)
+        except ProviderError as exc:
+            rec.record(kind, **common, request=sent.model_dump(mode="json", exclude_none=True),
+                       error_code=str(exc.code), error_message=exc.message, request_id=exc.request_id,
+                       latency_ms=(time.perf_counter() - t0) * 1000, retries=getattr(exc, "retries", []))
+            raise RunFailed(exc.code, exc.message) from exc
+        if way:
+            turn = way.interpret(turn, request)
+        rec.record(
+            kind, **common, request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
+            response=turn.wire_response, rendered_prompt=turn.rendered_prompt,
+            tool_calls=[c.model_dump(mode="json") for c in turn.tool_calls],
+            result=turn.content, tokens_in=turn.usage.input_tokens, tokens_out=turn.usage.output_tokens,
+            latency_ms=turn.latency_ms or (time.perf_counter() - t0) * 1000, retries=turn.retries,
+            request_id=turn.request_id,
+            error_code=str(ErrorCode.PARSE_FAILED) if turn.parse_errors and not turn.tool_calls else None,
+            error_message="; ".join(turn.parse_errors) or None,
+        )
+        return turn
+
+    def _polish(self, flow: Flow, question: str, done: list[CallOutcome], draft: str | None, rec: _Recorder) -> Any:
+        assert flow.polish is not None
+        polisher = self.provider_for(flow.polish)
+        schema = flow.polish.output_schema
+        system = flow.polish.system_prompt or POLISH_SYSTEM
+        if schema:
+            system += ("\nReply with one JSON object valid against this JSON Schema, and nothing else:\n"
+                       + json.dumps(schema, ensure_ascii=False))
+        lines = [f"Question: {question}", "", "Tool results:"]
+        lines += [f"- {o.call.name}({o.call.arguments_json()}) -> {o.content_for_model()}" for o in done] or ["(no tool was called)"]
+        if draft:
+            lines += ["", f"The decision model's draft answer: {draft}"]
+        messages = [Message(role="system", content=system), Message(role="user", content="\n".join(lines))]
+        response_format = ResponseFormat(name="answer", json_schema=schema) if schema else None
+        budget = flow.retry_budget
+        while True:
+            request = ModelRequest(messages=list(messages), response_format=response_format,
+                                   temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
+            turn = self._call_model(polisher, None, request, rec, StepKind.POLISH, 0)
+            if not schema:
+                return turn.content or ""
+            answer, problem = _structured(turn.content, schema)
+            if problem is None:
+                return answer
+            rec.record(StepKind.ERROR, error_code=str(ErrorCode.INVALID_ARGUMENT),
+                       error_message=f"polish output does not match the schema: {problem}")
+            if budget <= 0:
+                raise RunFailed(ErrorCode.INVALID_ARGUMENT, f"the polish model's answer never matched the schema: {problem}")
+            budget -= 1
+            messages += [Message(role="assistant", content=turn.content or ""),
+                         Message(role="user", content=f"That JSON is not valid against the schema: {problem}. Reply again with corrected JSON only.")]
+
+
+_NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}
+
+
+def _structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str | None]:
+    """Parse (repairing if needed) and validate a structured answer."""
+    if not content or not content.strip():
+        return None, "the answer is empty"
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError:
+        value = json_repair.loads(content)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: e.path)
+    if errors:
+        return value, "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
+    return value, None

@@ -1,0 +1,87 @@
+"""Neutral messages, tool calls and model turns.
+
+Every provider converts to and from these types in its own module; the engine and the
+store only ever see these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+ToolChoice = Literal["auto", "required", "none"] | str  # or the name of one tool
+
+
+class ToolCall(BaseModel):
+    """One call the model asked for. `arguments` is None when they could not be parsed."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str = ""
+
+    def arguments_json(self) -> str:
+        if self.arguments is not None:
+            return json.dumps(self.arguments, ensure_ascii=False)
+        return self.raw_arguments
+
+
+class Message(BaseModel):
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None  # for role == "tool": the call this answers
+    name: str | None = None  # for role == "tool": the tool's name
+
+
+class ToolSpec(BaseModel):
+    """What a model is told about one tool."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ResponseFormat(BaseModel):
+    """Structured output: the answer must be JSON valid against `json_schema`."""
+
+    name: str = "answer"
+    json_schema: dict[str, Any]
+    strict: bool = True
+
+
+class ModelRequest(BaseModel):
+    """A provider-neutral request. Providers turn it into their wire format."""
+
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool = True
+    response_format: ResponseFormat | None = None
+    temperature: float = 0.0
+    seed: int | None = 42
+    max_tokens: int | None = 1024
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelTurn(BaseModel):
+    """What came back from one model call, with everything needed to replay it."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    wire_request: dict[str, Any] = Field(default_factory=dict)  # literal request, secrets redacted
+    wire_response: dict[str, Any] = Field(default_factory=dict)
+    rendered_prompt: str | None = None  # the text a local transformer actually read
+    request_id: str | None = None
+    latency_ms: float = 0.0
+    retries: list[dict[str, Any]] = Field(default_factory=list)  # one entry per failed attempt
+    parse_errors: list[str] = Field(default_factory=list)  # calls seen in text but not parsable

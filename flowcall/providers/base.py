@@ -1,0 +1,45 @@
+"""The neutral provider interface: one job, turn a ModelRequest into a ModelTurn."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from flowcall.messages import ModelRequest, ModelTurn
+
+
+class Capabilities(BaseModel):
+    """What a provider/model can do natively; `auto` chooses a calling way from this."""
+
+    native_tools: bool = False
+    tool_choice_modes: list[str] = Field(default_factory=lambda: ["auto"])  # of auto, required, none, named
+    parallel_tool_calls: bool = False
+    json_schema_output: bool = False
+    grammar: bool = False  # can constrain decoding with a grammar (local models)
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+    capabilities: Capabilities
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        """One model call. Raises ProviderError (with `transient` set) on failure."""
+        ...
+
+
+SECRET_FIELDS = ("api_key", "authorization", "Authorization", "x-api-key")
+
+
+def redact(payload: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a wire payload with anything key-like blanked out, safe to store."""
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key in SECRET_FIELDS:
+            out[key] = "***"
+        elif isinstance(value, dict):
+            out[key] = redact(value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,126 @@
+"""The embedded default: a GGUF model run in-process by llama-cpp-python.
+
+The prompt is rendered with the model's own chat template (read from the GGUF), so the
+step records the exact text the transformer read. Qwen's template lists the tools and asks
+for <tool_call> tags; those are parsed here, as an OpenAI-compatible server would.
+Structured output is enforced with a grammar built from the JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from flowcall import config, local_model
+from flowcall.calling.base import new_call_id
+from flowcall.calling.parse import parse_tool_calls
+from flowcall.errors import ErrorCode, ProviderError
+from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.providers.base import Capabilities
+
+CAPABILITIES = Capabilities(
+    native_tools=True,  # through the chat template, parsed from <tool_call> tags
+    tool_choice_modes=["auto", "none"],
+    parallel_tool_calls=True,
+    json_schema_output=True,  # through a grammar
+    grammar=True,
+)
+_STOP = ["<|im_end|>", "<|endoftext|>"]
+
+
+def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Neutral messages in the shape HF chat templates expect (arguments as objects)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content or ""}
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments if c.arguments is not None else c.raw_arguments}}
+                for c in m.tool_calls
+            ]
+        if m.role == "tool":
+            item["tool_call_id"] = m.tool_call_id
+            item["name"] = m.name
+        out.append(item)
+    return out
+
+
+class LocalProvider:
+    name = "local"
+    capabilities = CAPABILITIES
+    _shared: dict[str, LocalProvider] = {}
+    _shared_lock = threading.Lock()
+
+    def __init__(self, model_path: Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None):
+        from llama_cpp import Llama  # imported late: loading the library is not free
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.path = local_model.require(model_path or config.model_path())
+        self.model = self.path.stem
+        self._lock = threading.Lock()  # one llama context serves one call at a time
+        self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(),
+                         verbose=False, seed=42)
+        template = self.llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ProviderError(f"{self.path} has no chat template in its metadata; use a chat/instruct GGUF")
+        detok = lambda tid: self.llm.detokenize([tid], special=True).decode("utf-8", "replace")  # noqa: E731
+        self.formatter = Jinja2ChatFormatter(template=template, eos_token=detok(self.llm.token_eos()),
+                                             bos_token=detok(self.llm.token_bos()))
+
+    @classmethod
+    def shared(cls, model_path: Path | None = None) -> LocalProvider:
+        """One loaded model per file per process (loading costs a second and ~500 MB)."""
+        path = str(local_model.require(model_path or config.model_path()))
+        with cls._shared_lock:
+            if path not in cls._shared:
+                cls._shared[path] = cls(Path(path))
+            return cls._shared[path]
+
+    def render(self, request: ModelRequest) -> str:
+        tools = None
+        if request.tools and request.tool_choice != "none":
+            tools = [{"type": "function", "function": t.model_dump()} for t in request.tools]
+        return self.formatter(messages=template_messages(request.messages), tools=tools).prompt
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        from llama_cpp import LlamaGrammar
+
+        prompt = self.render(request)
+        grammar = None
+        if request.response_format is not None:
+            grammar = LlamaGrammar.from_json_schema(json.dumps(request.response_format.json_schema), verbose=False)
+        wire = {"prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
+                "seed": request.seed, "stop": _STOP,
+                "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}
+        started = time.perf_counter()
+        try:
+            with self._lock:
+                self.llm.set_seed(request.seed if request.seed is not None else 42)
+                out = self.llm.create_completion(prompt=prompt, max_tokens=request.max_tokens, temperature=request.temperature,
+                                                 seed=request.seed, stop=_STOP, grammar=grammar)
+        except ValueError as exc:  # e.g. the prompt is longer than the context window
+            raise ProviderError(f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",
+                                code=ErrorCode.PROVIDER_ERROR) from exc
+        latency_ms = (time.perf_counter() - started) * 1000
+        choice = out["choices"][0]
+        text: str = choice["text"]
+        calls: list[ToolCall] = []
+        errors: list[str] = []
+        content: str | None = text
+        if request.tools and request.tool_choice != "none" and "<tool_call>" in text:
+            parsed = parse_tool_calls(text)
+            calls = [ToolCall(id=new_call_id(), name=n, arguments=a, raw_arguments=r) for n, a, r in parsed.calls]
+            errors = parsed.errors
+            content = text.split("<tool_call>")[0].strip() or None
+        return ModelTurn(
+            content=content, tool_calls=calls, parse_errors=errors,
+            finish_reason="tool_calls" if calls else choice.get("finish_reason"),
+            usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=out["usage"]["completion_tokens"]),
+            wire_request={k: v for k, v in wire.items() if v is not None}, wire_response=out,
+            rendered_prompt=prompt, request_id=out.get("id"), latency_ms=latency_ms,
+        )

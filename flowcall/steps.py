@@ -1,0 +1,103 @@
+"""Step and run records: what the engine emits and the store keeps.
+
+A step is one event of a run (a model call, a tool call, an error) with everything needed
+to replay it. The engine hands each step to a `StepSink` when it ends, so a crash loses at
+most the step in flight.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class StepKind(StrEnum):
+    MODEL_CALL = "model_call"  # the decision model
+    TOOL_CALL = "tool_call"
+    APPROVAL = "approval"
+    POLISH = "polish"  # the polish model
+    ERROR = "error"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class Step(BaseModel):
+    run_id: str
+    seq: int
+    kind: StepKind
+    round: int = 0
+    name: str | None = None  # tool name, or provider/model for model calls
+    calling_way: str | None = None
+    request: dict[str, Any] | None = None  # literal wire request, secrets redacted
+    response: dict[str, Any] | None = None  # raw wire response
+    rendered_prompt: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # parsed calls of a model step
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+    result: Any = None
+    error_code: str | None = None
+    error_message: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    retries: list[dict[str, Any]] = Field(default_factory=list)
+    request_id: str | None = None
+    trace_id: str | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    ended_at: datetime = Field(default_factory=utcnow)
+
+
+class Run(BaseModel):
+    id: str
+    flow_name: str
+    flow_version_id: int | None = None
+    question: str
+    status: RunStatus = RunStatus.RUNNING
+    final_answer: Any = None
+    error: str | None = None
+    trace_id: str
+    started_at: datetime = Field(default_factory=utcnow)
+    ended_at: datetime | None = None
+    steps: list[Step] = Field(default_factory=list)
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(s.tokens_in for s in self.steps)
+
+    @property
+    def tokens_out(self) -> int:
+        return sum(s.tokens_out for s in self.steps)
+
+
+class StepSink(Protocol):
+    """Where a run's records go. The store implements it; tests may collect in memory."""
+
+    def run_started(self, run: Run) -> None: ...
+
+    def step_recorded(self, step: Step) -> None: ...
+
+    def run_finished(self, run: Run) -> None: ...
+
+
+class MemorySink:
+    """Keeps nothing beyond the Run object itself: for tests and benchmarks."""
+
+    def run_started(self, run: Run) -> None:
+        pass
+
+    def step_recorded(self, step: Step) -> None:
+        pass
+
+    def run_finished(self, run: Run) -> None:
+        pass

@@ -1,0 +1,54 @@
+"""A tool: name, namespaced version, description, JSON Schema, annotations, callable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from flowcall.messages import ToolSpec
+
+ToolSource = Literal["python", "mcp", "http"]
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    """Hints for the host (MCP's names): is it safe to run without asking a person?"""
+
+    read_only: bool = False
+    destructive: bool = False
+    open_world: bool = False
+
+
+@dataclass
+class RunContext:
+    """Hidden context (seed 003): injected by the engine, never shown to the model.
+
+    A tool parameter annotated with this type is left out of the tool's JSON Schema.
+    Tools keep large data here as artifacts; the model only sees a short summary.
+    """
+
+    run_id: str
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Tool:
+    name: str  # what the model calls: get_weather
+    version: str  # namespaced, versioned id: weather/v1/get_weather
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments
+    func: Callable[..., Any]
+    annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
+    context_param: str | None = None  # the hidden RunContext parameter, if any
+    timeout_s: float | None = None  # overrides the flow's tool timeout
+    source: ToolSource = "python"
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def invoke(self, arguments: dict[str, Any], context: RunContext) -> Any:
+        kwargs = dict(arguments)
+        if self.context_param:
+            kwargs[self.context_param] = context
+        return self.func(**kwargs)

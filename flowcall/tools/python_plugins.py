@@ -1,0 +1,148 @@
+"""Python plugins: a decorated function becomes a Tool, its JSON Schema taken from its
+type hints and its docstring (Google, reST or NumPy style)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Any, Callable, get_type_hints
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from flowcall.errors import ConfigError
+from flowcall.tools.base import RunContext, Tool, ToolAnnotations
+
+_TOOL_ATTR = "__flowcall_tool__"
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Pydantic adds a 'title' to every property; for a model they are noise that costs tokens."""
+    if isinstance(schema, dict):
+        return {
+            k: _strip_titles(v)
+            for k, v in schema.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+def build_tool(
+    func: Callable[..., Any],
+    version: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    timeout_s: float | None = None,
+) -> Tool:
+    """Derive a Tool from a plain function."""
+    name = name or func.__name__
+    if version.count("/") != 2 or not version.endswith("/" + name):
+        raise ConfigError(
+            f"tool {name}: version '{version}' must look like 'domain/v1/{name}' (namespace/version/name)"
+        )
+    doc = docstring_parser.parse(inspect.getdoc(func) or "")
+    param_docs = {p.arg_name: p.description for p in doc.params}
+    hints = get_type_hints(func)
+    fields: dict[str, Any] = {}
+    context_param = None
+    for pname, param in inspect.signature(func).parameters.items():
+        annotation = hints.get(pname, Any)
+        if annotation is RunContext:
+            context_param = pname  # hidden: injected by the engine, not in the schema
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
+    arg_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    schema = _strip_titles(arg_model.model_json_schema())
+    schema.setdefault("properties", {})
+    text = description or "\n\n".join(
+        part for part in (doc.short_description, doc.long_description) if part
+    )
+
+    @functools.wraps(func)
+    def call(**kwargs: Any) -> Any:
+        context = kwargs.pop(context_param, None) if context_param else None
+        # pydantic coerces validated JSON into the declared Python types (dates, models, ...)
+        values = arg_model.model_validate(kwargs)
+        bound = {field: getattr(values, field) for field in fields}
+        if context_param:
+            bound[context_param] = context
+        return func(**bound)
+
+    return Tool(
+        name=name,
+        version=version,
+        description=text.strip(),
+        parameters=schema,
+        func=call,
+        annotations=annotations or ToolAnnotations(),
+        context_param=context_param,
+        timeout_s=timeout_s,
+        source="python",
+    )
+
+
+def tool(
+    version: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    open_world: bool = False,
+    timeout_s: float | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as a FlowCall tool: `@tool("weather/v1/get_weather", read_only=True)`.
+
+    The function stays callable as before; the Tool hangs on it for the registry to find.
+    """
+
+    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
+        built = build_tool(
+            func,
+            version,
+            name=name,
+            description=description,
+            annotations=ToolAnnotations(read_only=read_only, destructive=destructive, open_world=open_world),
+            timeout_s=timeout_s,
+        )
+        setattr(func, _TOOL_ATTR, built)
+        return func
+
+    return mark
+
+
+def tools_in_module(module: Any) -> list[Tool]:
+    return [getattr(obj, _TOOL_ATTR) for obj in vars(module).values() if hasattr(obj, _TOOL_ATTR)]
+
+
+def load_plugin_dir(directory: Path) -> list[Tool]:
+    """Import every module in a plugin folder and collect its tools."""
+    found: list[Tool] = []
+    for path in sorted(directory.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module_name = f"flowcall_plugins.{directory.name}.{path.stem}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                continue
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[module_name]
+                raise ConfigError(f"plugin {path} failed to import: {exc!r}; fix the module or remove it") from exc
+        found.extend(tools_in_module(module))
+    return found
