@@ -1,0 +1,224 @@
+"""DashScope's native protocol through its SDK (`dashscope.Generation.call`).
+
+Unlike the OpenAI SDK, DashScope does not raise on HTTP errors: it returns a response with
+`status_code != 200` and `code`/`message`, so the error mapping reads those fields. Network
+failures do raise (the SDK uses `requests`). The conversions are pure functions so they can be
+tested against recorded payloads; `call` is injectable so tests need no network.
+
+The SDK reads DASHSCOPE_HTTP_BASE_URL itself (e.g. https://dashscope-intl.aliyuncs.com/api/v1
+for the international region); `base_url` overrides it per provider.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Callable, Literal
+
+import dashscope
+import requests
+
+from flowcall.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.messages import Message, ModelRequest, ModelTurn, Usage
+from flowcall.providers.base import Capabilities, redact
+from flowcall.providers.openai_compat import parse_tool_call, tool_choice_to_wire
+from flowcall.providers.retry import with_retries
+
+StructuredMode = Literal["json_schema", "json_object"]
+
+CAPABILITIES = Capabilities(
+    native_tools=True,
+    tool_choice_modes=["auto", "none", "named"],  # DashScope documents no "required"
+    parallel_tool_calls=True,
+    json_schema_output=True,  # json_schema mode: only some qwen-plus/max models; else use json_object
+)
+
+
+# ---------------------------------------------------------------- neutral -> wire
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    """One neutral message in DashScope's message format (OpenAI-like; tool results also carry
+    the tool's name, which older Qwen models read)."""
+    if message.role == "tool":
+        wire: dict[str, Any] = {"role": "tool", "content": message.content or ""}
+        wire["tool_call_id"] = message.tool_call_id or ""
+        if message.name:
+            wire["name"] = message.name
+        return wire
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or "",
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content or ""}
+
+
+def build_request(request: ModelRequest, model: str, structured: StructuredMode = "json_schema") -> dict[str, Any]:
+    """The keyword arguments for `dashscope.Generation.call` (secrets are added at call time).
+
+    In json_object mode DashScope only guarantees JSON, not the schema, and demands the word
+    "JSON" in the prompt, so the schema is appended as a system message."""
+    messages = [message_to_wire(m) for m in request.messages]
+    wire: dict[str, Any] = {"model": model, "messages": messages, "result_format": "message"}
+    if request.tools:
+        wire["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+        wire["tool_choice"] = tool_choice_to_wire(request.tool_choice)
+        wire["parallel_tool_calls"] = request.parallel_tool_calls
+    fmt = request.response_format
+    if fmt is not None and structured == "json_schema":
+        wire["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
+        }
+    elif fmt is not None:
+        wire["response_format"] = {"type": "json_object"}
+        schema = json.dumps(fmt.json_schema, ensure_ascii=False)
+        messages.append({"role": "system", "content": f"Answer with one JSON object valid against this JSON Schema: {schema}"})
+    wire["temperature"] = request.temperature
+    if request.seed is not None:
+        wire["seed"] = request.seed
+    if request.max_tokens is not None:
+        wire["max_tokens"] = request.max_tokens
+    return wire
+
+
+# ---------------------------------------------------------------- wire -> neutral
+
+
+def response_to_dict(response: Any) -> dict[str, Any]:
+    """A GenerationResponse (a dict subclass) as plain JSON data, without the HTTP headers."""
+    data = {k: v for k, v in dict(response).items() if k != "headers"}
+    return json.loads(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def parse_response(data: dict[str, Any]) -> ModelTurn:
+    """A successful DashScope response (result_format="message") as a ModelTurn."""
+    output = data.get("output") or {}
+    choices = output.get("choices") or []
+    choice = choices[0] if choices else {}
+    message = choice.get("message") or {}
+    content = message.get("content") if choices else output.get("text")
+    if isinstance(content, list):  # multimodal-style content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    tool_calls = [parse_tool_call(tc, i) for i, tc in enumerate(message.get("tool_calls") or [])]
+    usage = data.get("usage") or {}
+    return ModelTurn(
+        content=None if tool_calls and not content else content,  # DashScope sends "" beside calls
+        tool_calls=tool_calls,
+        finish_reason=choice.get("finish_reason") or output.get("finish_reason"),
+        usage=Usage(input_tokens=usage.get("input_tokens") or 0, output_tokens=usage.get("output_tokens") or 0),
+        wire_response=data,
+        request_id=data.get("request_id") or None,
+    )
+
+
+def error_from_response(data: dict[str, Any], *, model: str) -> ProviderError:
+    """Map a non-200 DashScope response: 429 or Throttling* is a transient RATE_LIMITED,
+    5xx a transient PROVIDER_ERROR, anything else a PROVIDER_ERROR naming code and message."""
+    status = int(data.get("status_code") or 0)
+    code = str(data.get("code") or "")
+    text = data.get("message") or ""
+    request_id = data.get("request_id") or None
+    if status == 429 or code.startswith("Throttling"):
+        return ProviderError(
+            f"DashScope rate limit for model '{model}' ({code}): {text}",
+            code=ErrorCode.RATE_LIMITED, transient=True, status=status, request_id=request_id,
+        )
+    if status >= 500:
+        return ProviderError(
+            f"DashScope server error (HTTP {status}, {code}): {text}",
+            transient=True, status=status, request_id=request_id,
+        )
+    if status in (401, 403) or code == "InvalidApiKey":
+        hint = "Check DASHSCOPE_API_KEY and that it belongs to this region's endpoint."
+    else:
+        hint = f"Check the model name '{model}' and the request parameters."
+    return ProviderError(
+        f"DashScope rejected the request (HTTP {status}, {code}): {text}. {hint}",
+        status=status, request_id=request_id,
+    )
+
+
+# ---------------------------------------------------------------- the provider
+
+
+class DashScopeProvider:
+    """Qwen (and other Model Studio models) through the native DashScope SDK."""
+
+    name = "dashscope"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        base_url: str | None = None,
+        structured: StructuredMode = "json_schema",
+        call: Callable[..., Any] | None = None,
+    ):
+        key = api_key or os.environ.get("DASHSCOPE_API_KEY")
+        if not key:
+            raise ConfigError(
+                "DASHSCOPE_API_KEY is not set. Export it (export DASHSCOPE_API_KEY=sk-...) to use Qwen on "
+                "DashScope, or pick another provider (the embedded local model needs no key)."
+            )
+        self.model = model
+        self.capabilities = CAPABILITIES.model_copy(deep=True)
+        self.structured = structured
+        self.timeout_s = timeout_s
+        self.base_url = base_url
+        self._api_key = key
+        self._call = call or dashscope.Generation.call
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        wire = build_request(request, self.model, self.structured)
+        extra: dict[str, Any] = {"api_key": self._api_key, "request_timeout": self.timeout_s}
+        if self.base_url:
+            extra["base_address"] = self.base_url
+        recorded = {**redact(wire), "base_url": self.base_url or dashscope.base_http_api_url}
+        retries: list[dict[str, Any]] = []
+        latency_ms = 0.0
+
+        def attempt() -> dict[str, Any]:
+            nonlocal latency_ms
+            started = time.perf_counter()
+            try:
+                response = self._call(**wire, **extra)
+            except requests.exceptions.RequestException as exc:
+                raise ProviderError(
+                    f"could not reach DashScope at {recorded['base_url']} ({exc})", transient=True
+                ) from exc
+            finally:
+                latency_ms = (time.perf_counter() - started) * 1000
+            data = response_to_dict(response)
+            if data.get("status_code") != 200:
+                raise error_from_response(data, model=self.model)
+            return data
+
+        try:
+            data = with_retries(attempt, retries)
+        except ProviderError as exc:
+            exc.details.update(wire_request=recorded, retries=retries)  # so the failed step keeps them
+            raise
+        turn = parse_response(data)
+        turn.wire_request = recorded
+        turn.latency_ms = round(latency_ms, 1)
+        turn.retries = retries
+        return turn

@@ -1,0 +1,303 @@
+"""OpenAI Chat Completions wire format: OpenAI, DashScope compatible mode, Ollama, LM Studio,
+vLLM and llama.cpp servers all speak it, so one module serves them all.
+
+The conversions are pure functions (neutral request -> wire dict, wire dict -> ModelTurn) so
+they can be tested against recorded payloads; the provider class only adds the network call.
+The SDK's own retries are switched off: ours go through `with_retries`, so each is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import openai
+
+from flowcall.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.providers.base import Capabilities, redact
+from flowcall.providers.retry import with_retries
+
+DASHSCOPE_COMPATIBLE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+NO_KEY = "not-needed"  # local servers ignore the key, but the SDK insists on one
+
+FULL_CAPABILITIES = Capabilities(
+    native_tools=True,
+    tool_choice_modes=["auto", "required", "none", "named"],
+    parallel_tool_calls=True,
+    json_schema_output=True,
+)
+
+
+# ---------------------------------------------------------------- neutral -> wire
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    """One neutral message as a Chat Completions message."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content or ""}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content or ""}
+
+
+def tool_choice_to_wire(choice: str) -> str | dict[str, Any]:
+    """"auto"/"required"/"none" pass through; anything else names the one tool to call."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def build_request(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The keyword arguments for `chat.completions.create`, which are also the JSON body."""
+    wire: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
+    if request.tools:
+        wire["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+        wire["tool_choice"] = tool_choice_to_wire(request.tool_choice)
+        wire["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.response_format is not None:
+        fmt = request.response_format
+        wire["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
+        }
+    wire["temperature"] = request.temperature
+    if request.seed is not None:
+        wire["seed"] = request.seed
+    if request.max_tokens is not None:
+        wire["max_tokens"] = request.max_tokens
+    return wire
+
+
+# ---------------------------------------------------------------- wire -> neutral
+
+
+def parse_tool_call(raw: dict[str, Any], index: int) -> ToolCall:
+    """Arguments that are not a JSON object stay unparsed (arguments=None) with the raw text
+    kept, so the engine can report PARSE_FAILED to the model instead of guessing."""
+    function = raw.get("function") or {}
+    text = function.get("arguments")
+    if isinstance(text, dict):  # a few servers send an object instead of a JSON string
+        return ToolCall(
+            id=raw.get("id") or f"call_{index}",
+            name=function.get("name") or "",
+            arguments=text,
+            raw_arguments=json.dumps(text, ensure_ascii=False),
+        )
+    text = text or ""
+    arguments: dict[str, Any] | None
+    if not text.strip():
+        arguments = {}  # a call without arguments is sent as "" by some servers
+    else:
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        arguments = parsed if isinstance(parsed, dict) else None
+    return ToolCall(
+        id=raw.get("id") or f"call_{index}",
+        name=function.get("name") or "",
+        arguments=arguments,
+        raw_arguments=text,
+    )
+
+
+def parse_response(data: dict[str, Any]) -> ModelTurn:
+    """A Chat Completions response body as a ModelTurn (the first choice; we never ask for n>1)."""
+    choices = data.get("choices") or []
+    choice = choices[0] if choices else {}
+    message = choice.get("message") or {}
+    tool_calls = [parse_tool_call(tc, i) for i, tc in enumerate(message.get("tool_calls") or [])]
+    content = message.get("content")
+    usage = data.get("usage") or {}
+    return ModelTurn(
+        content=None if tool_calls and not content else content,  # some servers send "" beside calls
+        tool_calls=tool_calls,
+        finish_reason=choice.get("finish_reason"),
+        usage=Usage(
+            input_tokens=usage.get("prompt_tokens") or 0,
+            output_tokens=usage.get("completion_tokens") or 0,
+        ),
+        wire_response=data,
+        request_id=data.get("id"),
+    )
+
+
+def error_from_exception(exc: Exception, *, provider: str, model: str, base_url: str) -> ProviderError:
+    """Map an SDK exception to a ProviderError: 429, 5xx and network trouble are transient."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        server_message = _server_message(exc)
+        if status == 429:
+            return ProviderError(
+                f"{provider} rate limit hit for model '{model}': {server_message}",
+                code=ErrorCode.RATE_LIMITED, transient=True, status=status, request_id=exc.request_id,
+            )
+        if status >= 500:
+            return ProviderError(
+                f"{provider} server error (HTTP {status}) at {base_url}: {server_message}",
+                transient=True, status=status, request_id=exc.request_id,
+            )
+        return ProviderError(
+            f"{provider} rejected the request (HTTP {status}): {server_message}. {_hint(status, model, base_url)}",
+            status=status, request_id=exc.request_id,
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError(f"{provider} did not answer in time at {base_url}", transient=True)
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError(
+            f"could not reach {provider} at {base_url} ({exc.__cause__ or exc}); is the server running "
+            "and the base URL right?",
+            transient=True,
+        )
+    return ProviderError(f"{provider} call failed: {type(exc).__name__}: {exc}")
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return exc.message
+
+
+def _hint(status: int, model: str, base_url: str) -> str:
+    if status in (401, 403):
+        return f"Check the API key for {base_url} (is the right variable exported?)."
+    if status == 404:
+        return f"Check the model name '{model}' and the base URL {base_url} (it usually ends in /v1)."
+    return f"Check the model name '{model}', the API key and the base URL {base_url}."
+
+
+# ---------------------------------------------------------------- the provider
+
+
+class OpenAICompatibleProvider:
+    """Any server that speaks OpenAI Chat Completions."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        name: str = "openai-compatible",
+        capabilities: Capabilities | None = None,
+        timeout_s: float = 60.0,
+        client: Any = None,
+    ):
+        self.model = model
+        self.name = name
+        self.capabilities = capabilities or FULL_CAPABILITIES.model_copy(deep=True)
+        if client is None:
+            try:
+                client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+            except openai.OpenAIError as exc:
+                raise ConfigError(
+                    f"{name}: cannot create the OpenAI client ({exc}). Pass an API key, e.g. "
+                    "export OPENAI_API_KEY=..."
+                ) from exc
+        self.client = client
+        self.base_url = str(getattr(client, "base_url", base_url) or "").rstrip("/")
+
+    def complete(self, request: ModelRequest) -> ModelTurn:
+        wire = build_request(request, self.model)
+        recorded = {**redact(wire), "base_url": self.base_url}
+        retries: list[dict[str, Any]] = []
+        latency_ms = 0.0
+
+        def attempt() -> Any:
+            nonlocal latency_ms
+            started = time.perf_counter()
+            try:
+                return self.client.chat.completions.create(**wire)
+            except openai.OpenAIError as exc:
+                raise error_from_exception(
+                    exc, provider=self.name, model=self.model, base_url=self.base_url
+                ) from exc
+            finally:
+                latency_ms = (time.perf_counter() - started) * 1000
+
+        try:
+            response = with_retries(attempt, retries)
+        except ProviderError as exc:
+            exc.details.update(wire_request=recorded, retries=retries)  # so the failed step keeps them
+            raise
+        data = response.model_dump(mode="json", exclude_unset=True)  # the fields the server sent
+        turn = parse_response(data)
+        turn.wire_request = recorded
+        turn.request_id = getattr(response, "_request_id", None) or turn.request_id
+        turn.latency_ms = round(latency_ms, 1)
+        turn.retries = retries
+        return turn
+
+
+# ---------------------------------------------------------------- factories
+
+
+def openai_provider(model: str, *, timeout_s: float = 60.0) -> OpenAICompatibleProvider:
+    """OpenAI itself: OPENAI_API_KEY, and OPENAI_BASE_URL if set (e.g. a proxy)."""
+    key = os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise ConfigError(
+            "OPENAI_API_KEY is not set. Export it (export OPENAI_API_KEY=sk-...) to use OpenAI models, "
+            "or pick another provider (the embedded local model needs no key)."
+        )
+    return OpenAICompatibleProvider(
+        model, base_url=os.environ.get("OPENAI_BASE_URL") or None, api_key=key, name="openai",
+        timeout_s=timeout_s,
+    )
+
+
+def dashscope_compatible_provider(model: str, *, timeout_s: float = 60.0) -> OpenAICompatibleProvider:
+    """Qwen on DashScope through its OpenAI-compatible endpoint (DASHSCOPE_API_KEY).
+    Set DASHSCOPE_BASE_URL for another region, e.g. https://dashscope-intl.aliyuncs.com/compatible-mode/v1."""
+    key = os.environ.get("DASHSCOPE_API_KEY")
+    if not key:
+        raise ConfigError(
+            "DASHSCOPE_API_KEY is not set. Export it (export DASHSCOPE_API_KEY=sk-...) to use Qwen on "
+            "DashScope, or pick another provider (the embedded local model needs no key)."
+        )
+    capabilities = FULL_CAPABILITIES.model_copy(update={"tool_choice_modes": ["auto", "none", "named"]})
+    return OpenAICompatibleProvider(
+        model,
+        base_url=os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_COMPATIBLE_BASE_URL,
+        api_key=key,
+        name="dashscope-compatible",
+        capabilities=capabilities,
+        timeout_s=timeout_s,
+    )
+
+
+def compatible_provider(
+    model: str, base_url: str, *, capabilities: Capabilities | None = None, timeout_s: float = 60.0
+) -> OpenAICompatibleProvider:
+    """A local or self-hosted server (Ollama, LM Studio, vLLM, llama.cpp). The key comes from
+    OPENAI_COMPATIBLE_API_KEY; most local servers need none."""
+    return OpenAICompatibleProvider(
+        model,
+        base_url=base_url,
+        api_key=os.environ.get("OPENAI_COMPATIBLE_API_KEY") or NO_KEY,
+        capabilities=capabilities,
+        timeout_s=timeout_s,
+    )

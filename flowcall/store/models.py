@@ -1,0 +1,141 @@
+"""The tables. Change them only together with a new migration in migrations/versions/."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Date,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from flowcall.steps import utcnow
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Always timezone-aware UTC, also on SQLite, which stores datetimes without a zone."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: FlowCall stores timezone-aware times only")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# JSONB on PostgreSQL (indexable, compact); SQL NULL for Python None so "no value" is one thing.
+JSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class FlowRow(Base):
+    __tablename__ = "flows"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class FlowVersionRow(Base):
+    __tablename__ = "flow_versions"
+    __table_args__ = (UniqueConstraint("flow_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    flow_id: Mapped[int] = mapped_column(ForeignKey("flows.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    spec_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    # SET NULL: deleting a flow keeps its runs (see Store.delete_flow).
+    flow_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("flow_versions.id", ondelete="SET NULL"), index=True
+    )
+    flow_name: Mapped[str] = mapped_column(String(120), index=True)
+    question: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    final_answer: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text)
+    trace_id: Mapped[str] = mapped_column(String(255))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class StepRow(Base):
+    __tablename__ = "steps"
+    __table_args__ = (UniqueConstraint("run_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(32))
+    round: Mapped[int] = mapped_column(Integer, default=0)
+    name: Mapped[str | None] = mapped_column(String(255))
+    calling_way: Mapped[str | None] = mapped_column(String(32))
+    request: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    response: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    rendered_prompt: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
+    tool_call_id: Mapped[str | None] = mapped_column(String(255))
+    arguments: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    result: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    retries: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
+    request_id: Mapped[str | None] = mapped_column(String(255))
+    trace_id: Mapped[str | None] = mapped_column(String(255))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class TaskRow(Base):
+    """Tasks made by the built-in `create_task` plugin."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    priority: Mapped[int] = mapped_column(Integer)
+    due_date: Mapped[date | None] = mapped_column(Date)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,314 @@
+"""The repository: flows (versioned), runs and their steps, tasks.
+
+`Store` is the engine's StepSink. Each call is its own short transaction, so a step is on
+disk the moment `step_recorded` returns, and another process (the UI) can watch a run grow.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import date
+from typing import Any
+
+from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from flowcall import config
+from flowcall.errors import ConfigError
+from flowcall.spec import Flow
+from flowcall.steps import Run, RunStatus, Step, utcnow
+from flowcall.store.db import make_engine
+from flowcall.store.migrate import upgrade
+from flowcall.store.models import FlowRow, FlowVersionRow, RunRow, StepRow, TaskRow
+
+_TIMES = {"started_at", "ended_at"}
+
+
+# --- The one place where ORM rows and pydantic records meet. ---------------------------------
+# JSON-mode dumps turn enums into their values (psycopg would write an Enum's *name*) and make
+# nested values JSON-safe; datetimes are passed as objects for the timezone-aware columns.
+
+
+def _step_to_row(step: Step) -> StepRow:
+    data = step.model_dump(mode="json", exclude=_TIMES)
+    return StepRow(**data, started_at=step.started_at, ended_at=step.ended_at)
+
+
+def _step_from_row(row: StepRow) -> Step:
+    return Step.model_validate({name: getattr(row, name) for name in Step.model_fields})
+
+
+def _run_to_row(run: Run) -> RunRow:
+    data = run.model_dump(mode="json", exclude=_TIMES | {"steps"})
+    return RunRow(**data, started_at=run.started_at, ended_at=run.ended_at, tokens_in=0, tokens_out=0)
+
+
+def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
+    data = {name: getattr(row, name) for name in Run.model_fields if name != "steps"}
+    return Run.model_validate({**data, "steps": [_step_from_row(s) for s in steps or []]})
+
+
+def _version_info(row: FlowVersionRow) -> dict[str, Any]:
+    return {
+        "version": row.version,
+        "version_id": row.id,
+        "spec_hash": row.spec_hash,
+        "created_at": row.created_at,
+    }
+
+
+def _task_dict(row: TaskRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "title": row.title,
+        "priority": row.priority,
+        "due_date": row.due_date,
+        "created_at": row.created_at,
+    }
+
+
+class Store:
+    """All persistence of FlowCall behind one object; open it with `Store.open()`."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Store:
+        """Connect to `url` (default FLOWCALL_DATABASE_URL or the SQLite file) and migrate to head."""
+        engine = make_engine(url or config.database_url())
+        try:
+            upgrade(engine)
+        except OperationalError as exc:
+            engine.dispose()
+            where = engine.url.render_as_string(hide_password=True)
+            reason = " ".join(str(exc.orig).split())  # drivers write several lines
+            raise ConfigError(
+                f"cannot open the database {where}: {reason}; check FLOWCALL_DATABASE_URL and that "
+                "the server is running and the database exists"
+            ) from exc
+        return cls(engine)
+
+    def close(self) -> None:
+        with _lock:
+            for key, store in list(_stores.items()):
+                if store is self:
+                    del _stores[key]
+        self.engine.dispose()
+
+    def _session(self) -> Session:
+        return self._sessions()
+
+    # --- StepSink -----------------------------------------------------------------------------
+
+    def run_started(self, run: Run) -> None:
+        with self._session() as s, s.begin():
+            s.add(_run_to_row(run))
+
+    def step_recorded(self, step: Step) -> None:
+        """Insert and commit at once: a crash later in the run keeps this step."""
+        with self._session() as s, s.begin():
+            if s.get(RunRow, step.run_id) is None:
+                raise ConfigError(
+                    f"step {step.seq} belongs to run {step.run_id}, which was never started; "
+                    "call run_started(run) first"
+                )
+            s.add(_step_to_row(step))
+
+    def run_finished(self, run: Run) -> None:
+        """Close the run; token totals are summed from the steps actually stored."""
+        with self._session() as s, s.begin():
+            totals = select(
+                func.coalesce(func.sum(StepRow.tokens_in), 0), func.coalesce(func.sum(StepRow.tokens_out), 0)
+            ).where(StepRow.run_id == run.id)
+            tokens_in, tokens_out = s.execute(totals).one()
+            result = s.execute(
+                update(RunRow)
+                .where(RunRow.id == run.id)
+                .values(
+                    status=str(run.status),
+                    final_answer=run.model_dump(mode="json", include={"final_answer"})["final_answer"],
+                    error=run.error,
+                    ended_at=run.ended_at or utcnow(),
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                )
+            )
+            if result.rowcount == 0:
+                raise ConfigError(f"run {run.id} was never started; call run_started(run) first")
+
+    # --- Flows --------------------------------------------------------------------------------
+
+    def save_flow(self, flow: Flow) -> tuple[int, int]:
+        """Store `flow` as a new version unless it equals the latest; returns (version_id, version)."""
+        try:
+            return self._save_flow(flow)
+        except IntegrityError:
+            # Another process saved the same flow at the same moment: retry on its result.
+            return self._save_flow(flow)
+
+    def _save_flow(self, flow: Flow) -> tuple[int, int]:
+        spec_hash = flow.content_hash()
+        with self._session() as s, s.begin():
+            flow_row = s.scalar(select(FlowRow).where(FlowRow.name == flow.name))
+            if flow_row is None:
+                flow_row = FlowRow(name=flow.name)
+                s.add(flow_row)
+                s.flush()
+            latest = s.scalar(
+                select(FlowVersionRow)
+                .where(FlowVersionRow.flow_id == flow_row.id)
+                .order_by(FlowVersionRow.version.desc())
+                .limit(1)
+            )
+            if latest is not None and latest.spec_hash == spec_hash:
+                return latest.id, latest.version
+            row = FlowVersionRow(
+                flow_id=flow_row.id,
+                version=latest.version + 1 if latest else 1,
+                spec=flow.model_dump(mode="json"),
+                spec_hash=spec_hash,
+            )
+            s.add(row)
+            s.flush()
+            return row.id, row.version
+
+    def get_flow(self, name: str, version: int | None = None) -> tuple[Flow, int, int]:
+        """The latest (or the given) version of a flow: (flow, version_id, version)."""
+        with self._session() as s:
+            flow_id = s.scalar(select(FlowRow.id).where(FlowRow.name == name))
+            if flow_id is None:
+                known = ", ".join(s.scalars(select(FlowRow.name).order_by(FlowRow.name))) or "none yet"
+                raise ConfigError(f"no flow named {name!r}; known flows: {known}")
+            query = select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id)
+            if version is None:
+                query = query.order_by(FlowVersionRow.version.desc()).limit(1)
+            else:
+                query = query.where(FlowVersionRow.version == version)
+            row = s.scalar(query)
+            if row is None:
+                versions = list(
+                    s.scalars(
+                        select(FlowVersionRow.version)
+                        .where(FlowVersionRow.flow_id == flow_id)
+                        .order_by(FlowVersionRow.version)
+                    )
+                )
+                raise ConfigError(f"flow {name!r} has no version {version}; it has versions {versions}")
+            return Flow.model_validate(row.spec), row.id, row.version
+
+    def list_flows(self) -> list[dict[str, Any]]:
+        """One entry per flow, by name: name, version, version_id, updated_at, description."""
+        latest = (
+            select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("version"))
+            .group_by(FlowVersionRow.flow_id)
+            .subquery()
+        )
+        query = (
+            select(FlowRow.name, FlowVersionRow)
+            .join(latest, latest.c.flow_id == FlowRow.id)
+            .join(
+                FlowVersionRow,
+                (FlowVersionRow.flow_id == FlowRow.id) & (FlowVersionRow.version == latest.c.version),
+            )
+            .order_by(FlowRow.name)
+        )
+        with self._session() as s:
+            return [
+                {
+                    "name": name,
+                    "version": row.version,
+                    "version_id": row.id,
+                    "updated_at": row.created_at,
+                    "description": row.spec.get("description", ""),
+                }
+                for name, row in s.execute(query)
+            ]
+
+    def flow_versions(self, name: str) -> list[dict[str, Any]]:
+        """Every version of a flow, newest first: version, version_id, spec_hash, created_at."""
+        with self._session() as s:
+            rows = s.scalars(
+                select(FlowVersionRow)
+                .join(FlowRow)
+                .where(FlowRow.name == name)
+                .order_by(FlowVersionRow.version.desc())
+            ).all()
+        if not rows:
+            self.get_flow(name)  # raises the "no flow named ..." error
+        return [_version_info(r) for r in rows]
+
+    def delete_flow(self, name: str) -> None:
+        """Delete a flow and its versions; its runs stay, with flow_version_id set to NULL.
+
+        Runs are the record of what happened, so they outlive the flow: they keep flow_name, and
+        every step holds the literal request sent, which is what a replay needs. The database
+        does the work (ON DELETE CASCADE / SET NULL), so it is the same for every client.
+        """
+        with self._session() as s, s.begin():
+            if s.execute(delete(FlowRow).where(FlowRow.name == name)).rowcount == 0:
+                raise ConfigError(f"no flow named {name!r} to delete")
+
+    # --- Runs ---------------------------------------------------------------------------------
+
+    def list_runs(
+        self, flow_name: str | None = None, status: RunStatus | str | None = None, limit: int = 50
+    ) -> list[Run]:
+        """Newest first, without steps (use get_run for those)."""
+        query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
+        if flow_name is not None:
+            query = query.where(RunRow.flow_name == flow_name)
+        if status is not None:
+            if status not in set(RunStatus):
+                raise ConfigError(f"unknown run status {status!r}; use one of {[str(x) for x in RunStatus]}")
+            query = query.where(RunRow.status == str(RunStatus(status)))
+        with self._session() as s:
+            return [_run_from_row(r) for r in s.scalars(query)]
+
+    def get_run(self, run_id: str) -> Run:
+        """A run with its steps in order; `run_id` may be a unique prefix, as git does for commits."""
+        if not run_id:
+            raise ConfigError("give a run id (or a unique prefix of one); `flowcall runs` lists them")
+        with self._session() as s:
+            row = s.get(RunRow, run_id)
+            if row is None:
+                by_prefix = select(RunRow).where(RunRow.id.startswith(run_id, autoescape=True)).limit(2)
+                matches = s.scalars(by_prefix).all()
+                if len(matches) != 1:
+                    problem = "no run" if not matches else "more than one run"
+                    raise ConfigError(
+                        f"{problem} has an id starting with {run_id!r}; "
+                        "give the whole id or a longer prefix (`flowcall runs` lists them)"
+                    )
+                row = matches[0]
+            steps = s.scalars(select(StepRow).where(StepRow.run_id == row.id).order_by(StepRow.seq))
+            return _run_from_row(row, list(steps))
+
+    # --- Tasks (the create_task plugin) -------------------------------------------------------
+
+    def add_task(self, title: str, priority: int, due_date: date | None) -> dict[str, Any]:
+        with self._session() as s, s.begin():
+            row = TaskRow(title=title, priority=priority, due_date=due_date)
+            s.add(row)
+            s.flush()
+            return _task_dict(row)
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        """Oldest first, the order they were made in."""
+        with self._session() as s:
+            return [_task_dict(r) for r in s.scalars(select(TaskRow).order_by(TaskRow.id))]
+
+
+_stores: dict[str, Store] = {}
+_lock = threading.Lock()
+
+
+def open_store(url: str | None = None) -> Store:
+    """The process's Store for `url` (default: the configured database), opened once and shared."""
+    key = url or config.database_url()
+    with _lock:
+        if key not in _stores:
+            _stores[key] = Store.open(key)
+        return _stores[key]

@@ -1,0 +1,267 @@
+"""The loop, driven by the scripted provider: every branch of decide -> check -> run -> polish."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Literal
+
+import pytest
+
+from flowcall.engine import Engine
+from flowcall.errors import ErrorCode, ProviderError
+from flowcall.messages import ModelTurn
+from flowcall.providers.base import Capabilities
+from flowcall.providers.scripted import ScriptedProvider
+from flowcall.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.steps import MemorySink, RunStatus, StepKind
+from flowcall.tools.base import RunContext
+from flowcall.tools.python_plugins import build_tool
+from flowcall.tools.registry import ToolRegistry
+
+CALLS: list[tuple[str, dict]] = []
+BARRIER = threading.Barrier(2, timeout=10)
+
+
+def get_weather(location: str, extensions: Literal["base", "all"] = "base") -> dict:
+    """Weather for a city.
+
+    Args:
+        location: city name, e.g. 成都
+        extensions: base = now, all = forecast
+    """
+    CALLS.append(("get_weather", {"location": location, "extensions": extensions}))
+    return {"location": location, "weather": "小雨" if extensions == "all" else "阴"}
+
+
+def meet(name: str) -> str:
+    """Waits until a second call runs at the same time: proves calls are concurrent."""
+    BARRIER.wait()
+    return f"met {name}"
+
+
+def explode() -> str:
+    """Always fails."""
+    raise RuntimeError("disk on fire")
+
+
+def slow() -> str:
+    """Takes too long."""
+    time.sleep(3)
+    return "late"
+
+
+def remember(ctx: RunContext, note: str) -> str:
+    """Keeps a note in the hidden context."""
+    ctx.artifacts["note"] = note
+    return f"kept note for run {ctx.run_id[:8]}"
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    CALLS.clear()
+    BARRIER.reset()
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry([
+        build_tool(get_weather, "weather/v1/get_weather"),
+        build_tool(meet, "test/v1/meet"),
+        build_tool(explode, "test/v1/explode"),
+        build_tool(slow, "test/v1/slow", timeout_s=0.2),
+        build_tool(remember, "test/v1/remember"),
+    ])
+
+
+def run(registry, flow, decision_script, polish_script=(), question="成都明天会下雨吗?", caps=None):
+    decision = ScriptedProvider(list(decision_script), capabilities=caps) if caps else ScriptedProvider(list(decision_script))
+    polish = ScriptedProvider(list(polish_script))
+    engine = Engine(registry, lambda cfg: decision if isinstance(cfg, DecisionConfig) else polish, MemorySink())
+    return engine.run(flow, question), decision, polish
+
+
+def make_flow(**kw) -> Flow:
+    kw.setdefault("tools", ["weather/v1/get_weather"])
+    kw.setdefault("decision", DecisionConfig(provider="scripted"))
+    return Flow(name="t", **kw)
+
+
+def kinds(result):
+    return [s.kind for s in result.steps]
+
+
+def test_auto_calls_tool_then_answers(registry):
+    result, decision, _ = run(registry, make_flow(), [[("get_weather", {"location": "成都", "extensions": "all"})], "会下小雨。"])
+    assert result.status == RunStatus.SUCCEEDED
+    assert result.final_answer == "会下小雨。"
+    assert kinds(result) == [StepKind.MODEL_CALL, StepKind.TOOL_CALL, StepKind.MODEL_CALL]
+    tool_step = result.steps[1]
+    assert tool_step.arguments == {"location": "成都", "extensions": "all"}
+    assert tool_step.result == {"location": "成都", "weather": "小雨"}
+    # the second request carries the tool result keyed by the call id
+    second = decision.requests[1].messages
+    assert second[-1].role == "tool" and second[-1].tool_call_id == tool_step.tool_call_id
+    assert json.loads(second[-1].content)["weather"] == "小雨"
+    assert [s.seq for s in result.steps] == [1, 2, 3]
+    assert all(s.trace_id == result.trace_id for s in result.steps)
+
+
+@pytest.mark.parametrize("choice", ["required", "get_weather"])
+def test_forcing_choices_apply_to_first_round_only(registry, choice):
+    result, decision, _ = run(registry, make_flow(tool_choice=choice), [[("get_weather", {"location": "成都"})], "阴天。"])
+    assert result.status == RunStatus.SUCCEEDED
+    assert decision.requests[0].tool_choice == choice
+    assert decision.requests[1].tool_choice == "auto"  # else the model could never stop calling
+
+
+def test_choice_none_sends_no_call_and_drops_any(registry):
+    result, decision, _ = run(registry, make_flow(tool_choice="none"), [[("get_weather", {"location": "成都"})]])
+    assert decision.requests[0].tool_choice == "none"
+    assert CALLS == []  # a call made against tool_choice=none is not run
+    assert StepKind.TOOL_CALL not in kinds(result)
+
+
+def test_choice_emulated_when_provider_lacks_it(registry):
+    caps = Capabilities(native_tools=True, tool_choice_modes=["auto"])
+    result, decision, _ = run(registry, make_flow(tool_choice="required"), [[("get_weather", {"location": "成都"})], "ok"], caps=caps)
+    first = decision.requests[0]
+    assert first.tool_choice == "auto"
+    assert "must call" in first.messages[0].content
+    assert result.status == RunStatus.SUCCEEDED
+
+
+def test_parallel_calls_run_concurrently(registry):
+    flow = make_flow(tools=["test/v1/meet"])
+    result, _, _ = run(registry, flow, [[("meet", {"name": "a"}), ("meet", {"name": "b"})], "done"])
+    results = [s.result for s in result.steps if s.kind == StepKind.TOOL_CALL]
+    # a barrier of two only opens if both calls are running at once
+    assert results == ["met a", "met b"]
+
+
+def test_parallel_off_runs_only_first_call(registry):
+    flow = make_flow(parallel_tool_calls=False)
+    result, decision, _ = run(registry, flow, [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "ok"])
+    assert decision.requests[0].parallel_tool_calls is False
+    assert [c[1]["location"] for c in CALLS] == ["成都"]
+
+
+def test_invalid_arguments_are_not_run_and_get_corrected(registry):
+    script = [
+        [("get_weather", {"extensions": "all"})],  # location missing
+        [("get_weather", {"location": "成都", "extensions": "tomorrow"})],  # not in the enum
+        [("get_weather", {"location": "成都", "extensions": "all"})],
+        "明天有小雨。",
+    ]
+    result, decision, _ = run(registry, make_flow(retry_budget=2), script)
+    assert result.status == RunStatus.SUCCEEDED
+    tool_steps = [s for s in result.steps if s.kind == StepKind.TOOL_CALL]
+    assert [s.error_code for s in tool_steps] == ["MISSING_REQUIRED_FIELD", "INVALID_ARGUMENT", None]
+    assert CALLS == [("get_weather", {"location": "成都", "extensions": "all"})]  # only the valid call ran
+    fed_back = json.loads(decision.requests[1].messages[-1].content)
+    assert fed_back["error"]["code"] == "MISSING_REQUIRED_FIELD" and "location" in fed_back["error"]["message"]
+
+
+def test_unknown_tool_and_unparsable_arguments(registry):
+    script = [[("get_wether", {"location": "成都"})], [("get_weather", '{"location": "成都"')], "ok"]
+    result, decision, _ = run(registry, make_flow(retry_budget=3), script)
+    codes = [s.error_code for s in result.steps if s.kind == StepKind.TOOL_CALL]
+    assert codes == ["UNKNOWN_TOOL", "PARSE_FAILED"]
+    assert "get_weather" in json.loads(decision.requests[1].messages[-1].content)["error"]["message"]
+    assert CALLS == []
+
+
+def test_retry_budget_exhausted_fails_the_run(registry):
+    script = [[("nope", {})], [("nope", {})], [("nope", {})]]
+    result, _, _ = run(registry, make_flow(retry_budget=1), script)
+    assert result.status == RunStatus.FAILED
+    assert result.error.startswith("UNKNOWN_TOOL")
+    assert result.steps[-1].kind == StepKind.ERROR
+
+
+def test_tool_exception_and_timeout_become_results(registry):
+    flow = make_flow(tools=["test/v1/explode", "test/v1/slow"])
+    result, decision, _ = run(registry, flow, [[("explode", {}), ("slow", {})], "both failed"])
+    assert result.status == RunStatus.SUCCEEDED
+    by_name = {s.name: s for s in result.steps if s.kind == StepKind.TOOL_CALL}
+    assert by_name["explode"].error_code == "TOOL_ERROR" and "disk on fire" in by_name["explode"].error_message
+    assert by_name["slow"].error_code == "TOOL_TIMEOUT"
+    assert "TOOL_TIMEOUT" in decision.requests[1].messages[-1].content
+
+
+def test_max_rounds_stops_the_loop_and_still_answers(registry):
+    script = [[("get_weather", {"location": c})] for c in ("成都", "北京", "上海")] + ["三个城市都查了。"]
+    result, decision, _ = run(registry, make_flow(max_rounds=2), script)
+    assert len(CALLS) == 2
+    error = next(s for s in result.steps if s.kind == StepKind.ERROR)
+    assert error.error_code == "MAX_ROUNDS"
+    # with no polish model, one last decision call without tools gives the answer
+    assert decision.requests[-1].tool_choice == "none" and decision.requests[-1].tools == []
+    assert result.status == RunStatus.SUCCEEDED
+
+
+def test_repeated_call_ends_the_loop(registry):
+    call = [("get_weather", {"location": "成都", "extensions": "all"})]
+    flow = make_flow(polish=PolishConfig(provider="scripted"))
+    result, _, polish = run(registry, flow, [call, call], ["明天小雨"])
+    assert len(CALLS) == 1
+    assert result.final_answer == "明天小雨"
+    assert "小雨" in polish.requests[0].messages[-1].content  # the polish model saw the tool result
+
+
+SCHEMA = {"type": "object", "properties": {"rain": {"type": "boolean"}, "city": {"type": "string"}},
+          "required": ["rain", "city"]}
+
+
+def test_polish_structured_output_is_validated_and_corrected(registry):
+    flow = make_flow(polish=PolishConfig(provider="scripted", output_schema=SCHEMA))
+    decision_script = [[("get_weather", {"location": "成都", "extensions": "all"})], "会下雨"]
+    result, _, polish = run(registry, flow, decision_script, ['{"rain": "yes"}', '```json\n{"rain": true, "city": "成都"}\n```'])
+    assert result.status == RunStatus.SUCCEEDED
+    assert result.final_answer == {"rain": True, "city": "成都"}
+    assert polish.requests[0].response_format.json_schema == SCHEMA
+    errors = [s for s in result.steps if s.kind == StepKind.ERROR]
+    assert len(errors) == 1 and "city" in errors[0].error_message
+
+
+def test_provider_error_fails_run_with_code(registry):
+    err = ProviderError("slow down", code=ErrorCode.RATE_LIMITED, transient=True, status=429)
+    result, _, _ = run(registry, make_flow(), [err])
+    assert result.status == RunStatus.FAILED and result.error.startswith("RATE_LIMITED")
+    assert result.steps[-1].error_code == "RATE_LIMITED"
+
+
+def test_native_way_reads_calls_written_in_a_code_block(registry):
+    text = '```json\n{"name": "get_weather", "arguments": {"location": "成都", "extensions": "all"}}\n```'
+    result, _, _ = run(registry, make_flow(), [ModelTurn(content=text), "ok"])
+    assert CALLS == [("get_weather", {"location": "成都", "extensions": "all"})]
+    assert result.steps[0].calling_way == "native"
+
+
+def test_prompt_way_renders_tools_into_text(registry):
+    flow = make_flow(decision=DecisionConfig(provider="scripted", calling_way="prompt", system_prompt="Be brief."))
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>'
+    result, decision, _ = run(registry, flow, [ModelTurn(content=text), "ok"])
+    first, second = decision.requests
+    assert first.tools == [] and "get_weather" in first.messages[0].content and first.messages[0].content.startswith("Be brief.")
+    assert [m.role for m in second.messages] == ["system", "user", "assistant", "user"]
+    assert "<tool_response" in second.messages[-1].content and "<tool_call>" in second.messages[2].content
+    assert result.final_answer == "ok"
+
+
+def test_unreadable_tool_call_text_is_parse_failed(registry):
+    bad = ModelTurn(content="<tool_call>\nnot json at all\n</tool_call>")
+    result, decision, _ = run(registry, make_flow(), [bad, [("get_weather", {"location": "成都"})], "ok"])
+    assert result.steps[0].error_code == "PARSE_FAILED"
+    assert "PARSE_FAILED" in decision.requests[1].messages[-1].content
+    assert result.status == RunStatus.SUCCEEDED
+
+
+def test_hidden_context_is_injected_and_not_in_schema(registry):
+    tool = registry.get("remember")
+    assert "ctx" not in tool.parameters["properties"] and tool.parameters["required"] == ["note"]
+    flow = make_flow(tools=["test/v1/remember"])
+    result, _, _ = run(registry, flow, [[("remember", {"note": "x"})], "ok"])
+    step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
+    assert step.result == f"kept note for run {result.id[:8]}"
