@@ -18,6 +18,7 @@ from typing import Any, Callable, Literal
 
 import dashscope
 import requests
+from dashscope.common.error import DashScopeException, TimeoutException
 
 from flowcall.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, Usage
@@ -63,7 +64,9 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content or ""}
 
 
-def build_request(request: ModelRequest, model: str, structured: StructuredMode = "json_schema") -> dict[str, Any]:
+def build_request(
+    request: ModelRequest, model: str, structured: StructuredMode = "json_schema"
+) -> dict[str, Any]:
     """The keyword arguments for `dashscope.Generation.call` (secrets are added at call time).
 
     In json_object mode DashScope only guarantees JSON, not the schema, and demands the word
@@ -89,7 +92,8 @@ def build_request(request: ModelRequest, model: str, structured: StructuredMode 
     elif fmt is not None:
         wire["response_format"] = {"type": "json_object"}
         schema = json.dumps(fmt.json_schema, ensure_ascii=False)
-        messages.append({"role": "system", "content": f"Answer with one JSON object valid against this JSON Schema: {schema}"})
+        note = f"Answer with one JSON object valid against this JSON Schema: {schema}"
+        messages.append({"role": "system", "content": note})
     wire["temperature"] = request.temperature
     if request.seed is not None:
         wire["seed"] = request.seed
@@ -122,7 +126,9 @@ def parse_response(data: dict[str, Any]) -> ModelTurn:
         content=None if tool_calls and not content else content,  # DashScope sends "" beside calls
         tool_calls=tool_calls,
         finish_reason=choice.get("finish_reason") or output.get("finish_reason"),
-        usage=Usage(input_tokens=usage.get("input_tokens") or 0, output_tokens=usage.get("output_tokens") or 0),
+        usage=Usage(
+            input_tokens=usage.get("input_tokens") or 0, output_tokens=usage.get("output_tokens") or 0
+        ),
         wire_response=data,
         request_id=data.get("request_id") or None,
     )
@@ -133,7 +139,7 @@ def error_from_response(data: dict[str, Any], *, model: str) -> ProviderError:
     5xx a transient PROVIDER_ERROR, anything else a PROVIDER_ERROR naming code and message."""
     status = int(data.get("status_code") or 0)
     code = str(data.get("code") or "")
-    text = data.get("message") or ""
+    text = str(data.get("message") or "").rstrip(". ")
     request_id = data.get("request_id") or None
     if status == 429 or code.startswith("Throttling"):
         return ProviderError(
@@ -201,10 +207,13 @@ class DashScopeProvider:
             started = time.perf_counter()
             try:
                 response = self._call(**wire, **extra)
-            except requests.exceptions.RequestException as exc:
+            except (requests.exceptions.RequestException, TimeoutException) as exc:
                 raise ProviderError(
                     f"could not reach DashScope at {recorded['base_url']} ({exc})", transient=True
                 ) from exc
+            except DashScopeException as exc:
+                message = f"the DashScope SDK refused the call: {type(exc).__name__}: {exc}"
+                raise ProviderError(message) from exc
             finally:
                 latency_ms = (time.perf_counter() - started) * 1000
             data = response_to_dict(response)

@@ -146,7 +146,12 @@ def error_from_exception(exc: Exception, *, provider: str, model: str, base_url:
     """Map an SDK exception to a ProviderError: 429, 5xx and network trouble are transient."""
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        server_message = _server_message(exc)
+        server_message = _server_message(exc).rstrip(". ")
+        if status == 429 and exc.code == "insufficient_quota":  # out of credit: waiting won't help
+            return ProviderError(
+                f"{provider} says the account is out of quota: {server_message}. Check billing for this key.",
+                code=ErrorCode.RATE_LIMITED, status=status, request_id=exc.request_id,
+            )
         if status == 429:
             return ProviderError(
                 f"{provider} rate limit hit for model '{model}': {server_message}",
@@ -158,7 +163,8 @@ def error_from_exception(exc: Exception, *, provider: str, model: str, base_url:
                 transient=True, status=status, request_id=exc.request_id,
             )
         return ProviderError(
-            f"{provider} rejected the request (HTTP {status}): {server_message}. {_hint(status, model, base_url)}",
+            f"{provider} rejected the request (HTTP {status}): {server_message}. "
+            + _hint(status, model, base_url),
             status=status, request_id=exc.request_id,
         )
     if isinstance(exc, openai.APITimeoutError):

@@ -40,7 +40,7 @@ def with_retries(call: Callable[[], T], retries: list[dict[str, Any]], *, attemp
     retrying = Retrying(
         retry=retry_if_exception(_is_transient),
         stop=stop_after_attempt(attempts),
-        wait=wait_exponential_jitter(initial=initial, max=30, jitter=initial / 2),
+        wait=wait_exponential_jitter(multiplier=initial, max=30, jitter=initial / 2),
         before_sleep=record,
         reraise=True,
     )

@@ -19,7 +19,6 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from flowcall.steps import utcnow
@@ -44,8 +43,9 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-# JSONB on PostgreSQL (indexable, compact); SQL NULL for Python None so "no value" is one thing.
-JSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+# Plain JSON everywhere, not JSONB: a step must show the literal request with its keys in the
+# order they were sent, and JSONB re-sorts keys and refuses NUL characters. SQL NULL for None.
+JSONType = JSON(none_as_null=True)
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

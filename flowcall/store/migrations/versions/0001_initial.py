@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
 revision: str = "0001"
 down_revision: str | Sequence[str] | None = None
@@ -23,7 +22,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def _json() -> sa.types.TypeEngine:
-    return sa.JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
+    return sa.JSON(none_as_null=True)
 
 
 def _time() -> sa.DateTime:

