@@ -206,9 +206,8 @@ def model_status() -> None:
 
 def main() -> None:
     try:
-        cli(obj={}, standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        code = cli(obj={}, standalone_mode=False)  # returns ctx.exit()'s code instead of raising
+        sys.exit(code if isinstance(code, int) else 0)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 import jsonschema
@@ -17,12 +18,12 @@ import json_repair
 from flowcall.calling import choose_way
 from flowcall.calling.base import CallingWay
 from flowcall.errors import ErrorCode, FlowCallError, ProviderError
-from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat
+from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall
 from flowcall.providers.base import Provider
 from flowcall.spec import Flow, ModelConfig
 from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
-from flowcall.tools.execute import CallOutcome, check_call, run_calls
+from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, run_calls
 from flowcall.tools.registry import ToolRegistry
 
 ProviderFactory = Callable[[ModelConfig], Provider]
@@ -32,6 +33,17 @@ POLISH_SYSTEM = (
     "You write the final answer to the user's question from the tool results below. "
     "Use only facts from the tool results; say so if they do not answer the question."
 )
+
+
+def fill_variables(text: str) -> str:
+    """System prompts may say {{today}}, {{tomorrow}}, {{now}} or {{weekday}}: small models
+    cannot know the date, and "明天" means nothing without it."""
+    now = datetime.now().astimezone()
+    values = {"today": now.date().isoformat(), "tomorrow": (now.date() + timedelta(days=1)).isoformat(),
+              "now": now.isoformat(timespec="minutes"), "weekday": now.strftime("%A")}
+    for key, value in values.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
 
 
 class RunFailed(FlowCallError):
@@ -94,7 +106,7 @@ class Engine:
         context = RunContext(run_id=run.id)
         messages = []
         if flow.decision.system_prompt:
-            messages.append(Message(role="system", content=flow.decision.system_prompt))
+            messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
         messages.append(Message(role="user", content=question))
 
         budget = flow.retry_budget
@@ -122,21 +134,20 @@ class Engine:
             if not turn.tool_calls:
                 finished = True
                 break
-            fresh = [c for c in turn.tool_calls if self._signature(c) not in seen]
-            if not fresh:
+            calls, repairs = _repair(turn.tool_calls, tools)
+            if all(self._signature(c) in seen for c in calls):
                 finished = True  # only repeats of answered calls: the model has what it needs
                 break
-
-            messages.append(Message(role="assistant", content=turn.content, tool_calls=turn.tool_calls))
+            messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
             runnable, outcomes = [], []
-            for call in turn.tool_calls:
+            for call in calls:
                 problem = check_call(call, tools)
                 if problem is None:
                     runnable.append((call, tools[call.name]))
                 else:
                     outcomes.append(problem)
             outcomes.extend(run_calls(runnable, context, flow.tool_timeout_s))
-            outcomes.sort(key=lambda o: turn.tool_calls.index(o.call))
+            outcomes.sort(key=lambda o: calls.index(o.call))
             wrong = None
             for outcome in outcomes:
                 executed = outcome.tool is not None and outcome.error_code not in _NOT_RUN
@@ -144,7 +155,9 @@ class Engine:
                     StepKind.TOOL_CALL, round=round_no, name=outcome.call.name, tool_call_id=outcome.call.id,
                     arguments=outcome.call.arguments, result=outcome.result,
                     error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
-                    latency_ms=outcome.latency_ms, response={"executed": executed, "raw_arguments": outcome.call.raw_arguments},
+                    latency_ms=outcome.latency_ms,
+                    response={"executed": executed, "raw_arguments": outcome.call.raw_arguments,
+                              **repairs.get(outcome.call.id, {})},
                 )
                 messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
                                         content=outcome.content_for_model()))
@@ -217,7 +230,7 @@ class Engine:
         assert flow.polish is not None
         polisher = self.provider_for(flow.polish)
         schema = flow.polish.output_schema
-        system = flow.polish.system_prompt or POLISH_SYSTEM
+        system = fill_variables(flow.polish.system_prompt or POLISH_SYSTEM)
         if schema:
             system += ("\nReply with one JSON object valid against this JSON Schema, and nothing else:\n"
                        + json.dumps(schema, ensure_ascii=False))
@@ -244,6 +257,18 @@ class Engine:
             budget -= 1
             messages += [Message(role="assistant", content=turn.content or ""),
                          Message(role="user", content=f"That JSON is not valid against the schema: {problem}. Reply again with corrected JSON only.")]
+
+
+def _repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCall], dict[str, dict]]:
+    """Calls with copied schema keywords dropped, and per call id what was dropped."""
+    repaired, notes = [], {}
+    for call in calls:
+        if call.name in tools:
+            call, dropped = drop_schema_echo(call, tools[call.name])
+            if dropped:
+                notes[call.id] = {"dropped_schema_keys": dropped}
+        repaired.append(call)
+    return repaired, notes
 
 
 _NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}

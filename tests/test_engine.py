@@ -265,3 +265,12 @@ def test_hidden_context_is_injected_and_not_in_schema(registry):
     result, _, _ = run(registry, flow, [[("remember", {"note": "x"})], "ok"])
     step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
     assert step.result == f"kept note for run {result.id[:8]}"
+
+
+def test_schema_keywords_copied_into_arguments_are_dropped_and_recorded(registry):
+    script = [[("get_weather", {"location": "成都", "required": ["location"], "additionalProperties": False})], "ok"]
+    result, _, _ = run(registry, make_flow(), script)
+    step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
+    assert step.error_code is None and step.arguments == {"location": "成都"}
+    assert step.response["dropped_schema_keys"] == ["required", "additionalProperties"]
+    assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]

@@ -74,6 +74,8 @@ def _bare_json_candidates(text: str) -> list[str]:
             depth -= 1
             if depth == 0 and start is not None:
                 spans.append(text[start : i + 1])
+    if depth and start is not None:  # the model stopped before closing: json-repair closes it
+        spans.append(text[start:])
     return spans
 
 

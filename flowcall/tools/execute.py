@@ -33,6 +33,26 @@ class CallOutcome:
         return json.dumps(self.result, ensure_ascii=False, default=str)
 
 
+# JSON Schema words a small model copies from the tool definition into its arguments.
+_SCHEMA_WORDS = {"type", "required", "properties", "additionalProperties", "title", "$schema", "items"}
+
+
+def drop_schema_echo(call: ToolCall, tool: Tool) -> tuple[ToolCall, list[str]]:
+    """Remove undeclared keys that are JSON Schema keywords ({"name": "张三", "required": ["name"]}).
+
+    Qwen 0.5B does this often; the keys can never be meant as arguments, so dropping them is a
+    repair, not a guess. The engine records what was dropped.
+    """
+    if not isinstance(call.arguments, dict):
+        return call, []
+    declared = set(tool.parameters.get("properties", {}))
+    dropped = [k for k in call.arguments if k in _SCHEMA_WORDS and k not in declared]
+    if not dropped:
+        return call, []
+    kept = {k: v for k, v in call.arguments.items() if k not in dropped}
+    return call.model_copy(update={"arguments": kept}), dropped
+
+
 def check_call(call: ToolCall, tools: dict[str, Tool]) -> CallOutcome | None:
     """None if the call may run; otherwise the outcome that explains why it may not."""
     tool = tools.get(call.name)

@@ -19,17 +19,24 @@ from flowcall.tools.base import RunContext, Tool, ToolAnnotations
 _TOOL_ATTR = "__flowcall_tool__"
 
 
-def _strip_titles(schema: Any) -> Any:
-    """Pydantic adds a 'title' to every property; for a model they are noise that costs tokens."""
-    if isinstance(schema, dict):
-        return {
-            k: _strip_titles(v)
-            for k, v in schema.items()
-            if not (k == "title" and isinstance(v, str))
-        }
+_KEY_ORDER = ["type", "description", "enum", "const", "format", "properties", "items", "required", "default"]
+
+
+def _tidy(schema: Any, in_properties: bool = False) -> Any:
+    """Drop pydantic's titles (tokens for nothing) and put keys in the conventional order.
+
+    Pydantic sorts keys alphabetically, so "required" follows the properties and small models,
+    copying what they read last, put "required": [...] into their arguments.
+    """
     if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
+        return [_tidy(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if in_properties:  # keys here are parameter names: keep the declared order
+        return {k: _tidy(v) for k, v in schema.items()}
+    keys = [k for k in schema if not (k == "title" and isinstance(schema[k], str))]
+    keys.sort(key=lambda k: _KEY_ORDER.index(k) if k in _KEY_ORDER else len(_KEY_ORDER))
+    return {k: _tidy(schema[k], in_properties=k in ("properties", "$defs")) for k in keys}
 
 
 def build_tool(
@@ -62,7 +69,7 @@ def build_tool(
     arg_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
         f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
-    schema = _strip_titles(arg_model.model_json_schema())
+    schema = _tidy(arg_model.model_json_schema())
     schema.setdefault("properties", {})
     text = description or "\n\n".join(
         part for part in (doc.short_description, doc.long_description) if part

