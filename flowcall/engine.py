@@ -114,8 +114,11 @@ class Engine:
         seen: set[str] = set()  # calls already answered, to stop a model that repeats itself
         last_text: str | None = None
         finished = False
-        for round_no in range(1, flow.max_rounds + 1):
-            choice = flow.tool_choice if round_no == 1 or flow.tool_choice in ("auto", "none") else "auto"
+        round_no = 0  # decision calls made
+        tool_rounds = 0  # rounds in which a tool ran; wrong-only rounds are paid from the retry budget
+        while tool_rounds < flow.max_rounds:
+            round_no += 1
+            choice = flow.tool_choice if tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
             request = ModelRequest(
                 messages=list(messages), tools=[t.spec() for t in tools.values()], tool_choice=choice,
                 parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
@@ -169,19 +172,21 @@ class Engine:
                         seen.add(self._signature(outcome.call))
             if wrong is not None:
                 budget = self._spend(budget, wrong.error_code, wrong.error_message or "", rec)
+            if any(o.error_code not in _NOT_RUN for o in outcomes):
+                tool_rounds += 1
 
-        if not finished:
-            rec.record(StepKind.ERROR, round=flow.max_rounds, error_code=str(ErrorCode.MAX_ROUNDS),
-                       error_message=f"the decision model still called tools after {flow.max_rounds} rounds; "
-                                     "answering from the results so far (raise max_rounds to allow more)")
-        if flow.polish is not None:
+        if flow.polish is not None:  # reaching max_rounds is the normal hand-off to the polish model
             return self._polish(flow, question, done, last_text if finished else None, rec)
         if finished and last_text:
             return last_text
+        if not finished:
+            rec.record(StepKind.ERROR, round=round_no, error_code=str(ErrorCode.MAX_ROUNDS),
+                       error_message=f"the decision model still called tools after {flow.max_rounds} rounds and "
+                                     "there is no polish model; asking it to answer without tools")
         # No polish model and no answer yet: ask the decision model once more, without tools.
         request = ModelRequest(messages=list(messages), tool_choice="none", temperature=flow.decision.temperature,
                                max_tokens=flow.decision.max_tokens)
-        turn = self._call_model(decider, way, request, rec, StepKind.MODEL_CALL, flow.max_rounds + 1)
+        turn = self._call_model(decider, way, request, rec, StepKind.MODEL_CALL, round_no + 1)
         return turn.content or ""
 
     # ---------------------------------------------------------------- pieces

@@ -34,15 +34,16 @@ def new_call_id() -> str:
 def calls_from_text(turn: ModelTurn, request: ModelRequest) -> ModelTurn:
     """Read calls written as text (tags, code blocks, bare JSON) into turn.tool_calls.
 
-    Only call-shaped JSON naming an attached tool, or sitting in <tool_call> tags, counts:
-    a model that prints an example JSON document is not calling a tool.
+    Counts: anything in <tool_call> tags, JSON naming an attached tool, and JSON shaped like
+    a call ({"name": ..., "arguments": {...}}) even with a wrong name, so that the model hears
+    UNKNOWN_TOOL and can correct itself. A plain JSON document is not a call.
     """
     parsed = parse_tool_calls(turn.content)
     known = {t.name for t in request.tools}
     calls = [
         ToolCall(id=new_call_id(), name=name, arguments=args, raw_arguments=raw)
         for name, args, raw in parsed.calls
-        if parsed.found_in == "tag" or name in known
+        if parsed.found_in == "tag" or name in known or args
     ]
     if not calls and not parsed.errors:
         return turn
