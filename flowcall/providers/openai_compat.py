@@ -41,7 +41,8 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     if message.role == "assistant" and message.tool_calls:
         return {
             "role": "assistant",
-            "content": message.content,
+            # "" not null: OpenAI takes either, llama.cpp's server rejects null with a 500
+            "content": message.content or "",
             "tool_calls": [
                 {
                     "id": call.id,

@@ -65,7 +65,7 @@ def test_request_with_tools_and_history(weather_request: ModelRequest) -> None:
             {"role": "user", "content": "Do I need an umbrella for my commute in Hangzhou today?"},
             {
                 "role": "assistant",
-                "content": None,
+                "content": "",  # not null: llama.cpp's server rejects null
                 "tool_calls": [
                     {
                         "id": "call_1",
