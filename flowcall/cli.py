@@ -136,7 +136,7 @@ def flows() -> None:
 @click.pass_context
 def flows_list(ctx: click.Context) -> None:
     for f in _service(ctx).store.list_flows():
-        click.echo(f"{f['name']:<24} v{f['latest_version']:<3} {_short(f.get('description') or '', 70)}")
+        click.echo(f"{f['name']:<24} v{f['version']:<3} {_short(f.get('description') or '', 70)}")
 
 
 @flows.command("import")
