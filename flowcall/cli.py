@@ -127,6 +127,26 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     click.echo("answer: " + _answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
 
 
+@runs.command("replay")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def runs_replay(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """Run RUN_ID again: models answer from the record, tools run for real; report what changed."""
+    from flowcall.replay import differences
+
+    on_step = None if as_json else (lambda step: click.echo(describe_step(step), err=True))
+    original, replayed = _service(ctx).replay(run_id, on_step=on_step)
+    diffs = differences(original, replayed)
+    if as_json:
+        click.echo(json.dumps({"original": original.id, "replay": replayed.model_dump(mode="json"), "differences": diffs},
+                              ensure_ascii=False, indent=2))
+    else:
+        click.echo(f"replay {replayed.id} of {original.id}: " + ("identical" if not diffs else "; ".join(diffs)))
+    if diffs:
+        ctx.exit(1)
+
+
 @cli.group()
 def flows() -> None:
     """Saved flows (versioned) and their JSON files."""

@@ -213,9 +213,10 @@ class Engine:
         try:
             turn = provider.complete(sent)
         except ProviderError as exc:
-            rec.record(kind, **common, request=sent.model_dump(mode="json", exclude_none=True),
-                       error_code=str(exc.code), error_message=exc.message, request_id=exc.request_id,
-                       latency_ms=(time.perf_counter() - t0) * 1000, retries=getattr(exc, "retries", []))
+            request_sent = exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True)
+            rec.record(kind, **common, request=request_sent, error_code=str(exc.code), error_message=exc.message,
+                       request_id=exc.request_id, latency_ms=(time.perf_counter() - t0) * 1000,
+                       retries=exc.details.get("retries") or exc.retries)
             raise RunFailed(exc.code, exc.message) from exc
         if way:
             turn = way.interpret(turn, request)

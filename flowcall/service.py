@@ -10,7 +10,9 @@ from functools import cached_property
 
 from flowcall import config
 from flowcall.engine import Engine, ProviderFactory, StepCallback
+from flowcall.errors import ConfigError
 from flowcall.providers import provider_for
+from flowcall.replay import replay_factory
 from flowcall.spec import Flow
 from flowcall.steps import Run
 from flowcall.store import Store, open_store
@@ -36,3 +38,13 @@ class FlowCall:
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(flow, question, flow_version_id=version_id, on_step=on_step)
+
+    def replay(self, run_id: str, *, on_step: StepCallback | None = None) -> tuple[Run, Run]:
+        """Run a recorded run again with its models' recorded answers: (original, replay)."""
+        original = self.store.get_run(run_id)
+        if original.flow_version_id is None:
+            raise ConfigError(f"run {original.id} has no flow version to replay (its flow was deleted)")
+        flow = self.store.get_flow_version(original.flow_version_id)
+        engine = Engine(self.registry, replay_factory(original), self.store)
+        replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step)
+        return original, replayed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,26 @@ def test_run_then_inspect(model_path):
     assert "lookup_employee" in text and "answer:" in text
     as_json = json.loads(flowcall("run", "flows/employee_lookup.json", "张三今年多大了?", "--json").stdout)
     assert as_json["status"] == "succeeded" and len(as_json["steps"]) >= 3
+
+
+def test_replay_reproduces_a_run_without_the_model(tmp_path):
+    """A recorded run (made here with the scripted model) replays identically through the CLI;
+    when a tool's answer changes, the replay says so and exits 1."""
+    from flowcall.providers.scripted import ScriptedProvider
+    from flowcall.service import FlowCall
+    from flowcall.spec import DecisionConfig, Flow, PolishConfig
+
+    service = FlowCall.open()
+    service.provider_factory = lambda cfg: ScriptedProvider(
+        ["张三 36 岁。"] if isinstance(cfg, PolishConfig) else [[("lookup_employee", {"name": "张三"})], "done"])
+    flow = Flow(name="who", tools=["hr/v1/lookup_employee"], decision=DecisionConfig(provider="scripted"),
+                polish=PolishConfig(provider="scripted"))
+    run = service.run(flow, "张三多大?")
+    done = flowcall("runs", "replay", run.id[:8])
+    assert "identical" in done.stdout and "lookup_employee" in done.stderr
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "staff.csv").write_text((ROOT / "plugins" / "data" / "staff.csv").read_text(encoding="utf-8").replace(",36,", ",37,"), encoding="utf-8")
+    changed = subprocess.run([sys.executable, "-m", "flowcall.cli", "runs", "replay", run.id], capture_output=True, text=True,
+                             cwd=ROOT, env={**os.environ, "FLOWCALL_DATA_DIR": str(data)})
+    assert changed.returncode == 1 and "result or error differs" in changed.stdout

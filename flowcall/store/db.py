@@ -55,6 +55,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=5000")
+    # In WAL mode NORMAL is still safe against a crashed process (only a power cut can lose the
+    # last commits) and spares an fsync per step: each step is its own commit.
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")  # off by default in SQLite; our cascades need it
     cursor.close()
 

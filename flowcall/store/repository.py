@@ -199,6 +199,14 @@ class Store:
                 raise ConfigError(f"flow {name!r} has no version {version}; it has versions {versions}")
             return Flow.model_validate(row.spec), row.id, row.version
 
+    def get_flow_version(self, version_id: int) -> Flow:
+        """The flow exactly as a run ran it (runs point at a version id)."""
+        with self._session() as s:
+            row = s.get(FlowVersionRow, version_id)
+            if row is None:
+                raise ConfigError(f"flow version {version_id} does not exist (its flow was deleted?)")
+            return Flow.model_validate(row.spec)
+
     def list_flows(self) -> list[dict[str, Any]]:
         """One entry per flow, by name: name, version, version_id, updated_at, description."""
         latest = (
