@@ -54,7 +54,7 @@ def commute(runs: int) -> None:
     flow = load_flow(ROOT / "flows" / "commute_weather.json")
     service = FlowCall.open()
     service.provider_factory(flow.decision)  # load the model before timing
-    walls, inside, prompt_tok, gen_tok = [], [], [], []
+    walls, inside, prompt_tok, gen_tok, prompt_ms, gen_ms = [], [], [], [], [], []
     for _ in range(runs):
         started = time.perf_counter()
         run = service.run(flow, "我明天要在成都上下班通勤,会下雨吗?")
@@ -63,12 +63,18 @@ def commute(runs: int) -> None:
         inside.append(sum(s.latency_ms for s in model_steps) / 1000)
         prompt_tok.append(sum(s.tokens_in for s in model_steps))
         gen_tok.append(sum(s.tokens_out for s in model_steps))
+        timings = [s.response["timings"] for s in model_steps if s.response and "timings" in s.response]
+        prompt_ms.append(sum(t["prompt_eval_ms"] for t in timings))
+        gen_ms.append(sum(t["generation_ms"] for t in timings))
         print(f"  run {run.id[:8]} {run.status.value}: wall {walls[-1]:.2f}s, in model {inside[-1]:.2f}s, "
               f"{prompt_tok[-1]} prompt + {gen_tok[-1]} generated tokens", flush=True)
     wall, model = statistics.median(walls), statistics.median(inside)
     print(f"commute flow, embedded model, median of {runs}: wall {wall:.2f}s, inside the model {model:.2f}s "
           f"({model / wall:.1%}), outside {1000 * (wall - model):.0f} ms; "
           f"tokens {statistics.median(prompt_tok):.0f} prompt / {statistics.median(gen_tok):.0f} generated")
+    p, g = statistics.median(prompt_ms) / 1000, statistics.median(gen_ms) / 1000
+    print(f"  inside the model: reading prompts {p:.2f}s ({p / model:.0%}), generating {g:.2f}s ({g / model:.0%}), "
+          f"sampling/grammar and the rest {model - p - g:.2f}s ({(model - p - g) / model:.0%})")
 
 
 def main() -> None:

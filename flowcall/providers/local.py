@@ -87,7 +87,17 @@ class LocalProvider:
             tools = [{"type": "function", "function": t.model_dump()} for t in request.tools]
         return self.formatter(messages=template_messages(request.messages), tools=tools).prompt
 
+    def _timings(self) -> dict[str, float | int]:
+        """Where the time of the last call went: reading the prompt vs generating. Tokens of a
+        prompt prefix the previous call already read are reused from the KV cache, not re-read."""
+        import llama_cpp
+
+        perf = llama_cpp.llama_perf_context(self.llm._ctx.ctx)
+        return {"prompt_eval_ms": round(perf.t_p_eval_ms, 1), "prompt_tokens_evaluated": perf.n_p_eval,
+                "generation_ms": round(perf.t_eval_ms, 1), "generated_tokens": perf.n_eval}
+
     def complete(self, request: ModelRequest) -> ModelTurn:
+        import llama_cpp
         from llama_cpp import LlamaGrammar
 
         prompt = self.render(request)
@@ -101,8 +111,10 @@ class LocalProvider:
         try:
             with self._lock:
                 self.llm.set_seed(request.seed if request.seed is not None else 42)
+                llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
                 out = self.llm.create_completion(prompt=prompt, max_tokens=request.max_tokens, temperature=request.temperature,
                                                  seed=request.seed, stop=_STOP, grammar=grammar)
+                out["timings"] = self._timings()
         except ValueError as exc:  # e.g. the prompt is longer than the context window
             raise ProviderError(f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",
                                 code=ErrorCode.PROVIDER_ERROR) from exc

@@ -48,6 +48,8 @@ def test_no_tools_when_choice_is_none(provider):
 def test_real_call_and_grammar_constrained_json(provider):
     turn = provider.complete(ModelRequest(tools=[WEATHER], messages=[Message(role="user", content="成都现在天气怎么样?")], max_tokens=80))
     assert turn.rendered_prompt and turn.usage.input_tokens > 50 and turn.latency_ms > 0
+    timings = turn.wire_response["timings"]  # where the time went, per call
+    assert timings["prompt_tokens_evaluated"] > 0 and timings["prompt_eval_ms"] > 0 and timings["generated_tokens"] > 0
     schema = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}}, "required": ["city", "rain"]}
     turn = provider.complete(ModelRequest(messages=[Message(role="user", content="成都明天下雨。Give city and rain as JSON.")],
                                           response_format=ResponseFormat(json_schema=schema), max_tokens=60))
