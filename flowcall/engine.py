@@ -142,31 +142,12 @@ class Engine:
                 finished = True  # only repeats of answered calls: the model has what it needs
                 break
             messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
-            runnable, outcomes = [], []
-            for call in calls:
-                problem = check_call(call, tools)
-                if problem is None:
-                    runnable.append((call, tools[call.name]))
-                else:
-                    outcomes.append(problem)
-            outcomes.extend(run_calls(runnable, context, flow.tool_timeout_s))
-            outcomes.sort(key=lambda o: calls.index(o.call))
-            wrong = None
+            outcomes = self._run_tools(calls, repairs, tools, context, flow, round_no, rec)
+            wrong = next((o for o in outcomes if o.error_code in _NOT_RUN), None)
             for outcome in outcomes:
-                executed = outcome.tool is not None and outcome.error_code not in _NOT_RUN
-                rec.record(
-                    StepKind.TOOL_CALL, round=round_no, name=outcome.call.name, tool_call_id=outcome.call.id,
-                    arguments=outcome.call.arguments, result=outcome.result,
-                    error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
-                    latency_ms=outcome.latency_ms,
-                    response={"executed": executed, "raw_arguments": outcome.call.raw_arguments,
-                              **repairs.get(outcome.call.id, {})},
-                )
                 messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
                                         content=outcome.content_for_model()))
-                if outcome.error_code in _NOT_RUN:
-                    wrong = wrong or outcome
-                else:
+                if outcome.error_code not in _NOT_RUN:
                     done.append(outcome)
                     if outcome.error_code is None:
                         seen.add(self._signature(outcome.call))
@@ -190,6 +171,30 @@ class Engine:
         return turn.content or ""
 
     # ---------------------------------------------------------------- pieces
+    @staticmethod
+    def _run_tools(calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], context: RunContext,
+                   flow: Flow, round_no: int, rec: _Recorder) -> list[CallOutcome]:
+        """Check every call, run the valid ones at once, record a step per call, in call order."""
+        runnable, outcomes = [], []
+        for call in calls:
+            problem = check_call(call, tools)
+            if problem is None:
+                runnable.append((call, tools[call.name]))
+            else:
+                outcomes.append(problem)
+        outcomes.extend(run_calls(runnable, context, flow.tool_timeout_s))
+        outcomes.sort(key=lambda o: calls.index(o.call))
+        for outcome in outcomes:
+            rec.record(
+                StepKind.TOOL_CALL, round=round_no, name=outcome.call.name, tool_call_id=outcome.call.id,
+                arguments=outcome.call.arguments, result=outcome.result,
+                error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
+                latency_ms=outcome.latency_ms,
+                response={"executed": outcome.error_code not in _NOT_RUN, "raw_arguments": outcome.call.raw_arguments,
+                          **repairs.get(outcome.call.id, {})},
+            )
+        return outcomes
+
     @staticmethod
     def _signature(call: Any) -> str:
         return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
