@@ -124,7 +124,7 @@ class Engine:
                 parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
                 max_tokens=flow.decision.max_tokens,
             )
-            turn = self._call_model(decider, way, request, rec, StepKind.MODEL_CALL, round_no)
+            turn = self._decide(decider, way, request, rec, round_no)
             last_text = turn.content
 
             if turn.parse_errors and not turn.tool_calls:
@@ -167,7 +167,7 @@ class Engine:
         # No polish model and no answer yet: ask the decision model once more, without tools.
         request = ModelRequest(messages=list(messages), tool_choice="none", temperature=flow.decision.temperature,
                                max_tokens=flow.decision.max_tokens)
-        turn = self._call_model(decider, way, request, rec, StepKind.MODEL_CALL, round_no + 1)
+        turn = self._decide(decider, way, request, rec, round_no + 1)
         return turn.content or ""
 
     # ---------------------------------------------------------------- pieces
@@ -207,13 +207,24 @@ class Engine:
             raise RunFailed(code or ErrorCode.INVALID_ARGUMENT, f"the model kept making wrong calls: {message}")
         return budget - 1
 
-    def _call_model(
-        self, provider: Provider, way: CallingWay | None, request: ModelRequest, rec: _Recorder,
-        kind: StepKind, round_no: int,
+    def _decide(self, provider: Provider, way: CallingWay, request: ModelRequest, rec: _Recorder,
+                round_no: int) -> ModelTurn:
+        def call(way_name: str, sent: ModelRequest, interpret: Callable[[ModelTurn], ModelTurn] | None = None,
+                 note: str | None = None) -> ModelTurn:
+            return self._model_call(provider, rec, StepKind.MODEL_CALL, round_no, way_name, sent, interpret, note)
+
+        try:
+            return way.decide(request, provider.capabilities, call)
+        except ProviderError as exc:
+            raise RunFailed(exc.code, exc.message) from exc
+
+    def _model_call(
+        self, provider: Provider, rec: _Recorder, kind: StepKind, round_no: int, way_name: str | None,
+        sent: ModelRequest, interpret: Callable[[ModelTurn], ModelTurn] | None = None, note: str | None = None,
     ) -> ModelTurn:
-        sent = way.prepare(request, provider.capabilities) if way else request
+        """One provider call, recorded as one step (also when it fails, then re-raised)."""
         started_at, t0 = utcnow(), time.perf_counter()
-        common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way and way.name,
+        common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way_name, note=note,
                       started_at=started_at)
         try:
             turn = provider.complete(sent)
@@ -222,9 +233,9 @@ class Engine:
             rec.record(kind, **common, request=request_sent, error_code=str(exc.code), error_message=exc.message,
                        request_id=exc.request_id, latency_ms=(time.perf_counter() - t0) * 1000,
                        retries=exc.details.get("retries") or exc.retries)
-            raise RunFailed(exc.code, exc.message) from exc
-        if way:
-            turn = way.interpret(turn, request)
+            raise
+        if interpret:
+            turn = interpret(turn)
         rec.record(
             kind, **common, request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
             response=turn.wire_response, rendered_prompt=turn.rendered_prompt,
@@ -257,7 +268,10 @@ class Engine:
         while True:
             request = ModelRequest(messages=list(messages), response_format=response_format,
                                    temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
-            turn = self._call_model(polisher, None, request, rec, StepKind.POLISH, 0)
+            try:
+                turn = self._model_call(polisher, rec, StepKind.POLISH, 0, None, request)
+            except ProviderError as exc:
+                raise RunFailed(exc.code, exc.message) from exc
             if not schema:
                 return turn.content or ""
             answer, problem = _structured(turn.content, schema)

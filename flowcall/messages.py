@@ -64,6 +64,11 @@ class ModelRequest(BaseModel):
     temperature: float = 0.0
     seed: int | None = 42
     max_tokens: int | None = 1024
+    # Scoring instead of generating (providers with Capabilities.scoring): the assistant turn
+    # starts with `assistant_prefix`; the turn returns the log-probability of each option's
+    # first token there. The schema way decides *whether* to call this way.
+    assistant_prefix: str | None = None
+    score_options: list[str] | None = None
 
 
 class Usage(BaseModel):
@@ -85,3 +90,4 @@ class ModelTurn(BaseModel):
     latency_ms: float = 0.0
     retries: list[dict[str, Any]] = Field(default_factory=list)  # one entry per failed attempt
     parse_errors: list[str] = Field(default_factory=list)  # calls seen in text but not parsable
+    scores: dict[str, float] | None = None  # answers a score_options request

@@ -39,6 +39,7 @@ class Step(BaseModel):
     round: int = 0
     name: str | None = None  # tool name, or provider/model for model calls
     calling_way: str | None = None
+    note: str | None = None  # e.g. which stage of a two-stage way, or why auto fell back
     request: dict[str, Any] | None = None  # literal wire request, secrets redacted
     response: dict[str, Any] | None = None  # raw wire response
     rendered_prompt: str | None = None

@@ -8,23 +8,42 @@ itself: the provider does the call.
 from __future__ import annotations
 
 import uuid
-from typing import Protocol
+from typing import Callable, Protocol
 
 from flowcall.calling.parse import parse_tool_calls
 from flowcall.messages import ModelRequest, ModelTurn, ToolCall
 from flowcall.providers.base import Capabilities
 
 
+class ModelCall(Protocol):
+    """Given by the engine: one provider call, recorded as one step. `interpret` turns the raw
+    turn into calls before the step is recorded; `note` says which stage or fallback it was."""
+
+    def __call__(self, way: str, sent: ModelRequest, interpret: Callable[[ModelTurn], ModelTurn] | None = None,
+                 note: str | None = None) -> ModelTurn: ...
+
+
 class CallingWay(Protocol):
     name: str
 
-    def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
-        """The request to send to the provider."""
+    def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        """Get the model's decision (tool calls, or an answer) for the engine's neutral request."""
         ...
 
+
+class SingleCallWay:
+    """A way that needs one model call: prepare the request, call, interpret the reply."""
+
+    name = "single"
+
+    def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
+        raise NotImplementedError
+
     def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
-        """The turn with its tool calls filled in (from text, where the way needs it)."""
-        ...
+        raise NotImplementedError
+
+    def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        return call(self.name, self.prepare(request, capabilities), lambda turn: self.interpret(turn, request))
 
 
 def new_call_id() -> str:

@@ -7,7 +7,7 @@ embedded Qwen model likes to put them in a code block).
 
 from __future__ import annotations
 
-from flowcall.calling.base import calls_from_text, choice_instruction, honour_choice
+from flowcall.calling.base import SingleCallWay, calls_from_text, choice_instruction, honour_choice
 from flowcall.messages import Message, ModelRequest, ModelTurn
 from flowcall.providers.base import Capabilities
 
@@ -24,7 +24,7 @@ def _with_system_note(messages: list[Message], note: str) -> list[Message]:
     return [Message(role="system", content=note), *messages]
 
 
-class NativeWay:
+class NativeWay(SingleCallWay):
     name = "native"
 
     def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:

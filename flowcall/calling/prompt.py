@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from flowcall.calling.base import calls_from_text, choice_instruction, honour_choice
+from flowcall.calling.base import SingleCallWay, calls_from_text, choice_instruction, honour_choice
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec
 from flowcall.providers.base import Capabilities
 
@@ -32,7 +32,8 @@ def render_tools(tools: list[ToolSpec]) -> str:
     )
 
 
-def _as_text(message: Message) -> Message:
+def as_text(message: Message) -> Message:
+    """A message of the history as plain text, for models that are not sent tools."""
     if message.role == "assistant" and message.tool_calls:
         blocks = [
             "<tool_call>\n"
@@ -46,11 +47,11 @@ def _as_text(message: Message) -> Message:
     return message
 
 
-class PromptWay:
+class PromptWay(SingleCallWay):
     name = "prompt"
 
     def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
-        messages = [_as_text(m) for m in request.messages]
+        messages = [as_text(m) for m in request.messages]
         if request.tools and request.tool_choice != "none":
             tools = request.tools
             if request.tool_choice not in ("auto", "required"):

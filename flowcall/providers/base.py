@@ -17,6 +17,8 @@ class Capabilities(BaseModel):
     parallel_tool_calls: bool = False
     json_schema_output: bool = False
     grammar: bool = False  # can constrain decoding with a grammar (local models)
+    scoring: bool = False  # answers score_options requests (next-token log-probabilities)
+    call_margin: float = 0.0  # schema way: call a tool when logP(call) - logP(answer) exceeds this
 
 
 class Provider(Protocol):

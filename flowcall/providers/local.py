@@ -28,6 +28,7 @@ CAPABILITIES = Capabilities(
     parallel_tool_calls=True,
     json_schema_output=True,  # through a grammar
     grammar=True,
+    scoring=True,
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
 
@@ -96,11 +97,45 @@ class LocalProvider:
         return {"prompt_eval_ms": round(perf.t_p_eval_ms, 1), "prompt_tokens_evaluated": perf.n_p_eval,
                 "generation_ms": round(perf.t_eval_ms, 1), "generated_tokens": perf.n_eval}
 
+    def _first_token(self, prompt: str, option: str) -> int:
+        """The token the model would produce first when it continues `prompt` with `option`."""
+        head = self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        full = self.llm.tokenize((prompt + option).encode(), add_bos=False, special=True)
+        if full[: len(head)] == head and len(full) > len(head):
+            return full[len(head)]
+        return self.llm.tokenize(option.encode(), add_bos=False, special=False)[0]
+
+    def _score(self, request: ModelRequest, prompt: str) -> ModelTurn:
+        """Log-probabilities of each option's first token after the prompt: one forward pass,
+        no sampling, so the decision does not hinge on a greedy first token."""
+        import numpy as np
+
+        captured: list[np.ndarray] = []
+
+        def capture(_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+            captured.append(np.array(logits, dtype=np.float64))
+            return logits
+
+        started = time.perf_counter()
+        with self._lock:
+            out = self.llm.create_completion(prompt=prompt, max_tokens=1, temperature=0.0, logits_processor=[capture])
+            out["timings"] = self._timings()
+        logits = captured[0]
+        logprobs = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+        scores = {opt: round(float(logprobs[self._first_token(prompt, opt)]), 4) for opt in request.score_options or []}
+        out["scores"] = scores
+        return ModelTurn(content=None, scores=scores, finish_reason="scored",
+                         usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=0),
+                         wire_request={"prompt": prompt, "score_options": request.score_options}, wire_response=out,
+                         rendered_prompt=prompt, request_id=out.get("id"), latency_ms=(time.perf_counter() - started) * 1000)
+
     def complete(self, request: ModelRequest) -> ModelTurn:
         import llama_cpp
         from llama_cpp import LlamaGrammar
 
-        prompt = self.render(request)
+        prompt = self.render(request) + (request.assistant_prefix or "")
+        if request.score_options:
+            return self._score(request, prompt)
         grammar = None
         if request.response_format is not None:
             grammar = LlamaGrammar.from_json_schema(json.dumps(request.response_format.json_schema), verbose=False)
@@ -120,7 +155,7 @@ class LocalProvider:
                                 code=ErrorCode.PROVIDER_ERROR) from exc
         latency_ms = (time.perf_counter() - started) * 1000
         choice = out["choices"][0]
-        text: str = choice["text"]
+        text: str = (request.assistant_prefix or "") + choice["text"]
         calls: list[ToolCall] = []
         errors: list[str] = []
         content: str | None = text

@@ -110,6 +110,7 @@ class StepRow(Base):
     round: Mapped[int] = mapped_column(Integer, default=0)
     name: Mapped[str | None] = mapped_column(String(255))
     calling_way: Mapped[str | None] = mapped_column(String(32))
+    note: Mapped[str | None] = mapped_column(Text)
     request: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     response: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     rendered_prompt: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,105 @@
+"""`schema`: the decision is structured output that can only be a valid call or a "no call".
+
+The model must answer with JSON matching a schema built from the attached tools:
+{"tool_calls": [{"name": <an attached tool>, "arguments": <that tool's schema>}, ...]} or
+{"answer": "..."}. A local model is held to it by a grammar, a remote one by
+response_format json_schema. tool_choice and parallel_tool_calls become part of the schema,
+so they hold on any provider that enforces structured output.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import json_repair
+
+from flowcall.calling.base import SingleCallWay, new_call_id
+from flowcall.calling.prompt import as_text, render_tools
+from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
+from flowcall.providers.base import Capabilities
+
+INSTRUCTIONS = """You decide whether to call functions. The functions are listed in <tools></tools> as JSON:
+<tools>
+{tools}
+</tools>
+
+Reply with one JSON object.
+- If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", "arguments": {{...}}}}]}}. Take argument values from the user's message; leave out optional arguments the user did not give.{parallel}
+- If none of the functions fits the request, or the function results already answer it, do not call anything: {{"answer": "<your reply to the user>"}}."""
+
+PARALLEL = " When the user asks for several things, put one call per thing in the list."
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments may hold only declared parameters: without this a grammar lets the model
+    invent keys, which the engine would then reject."""
+    if schema.get("type") == "object" and "additionalProperties" not in schema:
+        return {**schema, "additionalProperties": False}
+    return schema
+
+
+def decision_schema(tools: list[ToolSpec], choice: str, parallel: bool) -> dict[str, Any]:
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    if choice == "none" or not tools:
+        return answer
+    allowed = [t for t in tools if t.name == choice] if choice not in ("auto", "required") else tools
+    items = [
+        {"type": "object", "properties": {"name": {"const": t.name}, "arguments": _closed(t.parameters)},
+         "required": ["name", "arguments"]}
+        for t in allowed
+    ]
+    array: dict[str, Any] = {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items}, "minItems": 1}
+    if not parallel:
+        array["maxItems"] = 1
+    calls = {"type": "object", "properties": {"tool_calls": array}, "required": ["tool_calls"]}
+    return calls if choice != "auto" else {"anyOf": [calls, answer]}
+
+
+def read_decision(content: str | None) -> tuple[list[ToolCall], str | None, list[str]]:
+    """(calls, answer, errors) from the model's JSON reply."""
+    if not content or not content.strip():
+        return [], None, ["the reply is empty"]
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError:
+        value = json_repair.loads(content)  # a remote model without enforcement may still wrap or cut it
+    if not isinstance(value, dict):
+        return [], None, [f"the reply is not a JSON object: {content[:200]!r}"]
+    if isinstance(value.get("tool_calls"), list):
+        calls = []
+        for item in value["tool_calls"]:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                args = item.get("arguments")
+                calls.append(ToolCall(id=new_call_id(), name=item["name"], arguments=args if isinstance(args, dict) else None,
+                                      raw_arguments=json.dumps(args, ensure_ascii=False)))
+        if calls:
+            return calls, None, []
+    if isinstance(value.get("answer"), str):
+        return [], value["answer"], []
+    return [], None, [f"the reply has neither tool_calls nor answer: {content[:200]!r}"]
+
+
+class SchemaWay(SingleCallWay):
+    name = "schema"
+
+    def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
+        messages = [as_text(m) for m in request.messages]
+        text = INSTRUCTIONS.format(tools=render_tools(request.tools),
+                                   parallel=PARALLEL if request.parallel_tool_calls else "")
+        if request.tool_choice == "none" or not request.tools:
+            text = 'Reply with one JSON object: {"answer": "<your reply to the user>"}.'
+        if messages and messages[0].role == "system":
+            messages[0] = Message(role="system", content=f"{messages[0].content}\n\n{text}")
+        else:
+            messages.insert(0, Message(role="system", content=text))
+        schema = decision_schema(request.tools, str(request.tool_choice), request.parallel_tool_calls)
+        return request.model_copy(update={
+            "messages": messages, "tools": [], "tool_choice": "auto",
+            "response_format": ResponseFormat(name="decision", json_schema=schema, strict=False),
+        })
+
+    def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
+        calls, answer, errors = read_decision(turn.content)
+        return turn.model_copy(update={"tool_calls": calls, "content": answer if not calls else None,
+                                       "parse_errors": turn.parse_errors + errors})
