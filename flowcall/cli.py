@@ -36,7 +36,9 @@ def describe_step(step: Step) -> str:
     head = f"[{step.seq}] {step.kind.value:<10} {step.latency_ms / 1000:6.2f}s"
     if step.kind in (StepKind.MODEL_CALL, StepKind.POLISH):
         tokens = f"{step.tokens_in}→{step.tokens_out} tok"
-        if step.tool_calls:
+        if step.response and step.response.get("scores"):
+            what = "scores " + json.dumps(step.response["scores"])
+        elif step.tool_calls:
             what = ", ".join(f"{c['name']}({_short(c.get('arguments') or c.get('raw_arguments'), 60)})" for c in step.tool_calls)
         else:
             what = _short(step.result or "")
@@ -45,6 +47,8 @@ def describe_step(step: Step) -> str:
         body = f"{step.name}({_short(step.arguments or {}, 60)}) -> {_short(step.result) if step.result is not None else ''}"
     else:
         body = ""
+    if step.note:
+        body += f"  ({_short(step.note, 100)})"
     if step.error_code:
         body += f"  !! {step.error_code}: {_short(step.error_message or '', 120)}"
     return f"{head}  {body}"
@@ -205,6 +209,60 @@ def plugins_list(ctx: click.Context, as_json: bool) -> None:
     for t in tools:
         flags = ",".join(k for k, v in vars(t.annotations).items() if v) or "-"
         click.echo(f"{t.version:<32} {flags:<12} {_short(t.description, 70)}")
+
+
+@cli.group("eval")
+def eval_group() -> None:
+    """Measure tool calling on benchmarks."""
+
+
+@eval_group.command("bfcl")
+@click.option("--category", "categories", multiple=True, default=["all"], show_default=True,
+              type=click.Choice(["all", "simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]))
+@click.option("--limit", type=int, help="At most N cases per category (the first N).")
+@click.option("--provider", default="local", show_default=True,
+              type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
+@click.option("--model", "model_name", default="qwen2.5-coder-0.5b-instruct", show_default=True)
+@click.option("--base-url", help="For --provider openai-compatible.")
+@click.option("--way", default="auto", show_default=True, type=click.Choice(["auto", "native", "schema", "prompt", "router"]))
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="BFCL-format folder (default: the bundled one).")
+@click.option("--save", is_flag=True, help="Record every case as a run (open it with `runs show`).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None, provider: str, model_name: str,
+              base_url: str | None, way: str, data_dir: Path | None, save: bool, as_json: bool) -> None:
+    """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST checker does."""
+    from tqdm import tqdm
+
+    from flowcall.eval import CATEGORIES, load_cases
+    from flowcall.eval.runner import as_dicts, evaluate, summarize
+    from flowcall.providers import provider_for
+    from flowcall.spec import DecisionConfig
+    from flowcall.steps import MemorySink
+
+    names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
+    cases = [case for name in names for case in load_cases(name, data_dir, limit)]
+    decision = DecisionConfig(provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512)
+    sink = _service(ctx).store if save else MemorySink()
+    with tqdm(total=len(cases), desc=f"{provider}/{model_name} [{way}]", unit="case", disable=as_json) as bar:
+        def progress(outcome) -> None:
+            bar.update(1)
+            bar.set_postfix_str(f"{outcome.category} {'ok' if outcome.valid else outcome.error_type}")
+
+        outcomes = evaluate(cases, decision, provider_for, sink, on_case=progress)
+    summaries = summarize(outcomes)
+    if as_json:
+        click.echo(json.dumps({"provider": provider, "model": model_name, "way": way, "summary": as_dicts(summaries),
+                               "cases": as_dicts(outcomes)}, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} {'tok out':>7}")
+    for row in summaries:
+        valid = f"{row.schema_valid_share:.1%}" if row.schema_valid_share is not None else "-"
+        click.echo(f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
+                   f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f}")
+    for row in summaries:
+        if row.errors:
+            click.echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
 
 
 @cli.group()

@@ -15,10 +15,11 @@ from typing import Any, Callable
 import jsonschema
 import json_repair
 
-from flowcall.calling import choose_way
+from flowcall.calling import make_way
+from flowcall.calling.router import Rule
 from flowcall.calling.base import CallingWay
 from flowcall.errors import ErrorCode, FlowCallError, ProviderError
-from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall
+from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Provider
 from flowcall.spec import Flow, ModelConfig
 from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
@@ -98,11 +99,37 @@ class Engine:
         self.sink.run_finished(run)
         return run
 
+    def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
+                    label: str | None = None) -> tuple[Run, ModelTurn | None]:
+        """One decision, nothing executed: for evaluations, where the tools exist only as
+        definitions. Still a recorded run, so each case can be opened in the inspector."""
+        question = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+        run = Run(id=str(uuid.uuid4()), flow_name=label or flow.name, question=question, trace_id=uuid.uuid4().hex)
+        self.sink.run_started(run)
+        rec = _Recorder(run, self.sink, None)
+        turn = None
+        try:
+            decider = self.provider_for(flow.decision)
+            way = make_way(flow.decision.calling_way, decider.capabilities,
+                           [Rule(r.pattern, r.tool) for r in flow.router_rules])
+            request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
+                                   parallel_tool_calls=flow.parallel_tool_calls,
+                                   temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
+            turn = self._decide(decider, way, request, rec, 1)
+            run.final_answer = {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content}
+            run.status = RunStatus.SUCCEEDED
+        except FlowCallError as exc:
+            run.status, run.error = RunStatus.FAILED, f"{exc.code}: {exc.message}"
+        run.ended_at = utcnow()
+        self.sink.run_finished(run)
+        return run, turn
+
     # ---------------------------------------------------------------- the loop
     def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder) -> Any:
         tools = {t.name: t for t in self.registry.resolve(flow.tools)}
         decider = self.provider_for(flow.decision)
-        way = choose_way(flow.decision.calling_way, decider.capabilities)
+        rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
+        way = make_way(flow.decision.calling_way, decider.capabilities, rules)
         context = RunContext(run_id=run.id)
         messages = []
         if flow.decision.system_prompt:

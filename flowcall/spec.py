@@ -43,6 +43,24 @@ class DecisionConfig(ModelConfig):
     calling_way: CallingWayName = "auto"
 
 
+class RouterRule(BaseModel):
+    """For the router way: a message matching `pattern` (a regex) goes to `tool`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str
+    tool: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from exc
+        return pattern
+
+
 class PolishConfig(ModelConfig):
     output_schema: dict[str, Any] | None = Field(
         default=None, description="JSON Schema: the final answer must be JSON valid against it."
@@ -78,7 +96,15 @@ class Flow(BaseModel):
         default=2, ge=0, le=10, description="How many wrong calls the model may correct."
     )
     tool_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    router_rules: list[RouterRule] = Field(default_factory=list, description="Intent rules for the router way.")
     polish: PolishConfig | None = None
+
+    @model_validator(mode="after")
+    def _rules_name_attached_tools(self) -> Flow:
+        for rule in self.router_rules:
+            if not any(ref == rule.tool or ref.endswith("/" + rule.tool) for ref in self.tools):
+                raise ValueError(f"router rule {rule.pattern!r} names '{rule.tool}', which is not attached")
+        return self
 
     @model_validator(mode="after")
     def _named_choice_is_attached(self) -> Flow:

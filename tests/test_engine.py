@@ -252,7 +252,8 @@ def test_prompt_way_renders_tools_into_text(registry):
 
 def test_unreadable_tool_call_text_is_parse_failed(registry):
     bad = ModelTurn(content="<tool_call>\nnot json at all\n</tool_call>")
-    result, decision, _ = run(registry, make_flow(), [bad, [("get_weather", {"location": "成都"})], "ok"])
+    flow = make_flow(decision=DecisionConfig(provider="scripted", calling_way="native"))
+    result, decision, _ = run(registry, flow, [bad, [("get_weather", {"location": "成都"})], "ok"])
     assert result.steps[0].error_code == "PARSE_FAILED"
     assert "PARSE_FAILED" in decision.requests[1].messages[-1].content
     assert result.status == RunStatus.SUCCEEDED

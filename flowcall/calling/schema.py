@@ -14,8 +14,9 @@ from typing import Any
 
 import json_repair
 
-from flowcall.calling.base import SingleCallWay, new_call_id
+from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice, new_call_id
 from flowcall.calling.prompt import as_text, render_tools
+from flowcall.calling.relevance import has_tool_results, last_user_text, margin, relevance_request
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
 
@@ -87,7 +88,7 @@ class SchemaWay(SingleCallWay):
         messages = [as_text(m) for m in request.messages]
         text = INSTRUCTIONS.format(tools=render_tools(request.tools),
                                    parallel=PARALLEL if request.parallel_tool_calls else "")
-        if request.tool_choice == "none" or not request.tools:
+        if not request.tools:
             text = 'Reply with one JSON object: {"answer": "<your reply to the user>"}.'
         if messages and messages[0].role == "system":
             messages[0] = Message(role="system", content=f"{messages[0].content}\n\n{text}")
@@ -99,7 +100,28 @@ class SchemaWay(SingleCallWay):
             "response_format": ResponseFormat(name="decision", json_schema=schema, strict=False),
         })
 
+    def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        """With a scoring provider, first decide whether to call (relevance.py), then let the
+        grammar hold the model to that decision: only calls, or only an answer."""
+        if request.tool_choice == "auto" and request.tools and capabilities.scoring and not has_tool_results(request.messages):
+            fitting = relevant_tools(request, capabilities, call, self.name)
+            update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
+            request = request.model_copy(update=update)
+        return super().decide(request, capabilities, call)
+
     def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
         calls, answer, errors = read_decision(turn.content)
-        return turn.model_copy(update={"tool_calls": calls, "content": answer if not calls else None,
+        turn = turn.model_copy(update={"tool_calls": calls, "content": answer if not calls else None,
                                        "parse_errors": turn.parse_errors + errors})
+        return honour_choice(turn, request)  # for providers that do not enforce the schema strictly
+
+
+def relevant_tools(request: ModelRequest, capabilities: Capabilities, call: ModelCall, way: str) -> list[ToolSpec]:
+    """The tools the model says can handle the request, best first (one scoring call each)."""
+    text = last_user_text(request.messages)
+    scored = []
+    for tool in request.tools:
+        turn = call(way, relevance_request(tool, text), None, f"relevance of {tool.name}")
+        scored.append((margin(turn.scores), tool))
+    scored.sort(key=lambda pair: -pair[0])
+    return [tool for value, tool in scored if value > capabilities.call_margin]

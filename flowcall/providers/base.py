@@ -18,7 +18,8 @@ class Capabilities(BaseModel):
     json_schema_output: bool = False
     grammar: bool = False  # can constrain decoding with a grammar (local models)
     scoring: bool = False  # answers score_options requests (next-token log-probabilities)
-    call_margin: float = 0.0  # schema way: call a tool when logP(call) - logP(answer) exceeds this
+    call_margin: float = 0.0  # call a tool when logP(yes) - logP(no) of "can it handle this?" exceeds this
+    preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
 
 
 class Provider(Protocol):

@@ -29,6 +29,12 @@ CAPABILITIES = Capabilities(
     json_schema_output=True,  # through a grammar
     grammar=True,
     scoring=True,
+    # Calibrated on the embedded Qwen2.5-Coder-0.5B with benchmarks/calibrate_call_margin.py (BFCL
+    # even-numbered cases): at 0.72 it keeps quiet on ~80% of irrelevant requests and calls on ~92%
+    # of relevant ones. Another GGUF may want another value.
+    call_margin=0.72,
+    # Measured on BFCL (README): the grammar-held schema way beats the chat template's own tools.
+    preferred_ways=["schema", "native", "prompt"],
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
 
@@ -122,7 +128,12 @@ class LocalProvider:
             out["timings"] = self._timings()
         logits = captured[0]
         logprobs = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
-        scores = {opt: round(float(logprobs[self._first_token(prompt, opt)]), 4) for opt in request.score_options or []}
+        scores = {}
+        for option in request.score_options or []:
+            # "yes", "Yes" and "YES" are one answer: add up their probabilities
+            tokens = {self._first_token(prompt, v) for v in (option, option.capitalize(), option.upper())}
+            values = np.array([logprobs[t] for t in tokens])
+            scores[option] = round(float(values.max() + np.log(np.exp(values - values.max()).sum())), 4)
         out["scores"] = scores
         return ModelTurn(content=None, scores=scores, finish_reason="scored",
                          usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=0),

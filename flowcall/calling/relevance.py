@@ -1,0 +1,39 @@
+"""Deciding *whether* to call: ask the model, tool by tool, "can this function handle the
+request?" and compare the log-probabilities of yes and no.
+
+Small models call readily and well but cannot keep quiet: sampled greedily, Qwen 0.5B calls a
+tool for "what is 2+2?". A yes/no question scored in one forward pass separates relevant from
+irrelevant requests far better (AUC 0.96 on BFCL samples, against ~0.7 for the first token of
+the decision JSON), and the threshold is the provider's calibrated `call_margin`.
+"""
+
+from __future__ import annotations
+
+from flowcall.messages import Message, ModelRequest, ToolSpec
+
+SYSTEM = "You check whether a function can handle a user's request."
+QUESTION = ("Function: {name}\nDescription: {description}\nParameters: {parameters}\n\n"
+            "User request: {request}\n\nCan this function handle the request? Answer yes or no.")
+
+
+def last_user_text(messages: list[Message]) -> str:
+    return next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+
+
+def has_tool_results(messages: list[Message]) -> bool:
+    return any(m.role == "tool" for m in messages)
+
+
+def relevance_request(tool: ToolSpec, request_text: str) -> ModelRequest:
+    parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
+    question = QUESTION.format(name=tool.name, description=tool.description, parameters=parameters,
+                               request=request_text)
+    return ModelRequest(messages=[Message(role="system", content=SYSTEM), Message(role="user", content=question)],
+                        score_options=["yes", "no"], max_tokens=1)
+
+
+def margin(scores: dict[str, float] | None) -> float:
+    """logP(yes) - logP(no); higher means the tool fits the request better."""
+    if not scores:
+        return float("-inf")
+    return scores["yes"] - scores["no"]

@@ -1,0 +1,91 @@
+"""`router`: intent recognition picks the function; the model only fills (or skips) arguments.
+
+The choice comes first from the flow's rules (a regex on the user's message names a tool),
+else from the model choosing among tool names only: by relevance scores where the provider
+scores, by a name-only structured reply elsewhere. The arguments are then written under the
+chosen tool's schema (the schema way with that tool required).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from flowcall.calling.base import ModelCall
+from flowcall.calling.relevance import has_tool_results, last_user_text
+from flowcall.calling.schema import SchemaWay, relevant_tools
+from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
+from flowcall.providers.base import Capabilities
+
+NONE = "none"
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str
+    tool: str
+
+
+def rule_matches(rules: list[Rule], text: str, tools: list[ToolSpec]) -> list[ToolSpec]:
+    names = {t.name: t for t in tools}
+    chosen = []
+    for rule in rules:
+        if rule.tool in names and re.search(rule.pattern, text, re.IGNORECASE) and names[rule.tool] not in chosen:
+            chosen.append(names[rule.tool])
+    return chosen
+
+
+def _choose_by_name(request: ModelRequest, call: ModelCall, way: str) -> list[ToolSpec]:
+    """The model picks tool names (or none) under a schema that allows nothing else."""
+    names = [t.name for t in request.tools]
+    listing = "\n".join(f"- {t.name}: {t.description}" for t in request.tools)
+    options = names + ([NONE] if request.tool_choice == "auto" else [])
+    item = {"type": "string", "enum": options}
+    schema = {"type": "object", "properties": {"tools": {"type": "array", "items": item, "minItems": 1,
+                                                         **({} if request.parallel_tool_calls else {"maxItems": 1})}},
+              "required": ["tools"]}
+    text = (f"Functions:\n{listing}\n\nUser request: {last_user_text(request.messages)}\n\n"
+            f'Which functions are needed? Reply {{"tools": [...]}} with names from: {", ".join(options)}.')
+    sent = ModelRequest(messages=[Message(role="user", content=text)], temperature=request.temperature,
+                        max_tokens=64, response_format=ResponseFormat(name="route", json_schema=schema, strict=False))
+    turn = call(way, sent, None, "route: choose among tool names")
+    try:
+        picked = json.loads(turn.content or "{}").get("tools", [])
+    except json.JSONDecodeError:
+        picked = []
+    return [t for t in request.tools if t.name in picked]
+
+
+class RouterWay:
+    name = "router"
+
+    def __init__(self, rules: list[Rule] | None = None):
+        self.rules = list(rules or [])
+        self.fill = SchemaWay()
+
+    def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        choice = str(request.tool_choice)
+        if choice == "none" or not request.tools or has_tool_results(request.messages):
+            return self._fill(request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer")
+        if choice not in ("auto", "required"):
+            chosen, how = [t for t in request.tools if t.name == choice], "named by tool_choice"
+        else:
+            chosen, how = rule_matches(self.rules, last_user_text(request.messages), request.tools), "rule"
+        if not chosen:
+            if capabilities.scoring:
+                chosen, how = relevant_tools(request, capabilities, call, self.name), "relevance scores"
+            else:
+                chosen, how = _choose_by_name(request, call, self.name), "model chose by name"
+        if not chosen and choice == "required":
+            chosen, how = request.tools[:1], "required: first tool"
+        if not chosen:
+            return self._fill(request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer: no tool fits")
+        if not request.parallel_tool_calls:
+            chosen = chosen[:1]
+        routed = request.model_copy(update={"tools": chosen, "tool_choice": "required"})
+        return self._fill(routed, capabilities, call, f"fill arguments ({how}: {', '.join(t.name for t in chosen)})")
+
+    def _fill(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall, note: str) -> ModelTurn:
+        sent = self.fill.prepare(request, capabilities)
+        return call(self.name, sent, lambda turn: self.fill.interpret(turn, request), note)

@@ -1,0 +1,102 @@
+"""Run BFCL cases through a model and a calling way, judge them, and sum up per category."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import jsonschema
+
+from flowcall.engine import Engine, ProviderFactory
+from flowcall.eval.bfcl_check import check
+from flowcall.eval.bfcl_data import BfclCase
+from flowcall.spec import DecisionConfig, Flow
+from flowcall.steps import StepKind, StepSink
+from flowcall.tools.registry import ToolRegistry
+
+
+@dataclass
+class CaseOutcome:
+    id: str
+    category: str
+    valid: bool
+    error_type: str | None
+    calls: list[dict]
+    calls_produced: int
+    calls_schema_valid: int
+    latency_ms: float
+    tokens_in: int
+    tokens_out: int
+    run_id: str
+    error: str | None = None
+
+
+@dataclass
+class CategorySummary:
+    category: str
+    cases: int
+    accuracy: float
+    schema_valid_share: float | None  # of the calls the model produced
+    median_latency_ms: float
+    median_tokens_in: float
+    median_tokens_out: float
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def _schema_valid(case: BfclCase, name: str, arguments: dict | None) -> bool:
+    tool = next((t for t in case.tools if t.name == name), None)
+    return tool is not None and arguments is not None and jsonschema.Draft202012Validator(tool.parameters).is_valid(arguments)
+
+
+def evaluate_case(engine: Engine, flow: Flow, case: BfclCase) -> CaseOutcome:
+    run, turn = engine.decide_only(flow, case.messages, case.tools, label=f"bfcl-{case.id}")
+    calls = turn.tool_calls if turn else []
+    judged = check(case, [(case.original_name(c.name), c.arguments) for c in calls]) if turn else None
+    model_steps = [s for s in run.steps if s.kind == StepKind.MODEL_CALL]
+    return CaseOutcome(
+        id=case.id, category=case.category, valid=bool(judged and judged.valid),
+        error_type=(judged.error_type if judged else "run_failed"),
+        calls=[{"name": c.name, "arguments": c.arguments} for c in calls], calls_produced=len(calls),
+        calls_schema_valid=sum(_schema_valid(case, c.name, c.arguments) for c in calls),
+        latency_ms=sum(s.latency_ms for s in model_steps), tokens_in=sum(s.tokens_in for s in model_steps),
+        tokens_out=sum(s.tokens_out for s in model_steps), run_id=run.id, error=run.error,
+    )
+
+
+def evaluate(cases: list[BfclCase], decision: DecisionConfig, provider_for: ProviderFactory, sink: StepSink,
+             *, on_case: Callable[[CaseOutcome], None] | None = None) -> list[CaseOutcome]:
+    engine = Engine(ToolRegistry(), provider_for, sink)
+    outcomes = []
+    for case in cases:
+        parallel = case.category.startswith("parallel")
+        flow = Flow(name=f"bfcl-{case.category}", decision=decision, parallel_tool_calls=parallel, max_rounds=1)
+        outcome = evaluate_case(engine, flow, case)
+        outcomes.append(outcome)
+        if on_case:
+            on_case(outcome)
+    return outcomes
+
+
+def summarize(outcomes: list[CaseOutcome]) -> list[CategorySummary]:
+    summaries = []
+    for category in dict.fromkeys(o.category for o in outcomes):
+        mine = [o for o in outcomes if o.category == category]
+        produced = sum(o.calls_produced for o in mine)
+        errors: dict[str, int] = {}
+        for o in mine:
+            if not o.valid and o.error_type:
+                errors[o.error_type] = errors.get(o.error_type, 0) + 1
+        summaries.append(CategorySummary(
+            category=category, cases=len(mine), accuracy=sum(o.valid for o in mine) / len(mine),
+            schema_valid_share=(sum(o.calls_schema_valid for o in mine) / produced) if produced else None,
+            median_latency_ms=statistics.median(o.latency_ms for o in mine),
+            median_tokens_in=statistics.median(o.tokens_in for o in mine),
+            median_tokens_out=statistics.median(o.tokens_out for o in mine),
+            errors=dict(sorted(errors.items(), key=lambda kv: -kv[1])),
+        ))
+    return summaries
+
+
+def as_dicts(items: list) -> list[dict]:
+    return [asdict(i) for i in items]

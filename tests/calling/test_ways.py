@@ -1,0 +1,170 @@
+"""schema, router and auto, driven through the engine by the scripted provider."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flowcall.calling.schema import decision_schema, read_decision
+from flowcall.engine import Engine
+from flowcall.errors import ErrorCode, ProviderError
+from flowcall.messages import ModelRequest, ModelTurn, ToolSpec
+from flowcall.providers.base import Capabilities
+from flowcall.providers.scripted import ScriptedProvider
+from flowcall.spec import DecisionConfig, Flow, RouterRule
+from flowcall.steps import MemorySink, RunStatus, StepKind
+from flowcall.tools.python_plugins import build_tool
+from flowcall.tools.registry import ToolRegistry
+
+import jsonschema
+
+
+def get_weather(location: str) -> dict:
+    """Weather for a city."""
+    return {"location": location, "weather": "小雨"}
+
+
+def get_time() -> str:
+    """The current time."""
+    return "10:00"
+
+
+REGISTRY = ToolRegistry([build_tool(get_weather, "w/v1/get_weather"), build_tool(get_time, "t/v1/get_time")])
+TOOLS = [t.spec() for t in REGISTRY.all()]
+GRAMMAR_CAPS = Capabilities(native_tools=False, json_schema_output=True, grammar=True)
+SCORING_CAPS = Capabilities(json_schema_output=True, grammar=True, scoring=True, call_margin=0.5)
+
+
+def run(flow, script, caps):
+    provider = ScriptedProvider(script, capabilities=caps)
+    result = Engine(REGISTRY, lambda cfg: provider, MemorySink()).run(flow, "成都天气?")
+    return result, provider
+
+
+def flow(way, **kw):
+    return Flow(name="w", tools=["w/v1/get_weather", "t/v1/get_time"], decision=DecisionConfig(provider="scripted", calling_way=way), **kw)
+
+
+def calls_json(*calls):
+    return json.dumps({"tool_calls": [{"name": n, "arguments": a} for n, a in calls]}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("choice, parallel, accepts, rejects", [
+    ("auto", True, [{"answer": "hi"}, {"tool_calls": [{"name": "get_time", "arguments": {}}]}], [{"tool_calls": []}]),
+    ("none", True, [{"answer": "hi"}], [{"tool_calls": [{"name": "get_time", "arguments": {}}]}]),
+    ("required", False, [{"tool_calls": [{"name": "get_weather", "arguments": {"location": "x"}}]}],
+     [{"answer": "hi"}, {"tool_calls": [{"name": "get_time", "arguments": {}}, {"name": "get_time", "arguments": {}}]}]),
+    ("get_time", True, [{"tool_calls": [{"name": "get_time", "arguments": {}}]}],
+     [{"tool_calls": [{"name": "get_weather", "arguments": {"location": "x"}}]}]),
+    ("auto", True, [], [{"tool_calls": [{"name": "get_weather", "arguments": {}}]},  # missing required
+                        {"tool_calls": [{"name": "get_weather", "arguments": {"location": "x", "extra": 1}}]},
+                        {"tool_calls": [{"name": "nope", "arguments": {}}]}]),
+])
+def test_decision_schema_admits_only_valid_calls_or_an_answer(choice, parallel, accepts, rejects):
+    schema = decision_schema(TOOLS, choice, parallel)
+    validator = jsonschema.Draft202012Validator(schema)
+    for doc in accepts:
+        assert validator.is_valid(doc), doc
+    for doc in rejects:
+        assert not validator.is_valid(doc), doc
+
+
+def test_read_decision():
+    calls, answer, errors = read_decision(calls_json(("get_weather", {"location": "成都"})))
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"location": "成都"})] and not errors
+    assert read_decision('{"answer": "不用带伞"}')[1] == "不用带伞"
+    assert read_decision("")[2] and read_decision('{"other": 1}')[2]
+
+
+def test_schema_way_sends_a_grammar_and_reads_the_call():
+    result, provider = run(flow("schema"), [calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}'], GRAMMAR_CAPS)
+    assert result.status == RunStatus.SUCCEEDED and result.final_answer == "小雨"
+    sent = provider.requests[0]
+    assert sent.tools == [] and sent.response_format.json_schema["anyOf"]
+    assert "get_weather" in sent.messages[0].content
+    assert result.steps[0].calling_way == "schema"
+    assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather"]
+
+
+def scores(yes, no):
+    return ModelTurn(scores={"yes": yes, "no": no})
+
+
+def test_schema_way_with_scoring_asks_each_tool_then_requires_the_fitting_one():
+    script = [scores(-2.0, -0.1), scores(-0.1, -2.0),  # in flow order: get_weather does not fit (-1.9), get_time does (+1.9)
+              calls_json(("get_time", {})), '{"answer": "10点"}']
+    result, provider = run(flow("schema"), script, SCORING_CAPS)
+    relevance = [s for s in result.steps if s.note and s.note.startswith("relevance of")]
+    assert len(relevance) == 2
+    fill = provider.requests[2]
+    props = fill.response_format.json_schema["properties"]["tool_calls"]["items"]["properties"]
+    assert props["name"] == {"const": "get_time"}  # only the fitting tool may be called
+    assert result.final_answer == "10点"
+
+
+def test_schema_way_with_scoring_keeps_quiet_when_nothing_fits():
+    script = [scores(-3.0, -0.05), scores(-3.0, -0.05), '{"answer": "我只能查天气和时间。"}']
+    result, provider = run(flow("schema"), script, SCORING_CAPS)
+    assert provider.requests[2].response_format.json_schema == decision_schema(TOOLS, "none", True)
+    assert not [s for s in result.steps if s.kind == StepKind.TOOL_CALL]
+    assert result.final_answer == "我只能查天气和时间。"
+
+
+def test_router_rule_picks_the_tool_and_the_model_fills_it():
+    f = flow("router", router_rules=[RouterRule(pattern="天气|weather", tool="get_weather")])
+    result, provider = run(f, [calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}'], GRAMMAR_CAPS)
+    assert "rule: get_weather" in result.steps[0].note
+    assert provider.requests[0].response_format.json_schema["properties"]["tool_calls"]["items"]["properties"]["name"] == {"const": "get_weather"}
+    assert result.final_answer == "小雨"
+
+
+def test_router_without_rules_lets_the_model_choose_by_name():
+    result, provider = run(flow("router"), ['{"tools": ["get_time"]}', calls_json(("get_time", {})), '{"answer": "10点"}'], GRAMMAR_CAPS)
+    route = provider.requests[0].response_format.json_schema
+    assert route["properties"]["tools"]["items"]["enum"] == ["get_weather", "get_time", "none"]
+    assert result.steps[0].note == "route: choose among tool names"
+    assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_time"]
+
+
+def test_router_routes_to_none():
+    result, _ = run(flow("router"), ['{"tools": ["none"]}', '{"answer": "hello"}'], GRAMMAR_CAPS)
+    assert result.final_answer == "hello" and "no tool fits" in result.steps[-1].note
+
+
+def test_auto_falls_back_when_a_way_is_refused_and_records_why():
+    caps = Capabilities(native_tools=True, json_schema_output=True)
+    refused = ProviderError("tools are not supported by this model", code=ErrorCode.PROVIDER_ERROR, status=400)
+    script = [refused, calls_json(("get_time", {})), '{"answer": "10点"}']
+    result, provider = run(flow("auto"), script, caps)
+    assert result.status == RunStatus.SUCCEEDED
+    assert result.steps[0].calling_way == "native" and result.steps[0].error_code == "PROVIDER_ERROR"
+    assert result.steps[1].calling_way == "schema" and "after fallback: native refused" in result.steps[1].note
+    assert "after fallback" in result.steps[-1].note  # the fallback holds for the rest of the run
+
+
+def test_auto_falls_back_on_unreadable_reply():
+    caps = Capabilities(native_tools=True, json_schema_output=True)
+    script = [ModelTurn(content="<tool_call>garbage</tool_call>"), calls_json(("get_time", {})), '{"answer": "10点"}']
+    result, _ = run(flow("auto"), script, caps)
+    assert [s.calling_way for s in result.steps if s.kind == StepKind.MODEL_CALL] == ["native", "schema", "schema"]
+    assert result.final_answer == "10点"
+
+
+def test_auto_uses_the_preferred_order_of_the_capability_profile():
+    caps = Capabilities(native_tools=True, json_schema_output=True, preferred_ways=["schema", "native", "prompt"])
+    result, _ = run(flow("auto"), [calls_json(("get_time", {})), '{"answer": "ok"}'], caps)
+    assert result.steps[0].calling_way == "schema"
+
+
+@pytest.mark.parametrize("way", ["native", "schema", "prompt", "router"])
+def test_parallel_off_is_honoured_by_every_way(way):
+    two = calls_json(("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"}))
+    native_two = [("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})]
+    first = native_two if way == "native" else two
+    script = (['{"tools": ["get_weather"]}'] if way == "router" else []) + [first, '{"answer": "ok"}' if way != "native" else "ok"]
+    if way == "prompt":
+        script = ['<tool_call>{"name": "get_weather", "arguments": {"location": "成都"}}</tool_call>\n'
+                  '<tool_call>{"name": "get_weather", "arguments": {"location": "北京"}}</tool_call>', "ok"]
+    result, _ = run(flow(way, parallel_tool_calls=False), script, GRAMMAR_CAPS if way != "native" else Capabilities(native_tools=True))
+    assert len([s for s in result.steps if s.kind == StepKind.TOOL_CALL]) == 1

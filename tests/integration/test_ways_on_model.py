@@ -1,0 +1,56 @@
+"""The calling ways on the real embedded model: deciding whether to call, and calling right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowcall.service import FlowCall
+from flowcall.spec import DecisionConfig, Flow, RouterRule
+from flowcall.steps import RunStatus, StepKind
+
+pytestmark = pytest.mark.model
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def flow(way: str, **kw) -> Flow:
+    return Flow(name=f"weather-{way}", tools=["weather/v1/get_weather", "time/v1/get_current_time"], max_rounds=1,
+                decision=DecisionConfig(calling_way=way, max_tokens=200), **kw)
+
+
+@pytest.mark.parametrize("way", ["schema", "auto"])
+def test_calls_when_a_tool_fits_and_keeps_quiet_when_none_does(model_path, way):
+    service = FlowCall.open()
+    run = service.run(flow(way), "北京现在的天气怎么样?")
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    call = next(s for s in run.steps if s.kind == StepKind.TOOL_CALL)
+    assert call.name == "get_weather" and call.error_code is None and "北京" in call.arguments["location"]
+    assert any(s.note and s.note.startswith("relevance of") for s in run.steps)  # it asked before calling
+    quiet = service.run(flow(way), "Write a haiku about autumn leaves.")
+    assert quiet.status == RunStatus.SUCCEEDED
+    assert not [s for s in quiet.steps if s.kind == StepKind.TOOL_CALL]
+    assert isinstance(quiet.final_answer, str) and quiet.final_answer
+
+
+def test_router_rule_on_the_real_model(model_path):
+    f = flow("router", router_rules=[RouterRule(pattern="天气|下雨|weather", tool="get_weather")])
+    run = FlowCall.open().run(f, "明天成都会下雨吗?")
+    call = next(s for s in run.steps if s.kind == StepKind.TOOL_CALL)
+    assert call.name == "get_weather" and call.error_code is None
+    assert "rule: get_weather" in run.steps[0].note
+
+
+def test_eval_cli_one_case_per_category(model_path):
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--limit", "1", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {s["category"] for s in report["summary"]} == {"simple", "multiple", "parallel", "parallel_multiple", "irrelevance"}
+    for row in report["summary"]:
+        assert row["schema_valid_share"] in (None, 1.0)  # the grammar admits only schema-valid calls
+        assert row["median_tokens_in"] > 0
+    assert len(report["cases"]) == 5
