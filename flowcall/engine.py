@@ -16,8 +16,8 @@ import jsonschema
 import json_repair
 
 from flowcall.calling import make_way
-from flowcall.calling.router import Rule
 from flowcall.calling.base import CallingWay
+from flowcall.calling.router import Rule
 from flowcall.errors import ErrorCode, FlowCallError, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Provider
@@ -110,8 +110,7 @@ class Engine:
         turn = None
         try:
             decider = self.provider_for(flow.decision)
-            way = make_way(flow.decision.calling_way, decider.capabilities,
-                           [Rule(r.pattern, r.tool) for r in flow.router_rules])
+            way = _way_for(flow, decider)
             request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
                                    parallel_tool_calls=flow.parallel_tool_calls,
                                    temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
@@ -128,8 +127,7 @@ class Engine:
     def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder) -> Any:
         tools = {t.name: t for t in self.registry.resolve(flow.tools)}
         decider = self.provider_for(flow.decision)
-        rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
-        way = make_way(flow.decision.calling_way, decider.capabilities, rules)
+        way = _way_for(flow, decider)
         context = RunContext(run_id=run.id)
         messages = []
         if flow.decision.system_prompt:
@@ -311,6 +309,12 @@ class Engine:
             budget -= 1
             messages += [Message(role="assistant", content=turn.content or ""),
                          Message(role="user", content=f"That JSON is not valid against the schema: {problem}. Reply again with corrected JSON only.")]
+
+
+def _way_for(flow: Flow, decider: Provider) -> CallingWay:
+    """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only."""
+    rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
+    return make_way(flow.decision.calling_way, decider.capabilities, rules)
 
 
 def _repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCall], dict[str, dict]]:
