@@ -4,19 +4,31 @@ balanced accuracy between "keep quiet" (irrelevance) and "call" (the other categ
 The odd-numbered cases are left for the evaluation. Prints figures; changes nothing.
 
     .venv/bin/python benchmarks/calibrate_call_margin.py [--per-category 25] [--irrelevance 100]
+
+BFCL is all English and has no system prompts; `--product` instead scores the questions in
+benchmarks/data/product_questions.json (Chinese and English) against the example flows' tools
+and shows where the provider's call_margin falls for them.
+
+    .venv/bin/python benchmarks/calibrate_call_margin.py --product
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402
 
+from flowcall import config  # noqa: E402
+from flowcall.spec import load_flow  # noqa: E402
+from flowcall.tools.registry import ToolRegistry  # noqa: E402
 from flowcall.calling.relevance import last_user_text, margin, relevance_request  # noqa: E402
 from flowcall.eval import load_cases  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
@@ -27,12 +39,38 @@ def best_margin(provider: LocalProvider, case) -> float:
     return max(margin(provider.complete(relevance_request(tool, text)).scores) for tool in case.tools)
 
 
+def product(provider: LocalProvider) -> None:
+    questions = json.loads((ROOT / "benchmarks/data/product_questions.json").read_text(encoding="utf-8"))["flows"]
+    threshold = provider.capabilities.call_margin
+    rows = []  # (flow, kind, language, margin, question)
+    for file, sets in questions.items():
+        flow = load_flow(ROOT / "flows" / file)
+        tools = [t.spec() for t in ToolRegistry.from_plugin_dirs(config.plugin_dirs()).resolve(flow.tools)]
+        for kind, texts in sets.items():
+            for text in texts:
+                value = max(margin(provider.complete(relevance_request(t, text)).scores) for t in tools)
+                rows.append((file, kind, "zh" if re.search(r"[\u3400-\u9fff]", text) else "en", value, text))
+    for file, kind, language, value, text in rows:
+        wrong = (value > threshold) != (kind == "call")
+        print(f"{'WRONG' if wrong else 'ok':5} {file:22} {kind:5} {language} {value:6.2f}  {text}")
+    for language in ("zh", "en"):
+        mine = [r for r in rows if r[2] == language]
+        calls = [r[3] for r in mine if r[1] == "call"]
+        quiet = [r[3] for r in mine if r[1] == "quiet"]
+        print(f"{language}: at call_margin {threshold}: calls on {sum(m > threshold for m in calls)}/{len(calls)} that need a tool, "
+              f"keeps quiet on {sum(m <= threshold for m in quiet)}/{len(quiet)} that do not")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-category", type=int, default=25)
     parser.add_argument("--irrelevance", type=int, default=100)
+    parser.add_argument("--product", action="store_true", help="the example flows' questions instead of BFCL")
     args = parser.parse_args()
     provider = LocalProvider.shared()
+    if args.product:
+        product(provider)
+        return
     tuning = {name: load_cases(name)[::2][: (args.irrelevance if name == "irrelevance" else args.per_category)]
               for name in ("irrelevance", "simple", "multiple", "parallel", "parallel_multiple")}
     margins = {}

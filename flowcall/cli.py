@@ -220,6 +220,8 @@ def eval_group() -> None:
 @click.option("--category", "categories", multiple=True, default=["all"], show_default=True,
               type=click.Choice(["all", "simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]))
 @click.option("--limit", type=int, help="At most N cases per category (the first N).")
+@click.option("--split", type=click.Choice(["all", "even", "odd"]), default="all", show_default=True,
+              help="Even-numbered cases tune the local model's thresholds (benchmarks/calibrate_*.py); odd ones are held out.")
 @click.option("--provider", default="local", show_default=True,
               type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
 @click.option("--model", "model_name", default="qwen2.5-coder-0.5b-instruct", show_default=True)
@@ -229,7 +231,7 @@ def eval_group() -> None:
 @click.option("--save", is_flag=True, help="Record every case as a run (open it with `runs show`).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None, provider: str, model_name: str,
+def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None, split: str, provider: str, model_name: str,
               base_url: str | None, way: str, data_dir: Path | None, save: bool, as_json: bool) -> None:
     """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST checker does."""
     from tqdm import tqdm
@@ -241,7 +243,9 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
     from flowcall.steps import MemorySink
 
     names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
-    cases = [case for name in names for case in load_cases(name, data_dir, limit)]
+    start = {"all": 0, "even": 0, "odd": 1}[split]
+    step = 1 if split == "all" else 2
+    cases = [case for name in names for case in load_cases(name, data_dir)[start::step][:limit]]
     decision = DecisionConfig(provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512)
     sink = _service(ctx).store if save else MemorySink()
     with tqdm(total=len(cases), desc=f"{provider}/{model_name} [{way}]", unit="case", disable=as_json) as bar:
@@ -255,11 +259,17 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
         click.echo(json.dumps({"provider": provider, "model": model_name, "way": way, "summary": as_dicts(summaries),
                                "cases": as_dicts(outcomes)}, ensure_ascii=False, indent=2))
         return
-    click.echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} {'tok out':>7}")
+    click.echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} "
+               f"{'tok out':>7} {'calls':>5} {'prompt%':>7} {'gen%':>5}")
     for row in summaries:
         valid = f"{row.schema_valid_share:.1%}" if row.schema_valid_share is not None else "-"
+        split = (f"{row.prompt_eval_share:>7.0%} {row.generation_share:>5.0%}" if row.prompt_eval_share is not None
+                 else f"{'-':>7} {'-':>5}")
         click.echo(f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
-                   f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f}")
+                   f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f} "
+                   f"{row.median_model_calls:>5.0f} {split}")
+    click.echo("(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
+               "reading prompts / generating, local model only)")
     for row in summaries:
         if row.errors:
             click.echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))

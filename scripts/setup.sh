@@ -31,6 +31,20 @@ if [[ ! -x .venv/bin/python ]]; then
   step "creating .venv"
   "$PYTHON" -m venv .venv
 fi
+# llama.cpp's default build targets the build machine's CPU (-march=native). On CPUs with AMX
+# (recent Xeons) that code path crashes where the OS or hypervisor does not grant AMX tile state
+# (seen here: a general protection fault in libggml-cpu on the first completion). So on x86-64
+# FlowCall names the instruction sets itself: AVX2, plus the AVX-512 and VNNI extensions this
+# CPU has (much faster prompt reading than AVX2 alone), never AMX. Set CMAKE_ARGS yourself
+# to override (e.g. -DGGML_CUDA=on).
+if [[ -z "${CMAKE_ARGS:-}" && $(uname -m) == x86_64 ]]; then
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+  flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+  for pair in avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI; do
+    [[ " $flags " == *" ${pair%%:*} "* ]] && CMAKE_ARGS+=" -DGGML_${pair#*:}=ON"
+  done
+  export CMAKE_ARGS
+fi
 step "installing Python packages (the first time, llama-cpp-python compiles: ~12 min on 2 cores)"
 .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar on -r requirements.txt

@@ -84,7 +84,12 @@ class RouterWay:
         if not request.parallel_tool_calls:
             chosen = chosen[:1]
         routed = request.model_copy(update={"tools": chosen, "tool_choice": "required"})
-        return self._fill(routed, capabilities, call, f"fill arguments ({how}: {', '.join(t.name for t in chosen)})")
+        note = f"fill arguments ({how}: {', '.join(t.name for t in chosen)})"
+        if capabilities.scoring and routed.parallel_tool_calls and capabilities.more_calls_margin is not None:
+            def noted(way: str, sent: ModelRequest, interpret=None, step: str | None = None) -> ModelTurn:
+                return call(self.name, sent, interpret, f"{note}: {step}")
+            return self.fill.call_by_call(routed, capabilities, noted)
+        return self._fill(routed, capabilities, call, note)
 
     def _fill(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall, note: str) -> ModelTurn:
         sent = self.fill.prepare(request, capabilities)

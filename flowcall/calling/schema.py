@@ -29,6 +29,8 @@ Reply with one JSON object.
 - If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", "arguments": {{...}}}}]}}. Take argument values from the user's message; leave out optional arguments the user did not give.{parallel}
 - If none of the functions fits the request, or the function results already answer it, do not call anything: {{"answer": "<your reply to the user>"}}."""
 
+OPEN_CALLS = '{"tool_calls": ['
+MAX_CALLS = 10
 PARALLEL = " When the user asks for several things, put one call per thing in the list."
 
 
@@ -102,18 +104,67 @@ class SchemaWay(SingleCallWay):
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         """With a scoring provider, first decide whether to call (relevance.py), then let the
-        grammar hold the model to that decision: only calls, or only an answer."""
-        if request.tool_choice == "auto" and request.tools and capabilities.scoring and not has_tool_results(request.messages):
+        grammar hold the model to that decision: only calls, or only an answer. Where parallel
+        calls are allowed, the calls are written one at a time (_call_by_call)."""
+        if not capabilities.scoring or not request.tools or has_tool_results(request.messages):
+            return super().decide(request, capabilities, call)
+        if request.tool_choice == "auto":
             fitting = relevant_tools(request, capabilities, call, self.name)
             update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
             request = request.model_copy(update=update)
+        if request.tool_choice != "none" and request.parallel_tool_calls and capabilities.more_calls_margin is not None:
+            return self.call_by_call(request, capabilities, call)
         return super().decide(request, capabilities, call)
+
+    def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        """Write the call list one call at a time, and after each one score whether the list
+        goes on ("," next) or ends ("]" next).
+
+        Left to write the list at once, Qwen 0.5B closes it after the first call almost every
+        time (6.7% on BFCL parallel), yet the log-probability of "," against "]" after that call
+        separates "one call" from "more calls" well: about -10 after the only call of a simple
+        request, above -8 while items remain. A "how many calls?" question scored over the digits
+        was worse: it counted right on 42% of parallel cases and 70% of simple ones. Each step
+        reuses the previous one's prompt from the KV cache, so a further call costs its own
+        tokens, not another read of the prompt.
+        """
+        threshold = capabilities.more_calls_margin
+        assert threshold is not None
+        sent = self.prepare(request, capabilities)
+        item = decision_schema(request.tools, "required", True)["properties"]["tool_calls"]["items"]
+        one_call = ResponseFormat(name="call", json_schema=item, strict=False)
+        prefix, best = OPEN_CALLS, None
+        for index in range(MAX_CALLS):
+            if index:
+                asked = sent.model_copy(update={"assistant_prefix": prefix, "response_format": None,
+                                                "score_options": [",", "]"], "max_tokens": 1})
+                scores = call(self.name, asked, None, f"another call after call {index}?").scores or {}
+                if scores.get(",", float("-inf")) - scores.get("]", 0.0) <= threshold:
+                    break
+                prefix += ", "
+            written: dict[str, str] = {}
+
+            def close_and_read(turn: ModelTurn) -> ModelTurn:
+                written["text"] = turn.content or ""  # the list so far, this call included
+                return self.interpret(turn.model_copy(update={"content": written["text"] + "]}"}), request)
+
+            turn = call(self.name, sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
+                        close_and_read, f"call {index + 1}")
+            calls = turn.tool_calls
+            if len(calls) <= index or (best and _same_call(calls[-1], best.tool_calls)):
+                break  # unreadable, or a repeat of an earlier call: the list is complete
+            best, prefix = turn, written["text"]
+        return best if best is not None else turn
 
     def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
         calls, answer, errors = read_decision(turn.content)
         turn = turn.model_copy(update={"tool_calls": calls, "content": answer if not calls else None,
                                        "parse_errors": turn.parse_errors + errors})
         return honour_choice(turn, request)  # for providers that do not enforce the schema strictly
+
+
+def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:
+    return any(new.name == c.name and new.arguments == c.arguments for c in earlier)
 
 
 def relevant_tools(request: ModelRequest, capabilities: Capabilities, call: ModelCall, way: str) -> list[ToolSpec]:

@@ -30,6 +30,10 @@ class CaseOutcome:
     tokens_out: int
     run_id: str
     error: str | None = None
+    # where the model's time went (local model only): reading prompts vs generating tokens
+    prompt_eval_ms: float | None = None
+    generation_ms: float | None = None
+    model_calls: int = 0
 
 
 @dataclass
@@ -42,6 +46,9 @@ class CategorySummary:
     median_tokens_in: float
     median_tokens_out: float
     errors: dict[str, int] = field(default_factory=dict)
+    median_model_calls: float = 0
+    prompt_eval_share: float | None = None  # of the model's time, summed over the cases
+    generation_share: float | None = None
 
 
 def _schema_valid(case: BfclCase, name: str, arguments: dict | None) -> bool:
@@ -54,6 +61,8 @@ def evaluate_case(engine: Engine, flow: Flow, case: BfclCase) -> CaseOutcome:
     calls = turn.tool_calls if turn else []
     judged = check(case, [(case.original_name(c.name), c.arguments) for c in calls]) if turn else None
     model_steps = [s for s in run.steps if s.kind == StepKind.MODEL_CALL]
+    timings = [(s.response or {}).get("timings") for s in model_steps]
+    timed = [t for t in timings if t]
     return CaseOutcome(
         id=case.id, category=case.category, valid=bool(judged and judged.valid),
         error_type=(judged.error_type if judged else "run_failed"),
@@ -61,6 +70,9 @@ def evaluate_case(engine: Engine, flow: Flow, case: BfclCase) -> CaseOutcome:
         calls_schema_valid=sum(_schema_valid(case, c.name, c.arguments) for c in calls),
         latency_ms=sum(s.latency_ms for s in model_steps), tokens_in=sum(s.tokens_in for s in model_steps),
         tokens_out=sum(s.tokens_out for s in model_steps), run_id=run.id, error=run.error,
+        prompt_eval_ms=sum(t["prompt_eval_ms"] for t in timed) if timed else None,
+        generation_ms=sum(t["generation_ms"] for t in timed) if timed else None,
+        model_calls=len(model_steps),
     )
 
 
@@ -69,8 +81,9 @@ def evaluate(cases: list[BfclCase], decision: DecisionConfig, provider_for: Prov
     engine = Engine(ToolRegistry(), provider_for, sink)
     outcomes = []
     for case in cases:
-        parallel = case.category.startswith("parallel")
-        flow = Flow(name=f"bfcl-{case.category}", decision=decision, parallel_tool_calls=parallel, max_rounds=1)
+        # Parallel calls are allowed in every category, as BFCL allows them: the model, not the
+        # category's name, must tell one call from several.
+        flow = Flow(name=f"bfcl-{case.category}", decision=decision, parallel_tool_calls=True, max_rounds=1)
         outcome = evaluate_case(engine, flow, case)
         outcomes.append(outcome)
         if on_case:
@@ -94,8 +107,16 @@ def summarize(outcomes: list[CaseOutcome]) -> list[CategorySummary]:
             median_tokens_in=statistics.median(o.tokens_in for o in mine),
             median_tokens_out=statistics.median(o.tokens_out for o in mine),
             errors=dict(sorted(errors.items(), key=lambda kv: -kv[1])),
+            median_model_calls=statistics.median(o.model_calls for o in mine),
+            prompt_eval_share=_share(mine, "prompt_eval_ms"), generation_share=_share(mine, "generation_ms"),
         ))
     return summaries
+
+
+def _share(outcomes: list[CaseOutcome], part: str) -> float | None:
+    timed = [o for o in outcomes if getattr(o, part) is not None]
+    total = sum(o.latency_ms for o in timed)
+    return sum(getattr(o, part) for o in timed) / total if timed and total else None
 
 
 def as_dicts(items: list) -> list[dict]:

@@ -19,6 +19,9 @@ class Capabilities(BaseModel):
     grammar: bool = False  # can constrain decoding with a grammar (local models)
     scoring: bool = False  # answers score_options requests (next-token log-probabilities)
     call_margin: float = 0.0  # call a tool when logP(yes) - logP(no) of "can it handle this?" exceeds this
+    # with parallel calls allowed, write one more call when logP(",") - logP("]") after the last
+    # one exceeds this; None: the model writes the whole list at once (calling/schema.py)
+    more_calls_margin: float | None = None
     preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
 
 

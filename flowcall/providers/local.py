@@ -33,9 +33,15 @@ CAPABILITIES = Capabilities(
     # even-numbered cases): at 0.72 it keeps quiet on ~80% of irrelevant requests and calls on ~92%
     # of relevant ones. Another GGUF may want another value.
     call_margin=0.72,
+    # benchmarks/calibrate_more_calls.py on BFCL even-numbered cases: after the last call an
+    # answer needs, logP(",") - logP("]") was -8.3 to -12.3 (n=48); while calls remained it was
+    # -7.1 to +2.3 (n=15). -8.0 lies between.
+    more_calls_margin=-8.0,
     # `auto` keeps native first for now: the schema way's relevance gate is calibrated on English
-    # BFCL and under-calls on Chinese questions (the commute flow scores 0.68 < 0.72). Flows that
-    # want the gate choose calling_way "schema".
+    # BFCL and under-calls on the example flows' questions (benchmarks/calibrate_call_margin.py
+    # --product: at 0.72 it calls on 6/16 Chinese and 4/8 English questions that need a tool).
+    # Asking in Chinese, adding the flow's instructions, or subtracting a per-tool or per-request
+    # bias all separated worse. Flows that want the gate choose calling_way "schema".
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
 
@@ -115,6 +121,7 @@ class LocalProvider:
     def _score(self, request: ModelRequest, prompt: str) -> ModelTurn:
         """Log-probabilities of each option's first token after the prompt: one forward pass,
         no sampling, so the decision does not hinge on a greedy first token."""
+        import llama_cpp
         import numpy as np
 
         captured: list[np.ndarray] = []
@@ -125,6 +132,7 @@ class LocalProvider:
 
         started = time.perf_counter()
         with self._lock:
+            llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)  # else the timings add up across calls
             out = self.llm.create_completion(prompt=prompt, max_tokens=1, temperature=0.0, logits_processor=[capture])
             out["timings"] = self._timings()
         logits = captured[0]

@@ -103,6 +103,51 @@ def test_schema_way_with_scoring_asks_each_tool_then_requires_the_fitting_one():
     assert result.final_answer == "10点"
 
 
+ONE_BY_ONE = SCORING_CAPS.model_copy(update={"more_calls_margin": -8.0})
+
+
+def writes(name, arguments):
+    """A scripted model continuing the call list it is given with one call."""
+    return lambda request: request.assistant_prefix + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def more(comma, bracket):
+    return ModelTurn(scores={",": comma, "]": bracket})
+
+
+def test_call_by_call_writes_calls_while_the_model_would_go_on():
+    script = [scores(-0.1, -2.0), scores(-2.0, -0.1),  # get_weather fits
+              writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),  # -2.9 > -8: another call
+              writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01),  # -11 <= -8: the list ends
+              '{"answer": "都下雨"}']
+    result, provider = run(flow("schema"), script, ONE_BY_ONE)
+    second = provider.requests[4]
+    assert second.assistant_prefix.startswith('{"tool_calls": [{"name": "get_weather"') and second.assistant_prefix.endswith(", ")
+    assert second.response_format.json_schema["properties"]["name"] == {"const": "get_weather"}  # one call's schema
+    assert provider.requests[3].score_options == [",", "]"]
+    notes = [s.note for s in result.steps if s.kind == StepKind.MODEL_CALL]
+    assert notes[2:6] == ["call 1", "another call after call 1?", "call 2", "another call after call 2?"]
+    executed = [s.arguments["location"] for s in result.steps if s.kind == StepKind.TOOL_CALL]
+    assert sorted(executed) == ["成都", "重庆"] and result.final_answer == "都下雨"
+
+
+def test_call_by_call_stops_at_a_repeated_call():
+    script = [scores(-0.1, -2.0), scores(-2.0, -0.1),
+              writes("get_weather", {"location": "成都"}), more(-1.0, -0.5),
+              writes("get_weather", {"location": "成都"}),  # the same call again: the list is complete
+              '{"answer": "小雨"}']
+    result, _ = run(flow("schema"), script, ONE_BY_ONE)
+    assert [s.arguments for s in result.steps if s.kind == StepKind.TOOL_CALL] == [{"location": "成都"}]
+
+
+def test_without_parallel_calls_the_list_is_written_at_once_with_one_call():
+    script = [scores(-0.1, -2.0), scores(-2.0, -0.1), calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}']
+    result, provider = run(flow("schema", parallel_tool_calls=False), script, ONE_BY_ONE)
+    assert not any(r.score_options == [",", "]"] for r in provider.requests)
+    assert provider.requests[2].response_format.json_schema["properties"]["tool_calls"]["maxItems"] == 1
+    assert result.final_answer == "小雨"
+
+
 def test_schema_way_with_scoring_keeps_quiet_when_nothing_fits():
     script = [scores(-3.0, -0.05), scores(-3.0, -0.05), '{"answer": "我只能查天气和时间。"}']
     result, provider = run(flow("schema"), script, SCORING_CAPS)
