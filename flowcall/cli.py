@@ -248,7 +248,8 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
     cases = [case for name in names for case in load_cases(name, data_dir)[start::step][:limit]]
     decision = DecisionConfig(provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512)
     sink = _service(ctx).store if save else MemorySink()
-    with tqdm(total=len(cases), desc=f"{provider}/{model_name} [{way}]", unit="case", disable=as_json) as bar:
+    # the bar goes to stderr, so it shows while stdout carries the JSON report
+    with tqdm(total=len(cases), desc=f"{provider}/{model_name} [{way}]", unit="case", file=sys.stderr) as bar:
         def progress(outcome) -> None:
             bar.update(1)
             bar.set_postfix_str(f"{outcome.category} {'ok' if outcome.valid else outcome.error_type}")

@@ -3,6 +3,7 @@
 FLOWCALL_HOME          folder for the database and the embedded model (default ~/.flowcall)
 FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flowcall.db)
 FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded Qwen model)
+FLOWCALL_THREADS       CPU threads for the local model (default: all cores; 1 each lets two runs share 2 cores)
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
 OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
@@ -35,6 +36,17 @@ def model_path() -> Path:
     if configured:
         return Path(configured).expanduser()
     return home() / "models" / EMBEDDED_MODEL_FILE
+
+
+def model_threads() -> int | None:
+    value = os.environ.get("FLOWCALL_THREADS", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        from flowcall.errors import ConfigError
+
+        raise ConfigError(f"FLOWCALL_THREADS must be a whole number of threads (1 or more), not {value!r}")
+    return int(value)
 
 
 def plugin_dirs() -> list[Path]:

@@ -216,6 +216,7 @@ class Engine:
                 error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
                 latency_ms=outcome.latency_ms,
                 response={"executed": outcome.error_code not in _NOT_RUN, "raw_arguments": outcome.call.raw_arguments,
+                          **({"dropped_ungrounded": outcome.call.dropped_arguments} if outcome.call.dropped_arguments else {}),
                           **repairs.get(outcome.call.id, {})},
             )
         return outcomes

@@ -22,6 +22,9 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str = ""
+    # optional arguments the host removed because the conversation never mentions them
+    # (calling/grounding.py); the step shows them next to what ran
+    dropped_arguments: dict[str, Any] = Field(default_factory=dict)
 
     def arguments_json(self) -> str:
         if self.arguments is not None:

@@ -93,4 +93,4 @@ class RouterWay:
 
     def _fill(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall, note: str) -> ModelTurn:
         sent = self.fill.prepare(request, capabilities)
-        return call(self.name, sent, lambda turn: self.fill.interpret(turn, request), note)
+        return call(self.name, sent, lambda turn: self.fill.read(turn, request, capabilities), note)

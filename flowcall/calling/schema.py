@@ -15,6 +15,7 @@ from typing import Any
 import json_repair
 
 from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice, new_call_id
+from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling.relevance import has_tool_results, last_user_text, margin, relevance_request
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
@@ -107,14 +108,25 @@ class SchemaWay(SingleCallWay):
         grammar hold the model to that decision: only calls, or only an answer. Where parallel
         calls are allowed, the calls are written one at a time (_call_by_call)."""
         if not capabilities.scoring or not request.tools or has_tool_results(request.messages):
-            return super().decide(request, capabilities, call)
+            return self.decide_at_once(request, capabilities, call)
         if request.tool_choice == "auto":
             fitting = relevant_tools(request, capabilities, call, self.name)
             update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
             request = request.model_copy(update=update)
         if request.tool_choice != "none" and request.parallel_tool_calls and capabilities.more_calls_margin is not None:
             return self.call_by_call(request, capabilities, call)
-        return super().decide(request, capabilities, call)
+        return self.decide_at_once(request, capabilities, call)
+
+    def decide_at_once(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
+                       note: str | None = None) -> ModelTurn:
+        return call(self.name, self.prepare(request, capabilities), lambda turn: self.read(turn, request, capabilities), note)
+
+    def read(self, turn: ModelTurn, request: ModelRequest, capabilities: Capabilities) -> ModelTurn:
+        """interpret, then drop invented optional arguments where the provider asks for it."""
+        turn = self.interpret(turn, request)
+        if capabilities.ground_optional_arguments and turn.tool_calls:
+            turn = turn.model_copy(update={"tool_calls": ground_calls(turn.tool_calls, request.tools, request.messages)})
+        return turn
 
     def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         """Write the call list one call at a time, and after each one score whether the list
@@ -131,7 +143,8 @@ class SchemaWay(SingleCallWay):
         threshold = capabilities.more_calls_margin
         assert threshold is not None
         sent = self.prepare(request, capabilities)
-        item = decision_schema(request.tools, "required", True)["properties"]["tool_calls"]["items"]
+        choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)  # a named tool stays named
+        item = decision_schema(request.tools, choice, True)["properties"]["tool_calls"]["items"]
         one_call = ResponseFormat(name="call", json_schema=item, strict=False)
         prefix, best = OPEN_CALLS, None
         for index in range(MAX_CALLS):
@@ -142,18 +155,18 @@ class SchemaWay(SingleCallWay):
                 if scores.get(",", float("-inf")) - scores.get("]", 0.0) <= threshold:
                     break
                 prefix += ", "
-            written: dict[str, str] = {}
-
-            def close_and_read(turn: ModelTurn) -> ModelTurn:
-                written["text"] = turn.content or ""  # the list so far, this call included
-                return self.interpret(turn.model_copy(update={"content": written["text"] + "]}"}), request)
-
             turn = call(self.name, sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
-                        close_and_read, f"call {index + 1}")
+                        lambda turn: self.read(turn.model_copy(update={"content": (turn.content or "") + "]}"}),
+                                               request, capabilities),
+                        f"call {index + 1}")
+            if best is not None:  # the earlier calls as first read, with what was dropped from them
+                turn = turn.model_copy(update={"tool_calls": [*best.tool_calls, *turn.tool_calls[len(best.tool_calls):]]})
             calls = turn.tool_calls
             if len(calls) <= index or (best and _same_call(calls[-1], best.tool_calls)):
                 break  # unreadable, or a repeat of an earlier call: the list is complete
-            best, prefix = turn, written["text"]
+            # The list goes on from the calls as they will run (invented arguments dropped), so
+            # the model sees the cleaned calls and is not led on by its own guesses.
+            best, prefix = turn, OPEN_CALLS + ", ".join(_as_json(c) for c in calls)
         return best if best is not None else turn
 
     def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
@@ -161,6 +174,10 @@ class SchemaWay(SingleCallWay):
         turn = turn.model_copy(update={"tool_calls": calls, "content": answer if not calls else None,
                                        "parse_errors": turn.parse_errors + errors})
         return honour_choice(turn, request)  # for providers that do not enforce the schema strictly
+
+
+def _as_json(call: ToolCall) -> str:
+    return json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
 
 
 def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:

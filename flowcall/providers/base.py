@@ -22,6 +22,9 @@ class Capabilities(BaseModel):
     # with parallel calls allowed, write one more call when logP(",") - logP("]") after the last
     # one exceeds this; None: the model writes the whole list at once (calling/schema.py)
     more_calls_margin: float | None = None
+    # drop optional arguments the conversation never mentions (calling/grounding.py): for small
+    # models that fill every optional parameter a grammar offers them
+    ground_optional_arguments: bool = False
     preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
 
 

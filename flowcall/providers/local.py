@@ -37,6 +37,7 @@ CAPABILITIES = Capabilities(
     # answer needs, logP(",") - logP("]") was -8.3 to -12.3 (n=48); while calls remained it was
     # -7.1 to +2.3 (n=15). -8.0 lies between.
     more_calls_margin=-8.0,
+    ground_optional_arguments=True,
     # `auto` keeps native first for now: the schema way's relevance gate is calibrated on English
     # BFCL and under-calls on the example flows' questions (benchmarks/calibrate_call_margin.py
     # --product: at 0.72 it calls on 6/16 Chinese and 4/8 English questions that need a tool).
@@ -77,7 +78,7 @@ class LocalProvider:
         self.path = local_model.require(model_path or config.model_path())
         self.model = self.path.stem
         self._lock = threading.Lock()  # one llama context serves one call at a time
-        self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(),
+        self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or config.model_threads() or os.cpu_count(),
                          verbose=False, seed=42)
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:

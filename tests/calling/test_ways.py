@@ -131,6 +131,13 @@ def test_call_by_call_writes_calls_while_the_model_would_go_on():
     assert sorted(executed) == ["成都", "重庆"] and result.final_answer == "都下雨"
 
 
+def test_call_by_call_keeps_a_named_tool_choice():
+    script = [writes("get_time", {}), more(-20.0, -0.01), '{"answer": "10点"}']
+    result, provider = run(flow("schema", tool_choice="get_time"), script, ONE_BY_ONE)
+    assert provider.requests[0].response_format.json_schema["properties"]["name"] == {"const": "get_time"}
+    assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_time"]
+
+
 def test_call_by_call_stops_at_a_repeated_call():
     script = [scores(-0.1, -2.0), scores(-2.0, -0.1),
               writes("get_weather", {"location": "成都"}), more(-1.0, -0.5),
@@ -213,3 +220,22 @@ def test_parallel_off_is_honoured_by_every_way(way):
                   '<tool_call>{"name": "get_weather", "arguments": {"location": "北京"}}</tool_call>', "ok"]
     result, _ = run(flow(way, parallel_tool_calls=False), script, GRAMMAR_CAPS if way != "native" else Capabilities(native_tools=True))
     assert len([s for s in result.steps if s.kind == StepKind.TOOL_CALL]) == 1
+
+
+def get_forecast(city: str, days: int = 3, unit: str = "celsius") -> dict:
+    """Forecast for a city."""
+    return {"city": city, "days": days, "unit": unit}
+
+
+def test_schema_way_drops_invented_optional_arguments_and_the_step_says_so():
+    registry = ToolRegistry([build_tool(get_forecast, "w/v1/get_forecast")])
+    caps = GRAMMAR_CAPS.model_copy(update={"ground_optional_arguments": True})
+    provider = ScriptedProvider([calls_json(("get_forecast", {"city": "成都", "days": 5, "unit": "fahrenheit"})),
+                                 '{"answer": "晴"}'], capabilities=caps)
+    f = Flow(name="f", tools=["w/v1/get_forecast"], max_rounds=1,
+             decision=DecisionConfig(provider="scripted", calling_way="schema"))
+    result = Engine(registry, lambda cfg: provider, MemorySink()).run(f, "成都未来5天天气?")
+    step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
+    assert step.arguments == {"city": "成都", "days": 5}  # 5 is in the question; fahrenheit is not
+    assert step.response["dropped_ungrounded"] == {"unit": "fahrenheit"}
+    assert step.result == {"city": "成都", "days": 5, "unit": "celsius"}  # the tool's default applied

@@ -3,10 +3,12 @@ model on 127.0.0.1, driven through the whole engine."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -83,3 +85,20 @@ def test_weather_flow_through_the_server(server_url):
     wire_calls = first.response["choices"][0]["message"]["tool_calls"]
     assert wire_calls[0]["id"] == tool.tool_call_id  # the result went back keyed by the server's call id
     assert run.final_answer  # after the round limit, the model answered without tools
+
+
+def test_bfcl_eval_runs_on_an_openai_compatible_server(server_url):
+    """`flowcall eval bfcl` on a remote provider: the same cases, checker and report as locally."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--category", "simple", "--category", "irrelevance",
+         "--limit", "1", "--provider", "openai-compatible", "--model", "qwen-local", "--base-url", server_url,
+         "--way", "prompt", "--json"],
+        capture_output=True, text=True, cwd=root, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["provider"], report["model"], report["way"]) == ("openai-compatible", "qwen-local", "prompt")
+    assert [c["category"] for c in report["cases"]] == ["simple", "irrelevance"]
+    simple = report["cases"][0]
+    assert simple["calls_produced"] >= 1 and simple["tokens_in"] > 0 and simple["latency_ms"] > 0
+    assert all(c["error"] is None for c in report["cases"])  # the server answered every case

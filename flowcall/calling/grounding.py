@@ -1,0 +1,94 @@
+"""Optional arguments must come from the conversation, not from the model's imagination.
+
+A small model held to a tool's schema by a grammar fills every optional parameter it sees:
+`"frequency": "quarterly"`, `"year": 2000`, four invented `amenities`. On BFCL's even-numbered
+cases this was the most common fault of the 0.5B model after deciding whether to call. An
+optional argument whose value appears nowhere in the conversation (system prompt, user
+messages, earlier tool results) is dropped, so the tool's own default applies. Required
+arguments are never touched: the tool cannot run without them, so a guess is the best there is.
+
+"Appears" is deliberately loose (case, punctuation, the first four letters of a word, a number
+written as a percentage), because the cost of keeping a guess is lower than the cost of dropping what the
+user said. Booleans and objects cannot be looked up in text and are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flowcall.messages import Message, ToolCall, ToolSpec
+
+_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4+ letters: short ones match too much
+
+
+def conversation_text(messages: list[Message]) -> str:
+    """Everything the model was told or shown, where argument values may come from."""
+    return "\n".join(m.content for m in messages if m.content)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+class Grounds:
+    """The conversation, prepared once for many look-ups."""
+
+    def __init__(self, text: str):
+        self.squashed = _squash(text)
+        self.stems = {w[:4] for w in _WORD.findall(text.lower())}
+        self.numbers = set()
+        for match in _NUMBER.findall(text):
+            try:
+                self.numbers.add(float(match.replace(",", "")))
+            except ValueError:
+                continue
+
+    def has(self, value: Any) -> bool:
+        if isinstance(value, bool) or isinstance(value, dict):
+            return True
+        if isinstance(value, (int, float)):
+            return any(abs(value - n) < 1e-9 or abs(value * 100 - n) < 1e-6 or abs(value / 100 - n) < 1e-9
+                       for n in self.numbers)
+        if isinstance(value, str):
+            squashed = _squash(value)
+            if squashed and squashed in self.squashed:
+                return True
+            return any(w[:4] in self.stems for w in _WORD.findall(value.lower()))
+        return False
+
+
+def ground_optional(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
+    """The call without optional arguments (or list items) that the conversation never mentions."""
+    if not isinstance(call.arguments, dict):
+        return call
+    required = set(tool.parameters.get("required", []))
+    properties = tool.parameters.get("properties", {})
+    kept: dict[str, Any] = {}
+    dropped: dict[str, Any] = {}
+    for key, value in call.arguments.items():
+        default = (properties.get(key) or {}).get("default", ...)
+        if key in required:
+            kept[key] = value
+        elif value is None or value == default:
+            dropped[key] = value
+        elif isinstance(value, list):
+            items = [v for v in value if grounds.has(v)]
+            if items:
+                kept[key] = items
+            if len(items) < len(value):
+                dropped[key] = [v for v in value if v not in items]
+        elif grounds.has(value):
+            kept[key] = value
+        else:
+            dropped[key] = value
+    if not dropped:
+        return call
+    return call.model_copy(update={"arguments": kept, "dropped_arguments": {**call.dropped_arguments, **dropped}})
+
+
+def ground_calls(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Message]) -> list[ToolCall]:
+    by_name = {t.name: t for t in tools}
+    grounds = Grounds(conversation_text(messages))
+    return [ground_optional(c, by_name[c.name], grounds) if c.name in by_name else c for c in calls]

@@ -1,0 +1,57 @@
+"""Optional arguments the conversation never mentions are dropped; required ones never are."""
+
+from __future__ import annotations
+
+from flowcall.calling.grounding import Grounds, ground_calls, ground_optional
+from flowcall.messages import Message, ToolCall, ToolSpec
+
+ROUTE = ToolSpec(name="route", parameters={
+    "type": "object", "required": ["start", "destination"],
+    "properties": {"start": {"type": "string"}, "destination": {"type": "string"},
+                   "method": {"type": "string", "enum": ["fastest", "shortest"]},
+                   "year": {"type": "integer"}, "rate": {"type": "number"}, "avoid": {"type": "array"},
+                   "units": {"type": "string", "default": "km"}, "scenic": {"type": "boolean"}}})
+
+
+def call(**arguments):
+    return ToolCall(id="c1", name="route", arguments=arguments)
+
+
+def test_invented_optional_values_are_dropped_and_recorded():
+    grounds = Grounds("What is the fastest route from London to Edinburgh?")
+    out = ground_optional(call(start="London", destination="Edinburgh", method="fastest", year=2000, units="miles"),
+                          ROUTE, grounds)
+    assert out.arguments == {"start": "London", "destination": "Edinburgh", "method": "fastest"}
+    assert out.dropped_arguments == {"year": 2000, "units": "miles"}
+
+
+def test_required_arguments_stay_even_when_invented():
+    out = ground_optional(call(start="Paris", destination="Rome"), ROUTE, Grounds("Plan my trip"))
+    assert out.arguments == {"start": "Paris", "destination": "Rome"} and not out.dropped_arguments
+
+
+def test_loose_matches_count_as_mentioned():
+    grounds = Grounds("An interest rate of 5% in 2021; avoid tolls and ferries, I'm travelling by motorway")
+    out = ground_optional(call(start="a", destination="b", rate=0.05, year=2021, avoid=["Tolls", "Ferry", "Bridges"]),
+                          ROUTE, grounds)
+    assert out.arguments["rate"] == 0.05 and out.arguments["year"] == 2021
+    assert out.arguments["avoid"] == ["Tolls", "Ferry"] and out.dropped_arguments == {"avoid": ["Bridges"]}
+
+
+def test_booleans_are_kept_and_defaults_dropped():
+    out = ground_optional(call(start="a", destination="b", scenic=True, units="km"), ROUTE, Grounds("a to b"))
+    assert out.arguments == {"start": "a", "destination": "b", "scenic": True} and out.dropped_arguments == {"units": "km"}
+
+
+def test_values_may_come_from_the_system_prompt_and_tool_results_in_any_script():
+    messages = [Message(role="system", content="问明天的天气时 method 用 shortest。"),
+                Message(role="user", content="从北京到上海"),
+                Message(role="tool", tool_call_id="x", name="lookup", content='{"year": 2024}')]
+    out = ground_calls([call(start="北京", destination="上海", method="shortest", year=2024)], [ROUTE], messages)
+    assert out[0].arguments == {"start": "北京", "destination": "上海", "method": "shortest", "year": 2024}
+
+
+def test_unknown_tools_and_unparsed_arguments_pass_through():
+    odd = ToolCall(id="c2", name="nope", arguments={"x": 1})
+    broken = ToolCall(id="c3", name="route", arguments=None, raw_arguments="{")
+    assert ground_calls([odd, broken], [ROUTE], [Message(role="user", content="hi")]) == [odd, broken]
