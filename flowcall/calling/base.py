@@ -78,7 +78,7 @@ def honour_choice(turn: ModelTurn, request: ModelRequest) -> ModelTurn:
     if request.tool_choice == "none":
         calls = []
     elif request.tool_choice not in ("auto", "required"):
-        calls = [c for c in calls if c.name == request.tool_choice] or calls
+        calls = [c for c in calls if c.name == request.tool_choice]  # a named choice lets no other tool run
     if not request.parallel_tool_calls:
         calls = calls[:1]
     if calls == turn.tool_calls:

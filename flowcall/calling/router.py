@@ -83,7 +83,8 @@ class RouterWay:
             return self._fill(request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer: no tool fits")
         if not request.parallel_tool_calls:
             chosen = chosen[:1]
-        routed = request.model_copy(update={"tools": chosen, "tool_choice": "required"})
+        named = choice not in ("auto", "required")
+        routed = request.model_copy(update={"tools": chosen, "tool_choice": choice if named else "required"})
         note = f"fill arguments ({how}: {', '.join(t.name for t in chosen)})"
         if capabilities.scoring and routed.parallel_tool_calls and capabilities.more_calls_margin is not None:
             def noted(way: str, sent: ModelRequest, interpret=None, step: str | None = None) -> ModelTurn:

@@ -222,6 +222,20 @@ def test_parallel_off_is_honoured_by_every_way(way):
     assert len([s for s in result.steps if s.kind == StepKind.TOOL_CALL]) == 1
 
 
+@pytest.mark.parametrize("choice", ["none", "get_time"])
+@pytest.mark.parametrize("way", ["native", "schema", "prompt", "router"])
+def test_tool_choice_none_and_named_are_honoured_by_every_way(way, choice):
+    """The model calls get_weather regardless; neither choice may let it run."""
+    wrong = {"native": [("get_weather", {"location": "成都"})],
+             "prompt": '<tool_call>{"name": "get_weather", "arguments": {"location": "成都"}}</tool_call>'}.get(
+        way, calls_json(("get_weather", {"location": "成都"})))
+    answer = '{"answer": "ok"}' if way in ("schema", "router") else "ok"
+    caps = Capabilities(native_tools=True) if way == "native" else GRAMMAR_CAPS
+    result, _ = run(flow(way, tool_choice=choice), [wrong, answer, answer], caps)
+    assert result.status == RunStatus.SUCCEEDED, result.error
+    assert not [s for s in result.steps if s.kind == StepKind.TOOL_CALL and s.name == "get_weather"]
+
+
 def get_forecast(city: str, days: int = 3, unit: str = "celsius") -> dict:
     """Forecast for a city."""
     return {"city": city, "days": days, "unit": unit}
