@@ -45,6 +45,9 @@ def describe_step(step: Step) -> str:
         body = f"{step.name} [{step.calling_way or '-'}] {tokens}: {what}"
     elif step.kind == StepKind.TOOL_CALL:
         body = f"{step.name}({_short(step.arguments or {}, 60)}) -> {_short(step.result) if step.result is not None else ''}"
+        dropped = (step.response or {}).get("dropped_ungrounded")
+        if dropped:
+            body += f"  (dropped, not in the conversation: {_short(dropped, 60)})"
     else:
         body = ""
     if step.note:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from flowcall.calling.schema import decision_schema, read_decision
+from flowcall.cli import describe_step
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import ModelRequest, ModelTurn, ToolSpec
@@ -253,3 +254,4 @@ def test_schema_way_drops_invented_optional_arguments_and_the_step_says_so():
     assert step.arguments == {"city": "成都", "days": 5}  # 5 is in the question; fahrenheit is not
     assert step.response["dropped_ungrounded"] == {"unit": "fahrenheit"}
     assert step.result == {"city": "成都", "days": 5, "unit": "celsius"}  # the tool's default applied
+    assert 'dropped, not in the conversation: {"unit": "fahrenheit"}' in describe_step(step)  # runs show says so
