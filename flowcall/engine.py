@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from contextlib import nullcontext
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 import jsonschema
 import json_repair
@@ -86,7 +87,8 @@ class Engine:
         self.sink.run_started(run)
         recorder = _Recorder(run, self.sink, on_step)
         try:
-            run.final_answer = self._run(flow, question, run, recorder)
+            with self._registry_for(flow) as registry:
+                run.final_answer = self._run(flow, question, run, recorder, registry)
             run.status = RunStatus.SUCCEEDED
         except FlowCallError as exc:
             run.status, run.error = RunStatus.FAILED, f"{exc.code}: {exc.message}"
@@ -124,8 +126,16 @@ class Engine:
         return run, turn
 
     # ---------------------------------------------------------------- the loop
-    def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder) -> Any:
-        tools = {t.name: t for t in self.registry.resolve(flow.tools)}
+    def _registry_for(self, flow: Flow) -> ContextManager[ToolRegistry]:
+        """The plugin registry, plus the tools of the flow's MCP servers while the run lasts."""
+        if not flow.mcp_servers:
+            return nullcontext(self.registry)
+        from flowcall.tools.mcp_client import with_servers  # the mcp SDK loads only when a flow needs it
+
+        return with_servers(self.registry, flow.mcp_servers)
+
+    def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder, registry: ToolRegistry) -> Any:
+        tools = {t.name: t for t in registry.resolve(flow.tools)}
         decider = self.provider_for(flow.decision)
         way = _way_for(flow, decider)
         context = RunContext(run_id=run.id)

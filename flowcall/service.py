@@ -34,7 +34,7 @@ class FlowCall:
 
     def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None) -> Run:
         """Save the flow (a new version only if it changed), then run it against that version."""
-        self.registry.resolve(flow.tools)  # fail before anything is recorded if a tool is missing
+        self.registry.resolve(flow.plugin_refs())  # fail before anything is recorded if a tool is missing
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(flow, question, flow_version_id=version_id, on_step=on_step)

@@ -77,6 +77,43 @@ class PolishConfig(ModelConfig):
         return schema
 
 
+class MCPServerConfig(BaseModel):
+    """An MCP server whose tools a flow attaches as `<name>/mcp/<tool>`: a stdio command or a
+    streamable HTTP URL. `env` values that start with `$` are read from the environment when
+    the server starts, so a flow file never holds a key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$", description="Lowercase; the tools' namespace.")
+    command: list[str] | None = Field(default=None, min_length=1, description="argv of a stdio server.")
+    url: str | None = Field(default=None, pattern=r"^https?://", description="A streamable HTTP endpoint.")
+    env: dict[str, str] = Field(default_factory=dict)
+    trusted: bool = Field(default=False, description="Run its tools without asking a person.")
+    startup_timeout_s: float = Field(default=30.0, gt=0, le=300)
+    call_timeout_s: float = Field(default=30.0, gt=0, le=600)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server '{self.name}' needs exactly one of command (stdio) or url (streamable HTTP)")
+        return self
+
+    def describe(self) -> str:
+        return " ".join(self.command) if self.command else str(self.url)
+
+    def target(self) -> Any:
+        """What the SDK's Client connects to."""
+        if self.url:
+            return self.url
+        import os
+
+        from mcp import StdioServerParameters
+
+        # merged by the SDK over a small safe environment: the parent's keys are not handed on
+        env = {k: os.environ.get(v[1:], "") if v.startswith("$") else v for k, v in self.env.items()}
+        return StdioServerParameters(command=self.command[0], args=self.command[1:], env=env or None)
+
+
 class Flow(BaseModel):
     """question -> decision model -> tools (looped) -> polish model -> answer."""
 
@@ -97,6 +134,7 @@ class Flow(BaseModel):
     )
     tool_timeout_s: float = Field(default=30.0, gt=0, le=600)
     router_rules: list[RouterRule] = Field(default_factory=list, description="Intent rules for the router way.")
+    mcp_servers: list[MCPServerConfig] = Field(default_factory=list, description="MCP servers whose tools it attaches.")
     polish: PolishConfig | None = None
 
     @model_validator(mode="after")
@@ -115,6 +153,11 @@ class Flow(BaseModel):
                     f"{self.tools}; attach it or use auto, required or none"
                 )
         return self
+
+    def plugin_refs(self) -> list[str]:
+        """The tool references not served by one of the flow's MCP servers."""
+        prefixes = tuple(f"{server.name}/mcp/" for server in self.mcp_servers)
+        return [ref for ref in self.tools if not (prefixes and ref.startswith(prefixes))]
 
     def content_hash(self) -> str:
         """Stable hash of the spec: saving an unchanged flow makes no new version."""

@@ -21,6 +21,10 @@ class ToolRegistry:
             raise ConfigError(f"two tools claim the version '{tool.version}'; give one a new name or version")
         self._by_version[tool.version] = tool
 
+    def extended(self, tools: list[Tool]) -> ToolRegistry:
+        """A new registry with these tools added (a run's MCP tools), this one unchanged."""
+        return ToolRegistry([*self._by_version.values(), *tools])
+
     def all(self) -> list[Tool]:
         return sorted(self._by_version.values(), key=lambda t: t.version)
 

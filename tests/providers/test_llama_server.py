@@ -4,13 +4,10 @@ model on 127.0.0.1, driven through the whole engine."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from flowcall.engine import Engine
@@ -19,43 +16,20 @@ from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow
 from flowcall.steps import RunStatus, StepKind
 
+from tests.local_servers import free_port, serving
+
 pytestmark = pytest.mark.model
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server_url(model_path, tmp_path_factory):
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w+")  # not a pipe: it would fill and block
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "4096", "--model_alias", "qwen-local"],
-        stdout=log, stderr=subprocess.STDOUT, text=True,
-    )
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"llama_cpp.server exited: {log.read()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("llama_cpp.server did not come up within 120 s")
+    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+            "--port", str(port), "--n_ctx", "4096", "--model_alias", "qwen-local"]
+    with serving(argv, f"{url}/models", tmp_path_factory.mktemp("llama-server") / "server.log",
+                 within_s=120, name="llama_cpp.server"):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def test_plain_completion_records_the_wire(server_url):

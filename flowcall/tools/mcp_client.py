@@ -1,0 +1,223 @@
+"""MCP servers as a tool source, through the official `mcp` SDK.
+
+A flow names its servers (a stdio command or a streamable HTTP URL). A server starts when a
+run first needs it, serves every call of that run, and stops when the run ends. The SDK is
+async and the engine is not, so each connection owns a thread with its own event loop; the
+SDK's client is entered and left inside one task there, as its cancel scopes require.
+
+Tool results map as the spec says: structuredContent when the server sends it, else the
+content blocks as text; isError becomes a TOOL_ERROR the model can read. A server that
+crashes or hangs ends the call with TOOL_ERROR or TOOL_TIMEOUT, never a hung run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import re
+import threading
+from contextlib import contextmanager
+from typing import Any, Awaitable, Callable, Iterator
+
+from flowcall.errors import ConfigError, ErrorCode, FlowCallError
+from flowcall.spec import MCPServerConfig
+from flowcall.tools.base import Tool, ToolAnnotations
+from flowcall.tools.registry import ToolRegistry
+
+_STOP = object()
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class MCPToolError(Exception):
+    """The server ran the tool and said it failed (isError), or could not be reached."""
+
+
+class MCPConnection:
+    """One running MCP server, driven from synchronous code."""
+
+    def __init__(self, server: MCPServerConfig):
+        self.server = server
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._serve, name=f"mcp-{self.server.name}", daemon=True)
+            self._thread.start()
+        if not self._ready.wait(self.server.startup_timeout_s):
+            raise MCPToolError(f"MCP server '{self.server.name}' did not answer within {self.server.startup_timeout_s:g} s "
+                               f"of starting; check `{self.server.describe()}` by hand")
+        if self._failure is not None:
+            raise MCPToolError(f"MCP server '{self.server.name}' could not start ({self.server.describe()}): "
+                               f"{_reason(self._failure)}") from self._failure
+
+    def close(self) -> None:
+        """Stop the server: leave the SDK client (which ends a stdio subprocess) and the loop."""
+        if self._loop is not None and self._queue is not None and self._thread and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, _STOP)
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> MCPConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ requests
+    def list_tools(self) -> list[Any]:
+        """Every tool the server offers, all pages."""
+        async def fetch(client: Any) -> list[Any]:
+            tools, cursor = [], None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    return tools
+        return self._submit(fetch, self.server.startup_timeout_s)
+
+    def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        async def call(client: Any) -> Any:
+            return await client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+        return tool_result(self._submit(call, timeout_s + 5))
+
+    def _submit(self, job: Callable[[Any], Awaitable[Any]], timeout_s: float) -> Any:
+        self.start()
+        if self._failure is not None or not (self._thread and self._thread.is_alive()):
+            raise MCPToolError(f"MCP server '{self.server.name}' is no longer running"
+                               + (f": {_reason(self._failure)}" if self._failure else ""))
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        assert self._loop is not None and self._queue is not None
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (job, future))
+        try:
+            return future.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"MCP server '{self.server.name}' did not answer within {timeout_s:g} s") from None
+
+    # ------------------------------------------------------------------ the loop thread
+    def _serve(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # noqa: BLE001 - whatever ended the loop, callers must hear of it
+            self._failure = self._failure or exc
+        finally:
+            self._ready.set()
+
+    async def _main(self) -> None:
+        from mcp import Client
+
+        self._loop, self._queue = asyncio.get_running_loop(), asyncio.Queue()
+        pending: set[asyncio.Task] = set()
+        try:
+            async with Client(self.server.target(), read_timeout_seconds=self.server.startup_timeout_s) as client:
+                self._ready.set()
+                while (item := await self._queue.get()) is not _STOP:
+                    job, future = item
+                    task = asyncio.create_task(_settle(job(client), future))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+                for task in list(pending):
+                    task.cancel()
+        except BaseException as exc:
+            self._failure = exc
+            raise
+        finally:
+            self._fail_queued(self._failure or MCPToolError(f"MCP server '{self.server.name}' stopped"))
+
+    def _fail_queued(self, exc: BaseException) -> None:
+        while self._queue is not None and not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not _STOP and not item[1].done():
+                item[1].set_exception(MCPToolError(f"MCP server '{self.server.name}' stopped: {_reason(exc)}"))
+
+
+async def _settle(awaitable: Awaitable[Any], future: concurrent.futures.Future) -> None:
+    try:
+        result = await awaitable
+    except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+        if not future.done():
+            future.set_exception(exc if isinstance(exc, Exception) else MCPToolError(_reason(exc)))
+        return
+    if not future.done():
+        future.set_result(result)
+
+
+def _reason(exc: BaseException | None) -> str:
+    """The innermost useful message of an exception (task groups wrap them in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error"
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        return f"[{kind}: {block.mime_type}, {len(block.data)} base64 characters]"
+    if kind == "resource_link":
+        return f"[resource: {block.uri}]"
+    if kind == "resource":
+        resource = block.resource
+        return getattr(resource, "text", None) or f"[resource: {resource.uri}, binary]"
+    return json.dumps(block.model_dump(mode="json"), ensure_ascii=False)
+
+
+def tool_result(result: Any) -> Any:
+    """A CallToolResult as a FlowCall tool result: structured content first, else the text."""
+    text = "\n".join(_block_text(b) for b in result.content)
+    if result.is_error:
+        raise MCPToolError(text or "the tool reported an error without a message")
+    if result.structured_content is not None:
+        return result.structured_content
+    return text
+
+
+def tools_of(connection: MCPConnection) -> list[Tool]:
+    """The server's tools as FlowCall tools: `<server>/mcp/<tool>`, annotations kept."""
+    server = connection.server
+    tools = []
+    for listed in connection.list_tools():
+        hints = listed.annotations
+        read_only = bool(hints and hints.read_only_hint)
+        # MCP's defaults: not read-only, destructive unless said otherwise, open world
+        destructive = (hints.destructive_hint if hints and hints.destructive_hint is not None else True) and not read_only
+        open_world = hints.open_world_hint if hints and hints.open_world_hint is not None else True
+        name = _SAFE_NAME.sub("_", listed.name)[:64]
+
+        def invoke(_name: str = listed.name, **arguments: Any) -> Any:
+            return connection.call_tool(_name, arguments, server.call_timeout_s)
+
+        tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
+                          parameters=listed.input_schema or {"type": "object", "properties": {}}, func=invoke,
+                          annotations=ToolAnnotations(read_only=read_only, destructive=destructive, open_world=open_world),
+                          timeout_s=server.call_timeout_s, source="mcp"))
+    if not tools:
+        raise ConfigError(f"MCP server '{server.name}' offers no tools")
+    return tools
+
+
+@contextmanager
+def with_servers(registry: ToolRegistry, servers: list[MCPServerConfig]) -> Iterator[ToolRegistry]:
+    """The registry plus the servers' tools, for one run; the servers stop when it ends."""
+    connections = [MCPConnection(server) for server in servers]
+    try:
+        extra: list[Tool] = []
+        for connection in connections:
+            try:
+                extra.extend(tools_of(connection))
+            except (MCPToolError, TimeoutError) as exc:
+                raise FlowCallError(ErrorCode.TOOL_ERROR, str(exc)) from exc
+        yield registry.extended(extra)
+    finally:
+        for connection in connections:
+            connection.close()
