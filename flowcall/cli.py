@@ -81,7 +81,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
 def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool) -> None:
     """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
     service = _service(ctx)
-    flow = load_flow(flow_ref) if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file() else service.store.get_flow(flow_ref)[0]
+    flow = _flow(service, flow_ref)
     on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
     run = service.run(flow, question, on_step=on_step)
     if as_json:
@@ -277,6 +277,54 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
     for row in summaries:
         if row.errors:
             click.echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
+
+
+def _flow(service: Any, flow_ref: str) -> Any:
+    """A flow JSON file, or the name of a saved flow."""
+    if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file():
+        return load_flow(flow_ref)
+    return service.store.get_flow(flow_ref)[0]
+
+
+@cli.group("mcp")
+def mcp_group() -> None:
+    """MCP: look at a server's tools; serve a flow as an MCP server."""
+
+
+@mcp_group.command("tools")
+@click.option("--url", help="A streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp")
+@click.argument("command", nargs=-1)
+def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
+    """List the tools of an MCP server (all pages): `flowcall mcp tools -- uvx mcp-server-time`."""
+    from flowcall.spec import MCPServerConfig
+    from flowcall.tools.mcp_client import MCPConnection, tools_of
+
+    if bool(url) == bool(command):
+        raise click.UsageError("give either --url or a command after --")
+    server = MCPServerConfig(name="server", url=url, command=list(command) or None)
+    with MCPConnection(server) as connection:
+        for tool in tools_of(connection):
+            marks = [m for m, on in (("read_only", tool.annotations.read_only), ("destructive", tool.annotations.destructive),
+                                     ("open_world", tool.annotations.open_world)) if on]
+            click.echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {_short(tool.description, 70)}")
+            click.echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
+
+
+@mcp_group.command("serve")
+@click.argument("flow_ref")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.pass_context
+def mcp_serve(ctx: click.Context, flow_ref: str, transport: str, host: str, port: int) -> None:
+    """Serve FLOW_REF as an MCP server with one tool: question in, the flow's answer out."""
+    from flowcall.mcp_serve import serve, tool_name
+
+    service = _service(ctx)
+    flow = _flow(service, flow_ref)
+    if transport == "http":
+        click.echo(f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp", err=True)
+    serve(service, flow, transport, host, port)
 
 
 @cli.group()

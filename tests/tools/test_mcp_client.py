@@ -4,6 +4,7 @@ stdio, and FlowCall's own test server over stdio and streamable HTTP on 127.0.0.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -125,3 +126,16 @@ def test_flow_json_with_servers_validates_transport_and_keeps_keys_out():
     assert flow.plugin_refs() == [] and flow.mcp_servers[0].trusted is False
     with pytest.raises(Exception, match="exactly one of command"):
         parse_flow({"name": "t", "mcp_servers": [{"name": "x", "command": ["a"], "url": "http://127.0.0.1/mcp"}]})
+
+
+def test_cli_lists_a_servers_tools_and_refuses_no_target():
+    root = Path(__file__).resolve().parents[2]
+    listed = subprocess.run([sys.executable, "-m", "flowcall.cli", "mcp", "tools", "--", sys.executable, SERVER, "stdio"],
+                            capture_output=True, text=True, cwd=root, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
+    assert names == ["add", "shout", "save_note", "fail", "hang", "crash"]
+    assert "read_only" in listed.stdout.splitlines()[0]
+    neither = subprocess.run([sys.executable, "-m", "flowcall.cli", "mcp", "tools"], capture_output=True, text=True,
+                             cwd=root, timeout=60)
+    assert neither.returncode == 2 and "give either --url or a command" in neither.stderr

@@ -1,0 +1,67 @@
+"""A flow served as an MCP server, called with the mcp SDK's own client."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from flowcall.mcp_serve import build_server
+from flowcall.providers.scripted import ScriptedProvider
+from flowcall.service import FlowCall
+from flowcall.spec import DecisionConfig, Flow, PolishConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+CARD = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
+        "required": ["city", "rain"]}
+
+
+def call(server, arguments):
+    async def go():
+        async with Client(server) as client:
+            listed = await client.list_tools()
+            return listed.tools, await client.call_tool(listed.tools[0].name, arguments)
+    return anyio.run(go)
+
+
+def test_the_flow_is_one_tool_with_the_polish_schema_as_output_schema():
+    flow = Flow(name="rain card", tools=["weather/v1/get_weather"], max_rounds=1,
+                decision=DecisionConfig(provider="scripted"), polish=PolishConfig(provider="scripted", output_schema=CARD))
+    provider = ScriptedProvider([[("get_weather", {"location": "成都"})], '{"city": "成都", "rain": true}'])
+    service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: provider)
+    tools, result = call(build_server(service, flow), {"question": "成都明天下雨吗?"})
+    assert [t.name for t in tools] == ["rain_card"] and tools[0].output_schema == CARD
+    assert tools[0].input_schema["required"] == ["question"]
+    assert not result.is_error and result.structured_content == {"city": "成都", "rain": True}
+    assert json.loads(result.content[0].text) == {"city": "成都", "rain": True}
+    run = service.store.get_run(result.meta["flowcall/run_id"])  # every call is a recorded run
+    assert run.question == "成都明天下雨吗?" and any(s.name == "get_weather" for s in run.steps)
+
+
+def test_bad_input_and_a_failed_run_are_tool_errors():
+    flow = Flow(name="plain", decision=DecisionConfig(provider="scripted"))
+    service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider([]))
+    _, empty = call(build_server(service, flow), {"question": " "})
+    assert empty.is_error and "non-empty string argument 'question'" in empty.content[0].text
+    _, failed = call(build_server(service, flow), {"question": "hi"})
+    assert failed.is_error and "the flow failed" in failed.content[0].text
+
+
+@pytest.mark.model
+def test_flowcall_mcp_serve_over_stdio_on_the_embedded_model(model_path, tmp_path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "flowcall.cli", "mcp", "serve",
+                                                                 str(ROOT / "flows" / "current_time.json")],
+                                   env={"FLOWCALL_DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}"}, cwd=str(ROOT))
+
+    async def go():
+        async with Client(params, read_timeout_seconds=300) as client:
+            listed = await client.list_tools()
+            return listed.tools, await client.call_tool(listed.tools[0].name, {"question": "现在几点了?"})
+    tools, result = anyio.run(go)
+    assert [t.name for t in tools] == ["current-time"]
+    assert not result.is_error, result.content
+    assert result.content[0].text.strip()
