@@ -127,12 +127,12 @@ class Engine:
 
     # ---------------------------------------------------------------- the loop
     def _registry_for(self, flow: Flow) -> ContextManager[ToolRegistry]:
-        """The plugin registry, plus the tools of the flow's MCP servers while the run lasts."""
-        if not flow.mcp_servers:
+        """The plugin registry, plus the flow's MCP and HTTP tools while the run lasts."""
+        if not (flow.mcp_servers or flow.http_tools):
             return nullcontext(self.registry)
-        from flowcall.tools.mcp_client import with_servers  # the mcp SDK loads only when a flow needs it
+        from flowcall.tools.sources import run_registry  # the mcp SDK loads only when a flow needs it
 
-        return with_servers(self.registry, flow.mcp_servers)
+        return run_registry(self.registry, flow)
 
     def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder, registry: ToolRegistry) -> Any:
         tools = {t.name: t for t in registry.resolve(flow.tools)}

@@ -114,6 +114,21 @@ class MCPServerConfig(BaseModel):
         return StdioServerParameters(command=self.command[0], args=self.command[1:], env=env or None)
 
 
+class HTTPToolSource(BaseModel):
+    """The operations of an OpenAPI 3 document as tools, attached as `<name>/http/<operationId>`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$", description="Lowercase; the tools' namespace.")
+    openapi: str = Field(min_length=1, description="A file path or an http(s) URL of the document.")
+    base_url: str | None = Field(default=None, pattern=r"^https?://", description="Overrides the document's servers.")
+    operations: list[str] | None = Field(default=None, description="Only these operationIds (default: all).")
+    allow_hosts: list[str] = Field(default_factory=list,
+                                   description="Hosts allowed although they are internal (loopback, private...).")
+    timeout_s: float = Field(default=15.0, gt=0, le=300)
+    max_response_bytes: int = Field(default=1_000_000, gt=0, le=50_000_000)
+
+
 class Flow(BaseModel):
     """question -> decision model -> tools (looped) -> polish model -> answer."""
 
@@ -135,6 +150,7 @@ class Flow(BaseModel):
     tool_timeout_s: float = Field(default=30.0, gt=0, le=600)
     router_rules: list[RouterRule] = Field(default_factory=list, description="Intent rules for the router way.")
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list, description="MCP servers whose tools it attaches.")
+    http_tools: list[HTTPToolSource] = Field(default_factory=list, description="OpenAPI documents whose operations it attaches.")
     polish: PolishConfig | None = None
 
     @model_validator(mode="after")
@@ -155,8 +171,9 @@ class Flow(BaseModel):
         return self
 
     def plugin_refs(self) -> list[str]:
-        """The tool references not served by one of the flow's MCP servers."""
-        prefixes = tuple(f"{server.name}/mcp/" for server in self.mcp_servers)
+        """The tool references served by plugins, not by the flow's MCP servers or HTTP tools."""
+        prefixes = (tuple(f"{server.name}/mcp/" for server in self.mcp_servers)
+                    + tuple(f"{source.name}/http/" for source in self.http_tools))
         return [ref for ref in self.tools if not (prefixes and ref.startswith(prefixes))]
 
     def content_hash(self) -> str:

@@ -17,13 +17,11 @@ import concurrent.futures
 import json
 import re
 import threading
-from contextlib import contextmanager
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Awaitable, Callable
 
-from flowcall.errors import ConfigError, ErrorCode, FlowCallError
+from flowcall.errors import ConfigError
 from flowcall.spec import MCPServerConfig
 from flowcall.tools.base import Tool, ToolAnnotations
-from flowcall.tools.registry import ToolRegistry
 
 _STOP = object()
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -205,19 +203,3 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         raise ConfigError(f"MCP server '{server.name}' offers no tools")
     return tools
 
-
-@contextmanager
-def with_servers(registry: ToolRegistry, servers: list[MCPServerConfig]) -> Iterator[ToolRegistry]:
-    """The registry plus the servers' tools, for one run; the servers stop when it ends."""
-    connections = [MCPConnection(server) for server in servers]
-    try:
-        extra: list[Tool] = []
-        for connection in connections:
-            try:
-                extra.extend(tools_of(connection))
-            except (MCPToolError, TimeoutError) as exc:
-                raise FlowCallError(ErrorCode.TOOL_ERROR, str(exc)) from exc
-        yield registry.extended(extra)
-    finally:
-        for connection in connections:
-            connection.close()

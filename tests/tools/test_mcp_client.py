@@ -17,7 +17,8 @@ from flowcall.providers.scripted import ScriptedProvider
 from flowcall.spec import DecisionConfig, Flow, MCPServerConfig, parse_flow
 from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.base import RunContext
-from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of, with_servers
+from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of
+from flowcall.tools.sources import run_registry
 from flowcall.tools.registry import ToolRegistry
 from tests.local_servers import free_port, serving
 
@@ -116,7 +117,7 @@ def test_a_crashed_server_gives_tool_errors_and_the_run_ends():
 def test_with_servers_turns_a_start_failure_into_a_run_error():
     ghost = MCPServerConfig(name="ghost", command=["/nonexistent/mcp-server"], startup_timeout_s=10)
     with pytest.raises(FlowCallError, match="ghost"):
-        with with_servers(ToolRegistry(), [ghost]):
+        with run_registry(ToolRegistry(), Flow(name="g", mcp_servers=[ghost])):
             pass
 
 

@@ -1,0 +1,144 @@
+"""HTTP tools: the operations of an OpenAPI 3 document (a file or a URL), each a tool.
+
+A tool's arguments are the operation's path, query and header parameters, plus `body` for a
+JSON request body; local `$ref`s are inlined so the model sees one plain JSON Schema. Every
+request goes through http_guard: timeouts, a response-size cap, and no internal addresses
+unless the flow allows the host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urljoin
+
+import yaml
+
+from flowcall.errors import ConfigError
+from flowcall.spec import HTTPToolSource
+from flowcall.tools.base import Tool, ToolAnnotations
+from flowcall.tools.http_guard import guarded_request
+
+METHODS = ("get", "post", "put", "patch", "delete")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+class HTTPToolError(Exception):
+    """The server answered with an error status; the message carries the start of its body."""
+
+
+def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
+    """(the OpenAPI document, the URL it came from, if any)."""
+    if re.match(r"^https?://", source.openapi):
+        reply = guarded_request("GET", source.openapi, allow_hosts=source.allow_hosts, timeout_s=source.timeout_s,
+                                max_bytes=5_000_000)
+        if reply.status != 200:
+            raise ConfigError(f"OpenAPI document {source.openapi} answered HTTP {reply.status}")
+        text, origin = reply.body.decode("utf-8", "replace"), source.openapi
+    else:
+        path = Path(source.openapi).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"OpenAPI document {path} does not exist; give a file path or an http(s) URL")
+        text, origin = path.read_text(encoding="utf-8"), None
+    try:
+        document = yaml.safe_load(text)  # JSON is YAML too
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"OpenAPI document {source.openapi} is neither JSON nor YAML: {exc}") from exc
+    if not isinstance(document, dict) or not str(document.get("openapi", "")).startswith("3"):
+        raise ConfigError(f"{source.openapi} is not an OpenAPI 3 document (no 'openapi: 3.x' field)")
+    return document, origin
+
+
+def _inline(value: Any, document: dict[str, Any], depth: int = 0) -> Any:
+    """Replace local $refs by what they point at (recursive schemas stop at depth 8)."""
+    if isinstance(value, list):
+        return [_inline(v, document, depth) for v in value]
+    if not isinstance(value, dict):
+        return value
+    ref = value.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith("#/") or depth > 8:
+            return {"description": f"(not inlined: {ref})"}
+        target: Any = document
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+        return _inline(target, document, depth + 1)
+    return {k: _inline(v, document, depth) for k, v in value.items()}
+
+
+def _base_url(document: dict[str, Any], source: HTTPToolSource, origin: str | None) -> str:
+    if source.base_url:
+        return source.base_url
+    servers = document.get("servers") or []
+    url = servers[0].get("url", "") if servers and isinstance(servers[0], dict) else ""
+    if origin:
+        url = urljoin(origin, url or "/")
+    if not re.match(r"^https?://", url):
+        raise ConfigError(f"cannot tell where to send the requests of {source.openapi}: set base_url in the flow")
+    return url
+
+
+def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
+    document, origin = load_document(source)
+    base = _base_url(document, source, origin).rstrip("/")
+    tools = []
+    for path, item in (document.get("paths") or {}).items():
+        item = _inline(item, document)
+        for method in METHODS:
+            operation = item.get(method)
+            if not isinstance(operation, dict):
+                continue
+            name = _SAFE_NAME.sub("_", operation.get("operationId") or f"{method}_{path.strip('/')}").strip("_")[:64]
+            if source.operations and name not in source.operations:
+                continue
+            tools.append(_tool(source, base, path, method, name, operation, item.get("parameters", [])))
+    if not tools:
+        raise ConfigError(f"{source.openapi} has no operations{' named ' + str(source.operations) if source.operations else ''}")
+    return tools
+
+
+def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, operation: dict[str, Any],
+          shared: list[dict[str, Any]]) -> Tool:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    where: dict[str, str] = {}  # argument -> path | query | header
+    for param in [*shared, *operation.get("parameters", [])]:
+        if not isinstance(param, dict) or param.get("in") not in ("path", "query", "header"):
+            continue
+        schema = dict(param.get("schema") or {"type": "string"})
+        if param.get("description"):
+            schema["description"] = param["description"]
+        properties[param["name"]], where[param["name"]] = schema, param["in"]
+        if param.get("required") or param["in"] == "path":
+            required.append(param["name"])
+    body = ((operation.get("requestBody") or {}).get("content") or {}).get("application/json")
+    if body is not None:
+        properties["body"] = body.get("schema") or {"type": "object"}
+        if operation["requestBody"].get("required"):
+            required.append("body")
+    parameters = {"type": "object", "properties": properties, **({"required": required} if required else {})}
+
+    def invoke(**arguments: Any) -> Any:
+        url = base + re.sub(r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path)
+        query = {k: v for k, v in arguments.items() if where.get(k) == "query"}
+        headers = {k: str(v) for k, v in arguments.items() if where.get(k) == "header"}
+        reply = guarded_request(method.upper(), url, allow_hosts=source.allow_hosts, timeout_s=source.timeout_s,
+                                max_bytes=source.max_response_bytes, params=query, headers=headers,
+                                **({"json": arguments["body"]} if "body" in arguments else {}))
+        text = reply.body.decode("utf-8", "replace")
+        if reply.status >= 400:
+            raise HTTPToolError(f"HTTP {reply.status} from {method.upper()} {reply.url}: {text[:300]}")
+        if "json" in reply.content_type:
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError:
+                return text
+        return text
+
+    description = operation.get("summary") or operation.get("description") or f"{method.upper()} {path}"
+    return Tool(name=name, version=f"{source.name}/http/{name}", description=description, parameters=parameters,
+                func=invoke, annotations=ToolAnnotations(read_only=method == "get", destructive=method in ("put", "delete"),
+                                                         open_world=True),
+                timeout_s=source.timeout_s + 1, source="http")

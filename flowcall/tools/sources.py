@@ -1,0 +1,33 @@
+"""A run's tools beyond the plugins: its flow's MCP servers and OpenAPI documents.
+
+They are loaded when the run starts and dropped when it ends; MCP servers are stopped then.
+A source that cannot be loaded fails the run with one line naming it and the reason.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from typing import Iterator
+
+from flowcall.errors import ConfigError, ErrorCode, FlowCallError
+from flowcall.spec import Flow
+from flowcall.tools.base import Tool
+from flowcall.tools.http_guard import UnsafeRequest
+from flowcall.tools.registry import ToolRegistry
+
+
+@contextmanager
+def run_registry(registry: ToolRegistry, flow: Flow) -> Iterator[ToolRegistry]:
+    from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of
+    from flowcall.tools.openapi_tools import tools_from_openapi
+
+    with ExitStack() as stack:
+        extra: list[Tool] = []
+        try:
+            for server in flow.mcp_servers:
+                extra.extend(tools_of(stack.enter_context(MCPConnection(server))))
+            for source in flow.http_tools:
+                extra.extend(tools_from_openapi(source))
+        except (MCPToolError, TimeoutError, UnsafeRequest, ConfigError) as exc:
+            raise FlowCallError(ErrorCode.TOOL_ERROR, str(exc)) from exc
+        yield registry.extended(extra)
