@@ -209,9 +209,37 @@ def plugins_list(ctx: click.Context, as_json: bool) -> None:
                                 "parameters": t.parameters, "source": t.source,
                                 "annotations": vars(t.annotations)} for t in tools], ensure_ascii=False, indent=2))
         return
+    from flowcall.tools.review import review
+
     for t in tools:
         flags = ",".join(k for k, v in vars(t.annotations).items() if v) or "-"
-        click.echo(f"{t.version:<32} {flags:<12} {_short(t.description, 70)}")
+        checked = review(t)
+        cost = f"{checked.tokens}{'' if checked.tokens_exact else '~'} tok"
+        warn = f"  !! {len(checked.warnings)} warning(s)" if checked.warnings else ""
+        click.echo(f"{t.version:<32} {flags:<12} {cost:>8}  {_short(t.description, 60)}{warn}")
+
+
+@plugins.command("show")
+@click.argument("name")
+@click.pass_context
+def plugins_show(ctx: click.Context, name: str) -> None:
+    """One tool: its schema, annotations, token cost for the decision model, and warnings."""
+    tool = _service(ctx).registry.get(name)
+    _show_tool(tool)
+
+
+def _show_tool(tool: Any) -> None:
+    from flowcall.tools.review import review
+
+    checked = review(tool)
+    click.echo(f"{tool.version}  ({tool.source})")
+    click.echo(f"  description: {tool.description}")
+    click.echo(f"  annotations: {', '.join(f'{k}={v}' for k, v in vars(tool.annotations).items())}")
+    exact = "counted with the embedded model's tokenizer" if checked.tokens_exact else "estimated: the model is absent"
+    click.echo(f"  token cost:  {checked.tokens} tokens in every decision request it is attached to ({exact})")
+    for warning in checked.warnings:
+        click.echo(f"  WARNING: {warning}")
+    click.echo("  parameters:  " + json.dumps(tool.parameters, ensure_ascii=False, indent=2).replace("\n", "\n  "))
 
 
 @cli.group("eval")
@@ -298,6 +326,7 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
     """List the tools of an MCP server (all pages): `flowcall mcp tools -- uvx mcp-server-time`."""
     from flowcall.spec import MCPServerConfig
     from flowcall.tools.mcp_client import MCPConnection, tools_of
+    from flowcall.tools.review import injection_warnings
 
     if bool(url) == bool(command):
         raise click.UsageError("give either --url or a command after --")
@@ -308,6 +337,8 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
                                      ("open_world", tool.annotations.open_world)) if on]
             click.echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {_short(tool.description, 70)}")
             click.echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
+            for warning in injection_warnings(tool):
+                click.echo(f"    WARNING: {warning}")
 
 
 @mcp_group.command("serve")

@@ -1,0 +1,83 @@
+"""Tool descriptions are prompt text (seed 004): what each tool costs the decision model in
+tokens, and whether its description carries instructions aimed at the model.
+
+The cost is counted on the text the model reads for the tool (its definition as JSON, as chat
+templates and FlowCall's prompt ways render it) with the embedded model's own tokenizer; where
+that model is absent the count is an estimate and says so. The warnings are patterns seen in
+tool-poisoning attacks on MCP servers: hidden <IMPORTANT> blocks, "ignore previous
+instructions", requests to keep something from the user or to read secrets.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+
+from flowcall.tools.base import Tool
+
+_SUSPICIOUS = [
+    (re.compile(r"ignore (all |any )?(the )?(previous|prior|above|earlier) (instructions|prompts?)", re.I),
+     "tells the model to ignore its instructions"),
+    (re.compile(r"<\s*(important|system|instructions?|secret)\s*>", re.I), "has a hidden <IMPORTANT>-style block"),
+    (re.compile(r"(do not|don't|never) (tell|mention|inform|reveal)[^.]{0,40}(user|human)", re.I),
+     "asks the model to keep something from the user"),
+    (re.compile(r"(system prompt|your instructions|previous conversation)", re.I),
+     "refers to the model's own prompt or conversation"),
+    (re.compile(r"(~/\.ssh|id_rsa|\.env\b|api[_ -]?keys?|passwords?|credentials)", re.I),
+     "mentions secrets or credential files"),
+    (re.compile(r"(before|instead of) (using|calling) (this|any other) tool", re.I),
+     "tries to steer how other tools are used"),
+]
+
+
+@dataclass
+class ToolReview:
+    version: str
+    tokens: int
+    tokens_exact: bool  # counted with the model's tokenizer, not estimated
+    warnings: list[str] = field(default_factory=list)
+
+
+def definition_text(tool: Tool) -> str:
+    """What the model reads for this tool."""
+    return json.dumps({"type": "function", "function": tool.spec().model_dump()}, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    """The embedded model's tokenizer, loaded without its weights; None if the model is absent."""
+    from flowcall import config, local_model
+
+    if not local_model.status(config.model_path())["present"]:
+        return None
+    from llama_cpp import Llama
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    with suppress_stdout_stderr(disable=False):  # llama.cpp warns about the missing context size
+        return Llama(model_path=str(config.model_path()), vocab_only=True, verbose=False)
+
+
+def count_tokens(text: str) -> tuple[int, bool]:
+    tokenizer = _tokenizer()
+    if tokenizer is None:
+        return max(1, round(len(text.encode("utf-8")) / 3.6)), False  # about 3.6 bytes a token for JSON and CJK
+    return len(tokenizer.tokenize(text.encode("utf-8"), add_bos=False, special=False)), True
+
+
+def injection_warnings(tool: Tool) -> list[str]:
+    texts = [("description", tool.description)] + [
+        (f"parameter '{name}'", str(schema.get("description", "")))
+        for name, schema in (tool.parameters.get("properties") or {}).items() if isinstance(schema, dict)]
+    found = []
+    for where, text in texts:
+        for pattern, why in _SUSPICIOUS:
+            if pattern.search(text):
+                found.append(f"{where} {why}: {pattern.search(text).group(0)!r}")
+    return found
+
+
+def review(tool: Tool) -> ToolReview:
+    tokens, exact = count_tokens(definition_text(tool))
+    return ToolReview(tool.version, tokens, exact, injection_warnings(tool))
