@@ -71,3 +71,10 @@ def test_employee_lookup(service):
     assert executed[0].name == "lookup_employee" and executed[0].arguments["name"] == "张三"
     assert executed[0].result["age"] == 36
     assert "36" in run.final_answer
+
+
+def test_clean_data_keeps_the_table_in_the_context(service):
+    run, executed = run_flow(service, "clean_data.json", "Clean the data in orders_sample.csv")
+    assert [c.name for c in executed][:2] == ["read_csv", "drop_missing"]
+    assert executed[0].result["rows"] == 12 and executed[1].result["rows"] == 6
+    assert "6" in run.final_answer

@@ -12,7 +12,11 @@ EXPECTED = {
     "task/v1/create_task": (False, False),
     "task/v1/list_tasks": (True, False),
     "hr/v1/lookup_employee": (True, False),
+    "data/v1/read_csv": (True, False),
+    "data/v1/drop_missing": (False, False),
+    "data/v1/describe_data": (True, False),
 }
+WITH_CONTEXT = {"data/v1/read_csv", "data/v1/drop_missing", "data/v1/describe_data"}  # seed 003's hidden context
 
 
 def test_registry_loads_every_plugin(registry: ToolRegistry) -> None:
@@ -20,7 +24,7 @@ def test_registry_loads_every_plugin(registry: ToolRegistry) -> None:
     for tool in registry.all():
         assert tool.source == "python"
         assert (tool.annotations.read_only, tool.annotations.destructive) == EXPECTED[tool.version]
-        assert tool.context_param is None
+        assert (tool.context_param is not None) == (tool.version in WITH_CONTEXT)
         assert registry.get(tool.name) is tool  # every bare name is unambiguous
 
 
