@@ -153,3 +153,26 @@ def load_plugin_dir(directory: Path) -> list[Tool]:
                 raise ConfigError(f"plugin {path} failed to import: {exc!r}; fix the module or remove it") from exc
         found.extend(tools_in_module(module))
     return found
+
+
+ENTRY_POINT_GROUP = "flowcall.plugins"
+
+
+def load_entry_points() -> list[Tool]:
+    """Tools of installed packages: each entry point in the group `flowcall.plugins` names a
+    module (`my_pkg.tools`) whose decorated functions are its tools. In pyproject.toml:
+
+        [project.entry-points."flowcall.plugins"]
+        my_tools = "my_pkg.tools"
+    """
+    from importlib.metadata import entry_points
+
+    found: list[Tool] = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            module = point.load()
+        except Exception as exc:
+            raise ConfigError(f"plugin package entry point '{point.name}' ({point.value}) failed to import: {exc!r}; "
+                              "fix or uninstall that package") from exc
+        found.extend(tools_in_module(module))
+    return found

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from flowcall.errors import ConfigError
 from flowcall.tools.base import Tool
-from flowcall.tools.python_plugins import load_plugin_dir
+from flowcall.tools.python_plugins import load_entry_points, load_plugin_dir
 
 
 class ToolRegistry:
@@ -51,10 +51,13 @@ class ToolRegistry:
 
     @classmethod
     def from_plugin_dirs(cls, dirs: list[Path]) -> ToolRegistry:
+        """The tools of plugin folders, plus those of installed packages (entry points)."""
         registry = cls()
         for directory in dirs:
             if not directory.is_dir():
                 raise ConfigError(f"plugin folder {directory} does not exist; fix FLOWCALL_PLUGIN_DIRS")
             for t in load_plugin_dir(directory):
                 registry.register(t)
+        for t in load_entry_points():  # installed packages' tools
+            registry.register(t)
         return registry
