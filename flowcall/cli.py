@@ -77,13 +77,49 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @click.argument("question")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole run with its steps as JSON.")
 @click.option("--quiet", is_flag=True, help="No live step lines on stderr.")
+@click.option("--approve", is_flag=True, help="Ask on the terminal when a call needs approval (else the run waits).")
 @click.pass_context
-def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool) -> None:
+def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool, approve: bool) -> None:
     """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
     service = _service(ctx)
     flow = _flow(service, flow_ref)
     on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
-    run = service.run(flow, question, on_step=on_step)
+    run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
+    _report(ctx, run, as_json, quiet)
+
+
+def ask_on_terminal(call: Any, tool: Any) -> Any:
+    """An approver: the person at the terminal approves, denies or edits the call."""
+    from flowcall.approval import Decision
+
+    click.echo(f"\n{tool.version} wants to run with {json.dumps(call.arguments, ensure_ascii=False)}", err=True)
+    marks = ", ".join(k for k, v in vars(tool.annotations).items() if v) or "no annotations"
+    click.echo(f"  ({marks}; {tool.source} tool) {_short(tool.description, 100)}", err=True)
+    action = click.prompt("  [a]pprove, [d]eny or [e]dit the arguments?", type=click.Choice(["a", "d", "e"]), err=True)
+    if action == "a":
+        return Decision(action="approve", by="terminal")
+    if action == "d":
+        return Decision(action="deny", reason=click.prompt("  reason (optional)", default="", err=True), by="terminal")
+    while True:
+        text = click.prompt("  arguments as JSON", default=json.dumps(call.arguments, ensure_ascii=False), err=True)
+        try:
+            edited = json.loads(text)
+        except json.JSONDecodeError as exc:
+            click.echo(f"  not JSON ({exc}); try again", err=True)
+            continue
+        if isinstance(edited, dict):
+            return Decision(action="edit", arguments=edited, by="terminal")
+        click.echo("  the arguments must be a JSON object; try again", err=True)
+
+
+def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool) -> None:
+    """The end of a run on the terminal; exit 1 when it failed, 3 when it waits for approval."""
+    if run.status == RunStatus.WAITING_APPROVAL:
+        if as_json:
+            click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        click.echo(f"run {run.id} waits for approval; continue with: flowcall runs resume {run.id[:8]} --approve",
+                   err=True)
+        ctx.exit(3)
     if as_json:
         click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
     elif run.status == RunStatus.SUCCEEDED:
@@ -98,6 +134,25 @@ def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, qui
 @cli.group()
 def runs() -> None:
     """Recorded runs."""
+
+
+@runs.command("resume")
+@click.argument("run_id")
+@click.option("--approve", "how", flag_value="ask", help="Ask on the terminal for each waiting call.")
+@click.option("--approve-all", "how", flag_value="approve", help="Approve every waiting call.")
+@click.option("--deny-all", "how", flag_value="deny", help="Deny every waiting call (the model hears APPROVAL_DENIED).")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", is_flag=True)
+@click.pass_context
+def runs_resume(ctx: click.Context, run_id: str, how: str | None, as_json: bool, quiet: bool) -> None:
+    """Go on with a run that waits for approval, also after a restart."""
+    from flowcall.approval import approve_all, deny_all
+
+    if how is None:
+        raise click.UsageError("say how to answer the waiting calls: --approve, --approve-all or --deny-all")
+    approver = {"ask": ask_on_terminal, "approve": approve_all, "deny": deny_all}[how]
+    on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
+    _report(ctx, _service(ctx).resume(run_id, approver=approver, on_step=on_step), as_json, quiet)
 
 
 @runs.command("list")

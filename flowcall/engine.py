@@ -10,12 +10,14 @@ import json
 import time
 import uuid
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable, ContextManager
 
 import jsonschema
 import json_repair
 
+from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay
 from flowcall.calling.router import Rule
@@ -67,6 +69,56 @@ class _Recorder:
         return step
 
 
+class _Paused(Exception):
+    """A call waits for a person; the run stops here and keeps its state."""
+
+    def __init__(self, state: _Loop):
+        self.state = state
+
+
+@dataclass
+class _Loop:
+    """Where the loop is: all a paused run needs to go on (as JSON, in the runs table)."""
+
+    messages: list[Message]
+    budget: int
+    done: list[CallOutcome] = field(default_factory=list)  # executed calls, for the polish model
+    seen: set[str] = field(default_factory=set)  # calls already answered, to stop a model that repeats itself
+    last_text: str | None = None
+    finished: bool = False
+    round_no: int = 0  # decision calls made
+    tool_rounds: int = 0  # rounds in which a tool ran; wrong-only rounds are paid from the retry budget
+    pending: list[ToolCall] = field(default_factory=list)  # calls waiting for a person
+    pending_repairs: dict[str, dict] = field(default_factory=dict)
+    done_records: list[dict[str, Any]] = field(default_factory=list)  # `done` as restored, before tools are known
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {
+            "messages": [m.model_dump(mode="json") for m in self.messages], "budget": self.budget,
+            "done": [{"call": o.call.model_dump(mode="json"), "result": o.result,
+                      "error_code": o.error_code and str(o.error_code), "error_message": o.error_message,
+                      "latency_ms": o.latency_ms} for o in self.done],
+            "seen": sorted(self.seen), "last_text": self.last_text, "finished": self.finished,
+            "round_no": self.round_no, "tool_rounds": self.tool_rounds,
+            "pending": [c.model_dump(mode="json") for c in self.pending], "pending_repairs": self.pending_repairs,
+        }
+
+    @classmethod
+    def restore(cls, data: dict[str, Any]) -> _Loop:
+        return cls(messages=[Message.model_validate(m) for m in data["messages"]], budget=data["budget"],
+                   seen=set(data["seen"]), last_text=data["last_text"], finished=data["finished"],
+                   round_no=data["round_no"], tool_rounds=data["tool_rounds"],
+                   pending=[ToolCall.model_validate(c) for c in data["pending"]],
+                   pending_repairs=data["pending_repairs"], done_records=data["done"])
+
+
+def _restored(record: dict[str, Any], tools: dict[str, Tool]) -> CallOutcome:
+    call = ToolCall.model_validate(record["call"])
+    return CallOutcome(call, tools.get(call.name), result=record["result"],
+                       error_code=ErrorCode(record["error_code"]) if record["error_code"] else None,
+                       error_message=record["error_message"], latency_ms=record["latency_ms"])
+
+
 class Engine:
     def __init__(self, registry: ToolRegistry, provider_for: ProviderFactory, sink: StepSink):
         self.registry = registry
@@ -81,15 +133,32 @@ class Engine:
         *,
         flow_version_id: int | None = None,
         on_step: StepCallback | None = None,
+        approver: Approver | None = None,
     ) -> Run:
         run = Run(id=str(uuid.uuid4()), flow_name=flow.name, flow_version_id=flow_version_id,
                   question=question, trace_id=uuid.uuid4().hex)
         self.sink.run_started(run)
-        recorder = _Recorder(run, self.sink, on_step)
+        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, None)
+
+    def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any], *, approver: Approver | None,
+               on_step: StepCallback | None = None) -> Run:
+        """Go on with a run that waited for approval, from its saved state: the pending calls are
+        put to `approver`, then the loop continues. Hidden-context artifacts do not survive a
+        pause (they may be DataFrames); tools that need them must run again."""
+        run.status = RunStatus.RUNNING
+        self.sink.run_resumed(run)
+        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, _Loop.restore(checkpoint))
+
+    def _execute(self, flow: Flow, run: Run, recorder: _Recorder, approver: Approver | None,
+                 state: _Loop | None) -> Run:
         try:
             with self._registry_for(flow) as registry:
-                run.final_answer = self._run(flow, question, run, recorder, registry)
+                run.final_answer = self._run(flow, run.question, run, recorder, registry, approver, state)
             run.status = RunStatus.SUCCEEDED
+        except _Paused as paused:
+            run.status = RunStatus.WAITING_APPROVAL
+            self.sink.run_paused(run, paused.state.checkpoint())
+            return run
         except FlowCallError as exc:
             run.status, run.error = RunStatus.FAILED, f"{exc.code}: {exc.message}"
             if not isinstance(exc, RunFailed):
@@ -134,63 +203,65 @@ class Engine:
 
         return run_registry(self.registry, flow)
 
-    def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder, registry: ToolRegistry) -> Any:
+    def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder, registry: ToolRegistry,
+             approver: Approver | None, state: _Loop | None) -> Any:
         tools = {t.name: t for t in registry.resolve(flow.tools)}
         decider = self.provider_for(flow.decision)
         way = _way_for(flow, decider)
         context = RunContext(run_id=run.id)
-        messages = []
-        if flow.decision.system_prompt:
-            messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
-        messages.append(Message(role="user", content=question))
-
-        budget = flow.retry_budget
-        done: list[CallOutcome] = []  # executed calls, for the polish model
-        seen: set[str] = set()  # calls already answered, to stop a model that repeats itself
-        last_text: str | None = None
-        finished = False
-        round_no = 0  # decision calls made
-        tool_rounds = 0  # rounds in which a tool ran; wrong-only rounds are paid from the retry budget
-        while tool_rounds < flow.max_rounds:
-            round_no += 1
-            choice = flow.tool_choice if tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
-            request = ModelRequest(
-                messages=list(messages), tools=[t.spec() for t in tools.values()], tool_choice=choice,
-                parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
-                max_tokens=flow.decision.max_tokens,
-            )
-            turn = self._decide(decider, way, request, rec, round_no)
-            last_text = turn.content
-
-            if turn.parse_errors and not turn.tool_calls:
-                budget = self._spend(budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], rec)
-                messages.append(Message(role="assistant", content=turn.content or ""))
-                messages.append(Message(role="user", content=(
-                    f"{ErrorCode.PARSE_FAILED}: your tool call could not be read ({turn.parse_errors[0]}). "
-                    "Write it again as valid JSON, or answer without a tool.")))
-                continue
-            if not turn.tool_calls:
-                finished = True
-                break
-            calls, repairs = _repair(turn.tool_calls, tools)
-            if all(self._signature(c) in seen for c in calls):
-                finished = True  # only repeats of answered calls: the model has what it needs
-                break
-            messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
-            outcomes = self._run_tools(calls, repairs, tools, context, flow, round_no, rec)
+        if state is None:
+            messages = []
+            if flow.decision.system_prompt:
+                messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
+            messages.append(Message(role="user", content=question))
+            state = _Loop(messages=messages, budget=flow.retry_budget)
+        else:
+            state.done = [_restored(o, tools) for o in state.done_records]
+        while state.pending or state.tool_rounds < flow.max_rounds:
+            if state.pending:  # a resumed run: the calls that waited for a person
+                calls, repairs, state.pending, state.pending_repairs = state.pending, state.pending_repairs, [], {}
+            else:
+                state.round_no += 1
+                choice = flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
+                request = ModelRequest(
+                    messages=list(state.messages), tools=[t.spec() for t in tools.values()], tool_choice=choice,
+                    parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
+                    max_tokens=flow.decision.max_tokens,
+                )
+                turn = self._decide(decider, way, request, rec, state.round_no)
+                state.last_text = turn.content
+                if turn.parse_errors and not turn.tool_calls:
+                    state.budget = self._spend(state.budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], rec)
+                    state.messages.append(Message(role="assistant", content=turn.content or ""))
+                    state.messages.append(Message(role="user", content=(
+                        f"{ErrorCode.PARSE_FAILED}: your tool call could not be read ({turn.parse_errors[0]}). "
+                        "Write it again as valid JSON, or answer without a tool.")))
+                    continue
+                if not turn.tool_calls:
+                    state.finished = True
+                    break
+                calls, repairs = _repair(turn.tool_calls, tools)
+                if all(self._signature(c) in state.seen for c in calls):
+                    state.finished = True  # only repeats of answered calls: the model has what it needs
+                    break
+                state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
+            calls, settled = self._approve(calls, repairs, tools, flow, approver, state, rec)
+            outcomes = self._run_tools(calls, repairs, tools, context, flow, state.round_no, rec, settled)
             wrong = next((o for o in outcomes if o.error_code in _NOT_RUN), None)
             for outcome in outcomes:
-                messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
-                                        content=outcome.content_for_model()))
+                state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
+                                              content=outcome.content_for_model()))
                 if outcome.error_code not in _NOT_RUN:
-                    done.append(outcome)
+                    state.done.append(outcome)
                     if outcome.error_code is None:
-                        seen.add(self._signature(outcome.call))
+                        state.seen.add(self._signature(outcome.call))
             if wrong is not None:
-                budget = self._spend(budget, wrong.error_code, wrong.error_message or "", rec)
+                state.budget = self._spend(state.budget, wrong.error_code, wrong.error_message or "", rec)
             if any(o.error_code not in _NOT_RUN for o in outcomes):
-                tool_rounds += 1
+                state.tool_rounds += 1
 
+        messages, round_no, finished, last_text, done = (state.messages, state.round_no, state.finished,
+                                                         state.last_text, state.done)
         if flow.polish is not None:  # reaching max_rounds is the normal hand-off to the polish model
             return self._polish(flow, question, done, last_text if finished else None, rec)
         if finished and last_text:
@@ -205,13 +276,54 @@ class Engine:
         turn = self._decide(decider, way, request, rec, round_no + 1)
         return turn.content or ""
 
+    @staticmethod
+    def _approve(calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], flow: Flow,
+                 approver: Approver | None, state: _Loop, rec: _Recorder) -> tuple[list[ToolCall], dict[str, CallOutcome]]:
+        """Put the calls that need a person to `approver`. Returns the calls as they will run
+        (edited ones with the person's arguments) and the denied ones' outcomes by call id.
+        With no answer, the run pauses here (_Paused) with these calls pending."""
+        gated = [c for c in calls if check_call(c, tools) is None and needs_approval(tools[c.name], flow)]
+        decisions: dict[str, Decision] = {}
+        for call in gated:
+            decision = approver(call, tools[call.name]) if approver else None
+            if decision is None:
+                state.pending, state.pending_repairs = calls, repairs
+                for waiting in gated:
+                    rec.record(StepKind.APPROVAL, round=state.round_no, name=waiting.name, tool_call_id=waiting.id,
+                               arguments=waiting.arguments, note="waiting for a person to approve, deny or edit")
+                raise _Paused(state)
+            decisions[call.id] = decision
+        kept, settled = [], {}
+        for call in calls:
+            decision = decisions.get(call.id)
+            if decision is not None and decision.action == "edit":
+                call = call.model_copy(update={"arguments": decision.arguments,
+                                               "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False)})
+            if decision is not None:
+                rec.record(StepKind.APPROVAL, round=state.round_no, name=call.name, tool_call_id=call.id,
+                           arguments=call.arguments, result={"action": decision.action, "by": decision.by,
+                                                              "reason": decision.reason or None},
+                           note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
+                           error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None)
+            if decision is not None and decision.action == "deny":
+                settled[call.id] = CallOutcome(call, tools[call.name], error_code=ErrorCode.APPROVAL_DENIED,
+                                               error_message="a person denied this call"
+                                               + (f": {decision.reason}" if decision.reason else "")
+                                               + "; do not call it again, answer without it")
+            kept.append(call)
+        return kept, settled
+
     # ---------------------------------------------------------------- pieces
     @staticmethod
     def _run_tools(calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], context: RunContext,
-                   flow: Flow, round_no: int, rec: _Recorder) -> list[CallOutcome]:
-        """Check every call, run the valid ones at once, record a step per call, in call order."""
-        runnable, outcomes = [], []
+                   flow: Flow, round_no: int, rec: _Recorder,
+                   settled: dict[str, CallOutcome] | None = None) -> list[CallOutcome]:
+        """Check every call, run the valid ones at once, record a step per call, in call order.
+        `settled` calls (denied by a person) are recorded with their outcome and not run."""
+        runnable, outcomes = [], list((settled or {}).values())
         for call in calls:
+            if call.id in (settled or {}):
+                continue
             problem = check_call(call, tools)
             if problem is None:
                 runnable.append((call, tools[call.name]))
@@ -225,7 +337,8 @@ class Engine:
                 arguments=outcome.call.arguments, result=outcome.result,
                 error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
                 latency_ms=outcome.latency_ms,
-                response={"executed": outcome.error_code not in _NOT_RUN, "raw_arguments": outcome.call.raw_arguments,
+                response={"executed": outcome.error_code not in _NOT_RUN | {ErrorCode.APPROVAL_DENIED},
+                          "raw_arguments": outcome.call.raw_arguments,
                           **({"dropped_ungrounded": outcome.call.dropped_arguments} if outcome.call.dropped_arguments else {}),
                           **repairs.get(outcome.call.id, {})},
             )

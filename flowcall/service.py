@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from flowcall import config
+from flowcall.approval import Approver
 from flowcall.engine import Engine, ProviderFactory, StepCallback
 from flowcall.errors import ConfigError
 from flowcall.providers import provider_for
@@ -32,12 +33,24 @@ class FlowCall:
     def registry(self) -> ToolRegistry:
         return ToolRegistry.from_plugin_dirs(config.plugin_dirs())
 
-    def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None) -> Run:
-        """Save the flow (a new version only if it changed), then run it against that version."""
+    def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None,
+            approver: Approver | None = None) -> Run:
+        """Save the flow (a new version only if it changed), then run it against that version.
+        Without an approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
         self.registry.resolve(flow.plugin_refs())  # fail before anything is recorded if a tool is missing
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
-        return engine.run(flow, question, flow_version_id=version_id, on_step=on_step)
+        return engine.run(flow, question, flow_version_id=version_id, on_step=on_step, approver=approver)
+
+    def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
+        """Go on with a run that waits for approval (also after a restart: its state is stored)."""
+        run = self.store.get_run(run_id)
+        checkpoint = self.store.get_checkpoint(run.id)
+        if run.flow_version_id is None:
+            raise ConfigError(f"run {run.id} has no flow version to resume (its flow was deleted)")
+        flow = self.store.get_flow_version(run.flow_version_id)
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
 
     def replay(self, run_id: str, *, on_step: StepCallback | None = None) -> tuple[Run, Run]:
         """Run a recorded run again with its models' recorded answers: (original, replay)."""

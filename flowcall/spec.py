@@ -151,6 +151,8 @@ class Flow(BaseModel):
     router_rules: list[RouterRule] = Field(default_factory=list, description="Intent rules for the router way.")
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list, description="MCP servers whose tools it attaches.")
     http_tools: list[HTTPToolSource] = Field(default_factory=list, description="OpenAPI documents whose operations it attaches.")
+    needs_approval: list[str] = Field(default_factory=list, description="Tools whose calls wait for a person, "
+                                      "besides destructive ones and those of untrusted MCP servers.")
     polish: PolishConfig | None = None
 
     @model_validator(mode="after")

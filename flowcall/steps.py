@@ -30,6 +30,7 @@ class RunStatus(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    WAITING_APPROVAL = "waiting_approval"  # paused until a person approves, denies or edits a call
 
 
 class Step(BaseModel):
@@ -90,9 +91,22 @@ class StepSink(Protocol):
 
     def run_finished(self, run: Run) -> None: ...
 
+    def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None: ...
+
+    def run_resumed(self, run: Run) -> None: ...
+
 
 class MemorySink:
-    """Keeps nothing beyond the Run object itself: for tests and benchmarks."""
+    """Keeps nothing beyond the Run object and paused runs' checkpoints: for tests and benchmarks."""
+
+    def __init__(self) -> None:
+        self.checkpoints: dict[str, dict[str, Any]] = {}
+
+    def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None:
+        self.checkpoints[run.id] = checkpoint
+
+    def run_resumed(self, run: Run) -> None:
+        self.checkpoints.pop(run.id, None)
 
     def run_started(self, run: Run) -> None:
         pass

@@ -97,6 +97,8 @@ class RunRow(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     tokens_in: Mapped[int] = mapped_column(Integer, default=0)
     tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+    # the loop's state while the run waits for approval (RunStatus.WAITING_APPROVAL), else None
+    checkpoint: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
 class StepRow(Base):

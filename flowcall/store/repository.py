@@ -139,6 +139,23 @@ class Store:
             if result.rowcount == 0:
                 raise ConfigError(f"run {run.id} was never started; call run_started(run) first")
 
+    def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None:
+        with self._session() as s, s.begin():
+            s.execute(update(RunRow).where(RunRow.id == run.id).values(status=str(run.status), checkpoint=checkpoint))
+
+    def run_resumed(self, run: Run) -> None:
+        with self._session() as s, s.begin():
+            s.execute(update(RunRow).where(RunRow.id == run.id).values(status=str(run.status), checkpoint=None))
+
+    def get_checkpoint(self, run_id: str) -> dict[str, Any]:
+        """The saved state of a run that waits for approval."""
+        run = self.get_run(run_id)
+        with self._session() as s:
+            checkpoint = s.get(RunRow, run.id).checkpoint
+        if run.status != RunStatus.WAITING_APPROVAL or not checkpoint:
+            raise ConfigError(f"run {run.id} is {run.status}, not waiting for approval; only such runs can be resumed")
+        return checkpoint
+
     # --- Flows --------------------------------------------------------------------------------
 
     def save_flow(self, flow: Flow) -> tuple[int, int]:

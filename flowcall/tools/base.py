@@ -43,6 +43,7 @@ class Tool:
     context_param: str | None = None  # the hidden RunContext parameter, if any
     timeout_s: float | None = None  # overrides the flow's tool timeout
     source: ToolSource = "python"
+    trusted: bool = False  # for MCP tools: the flow marked the server trusted (no approval needed)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)

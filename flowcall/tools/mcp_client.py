@@ -198,7 +198,7 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
                           parameters=listed.input_schema or {"type": "object", "properties": {}}, func=invoke,
                           annotations=ToolAnnotations(read_only=read_only, destructive=destructive, open_world=open_world),
-                          timeout_s=server.call_timeout_s, source="mcp"))
+                          timeout_s=server.call_timeout_s, source="mcp", trusted=server.trusted))
     if not tools:
         raise ConfigError(f"MCP server '{server.name}' offers no tools")
     return tools

@@ -80,7 +80,9 @@ def test_a_server_that_cannot_start_says_which_and_why():
 
 
 def run_flow(script, tools, max_rounds=1):
-    flow = Flow(name="mcp", tools=tools, max_rounds=max_rounds, tool_timeout_s=3, mcp_servers=[OWN],
+    # trusted: these tests are about the calls; approval of untrusted servers is tested in test_approval
+    flow = Flow(name="mcp", tools=tools, max_rounds=max_rounds, tool_timeout_s=3,
+                mcp_servers=[OWN.model_copy(update={"trusted": True})],
                 decision=DecisionConfig(provider="scripted"))
     provider = ScriptedProvider(script)
     return Engine(ToolRegistry(), lambda cfg: provider, MemorySink()).run(flow, "go")
