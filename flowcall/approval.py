@@ -32,8 +32,9 @@ class Decision(BaseModel):
 Approver = Callable[[ToolCall, Tool], Decision | None]
 
 
-def needs_approval(tool: Tool, flow: Flow) -> bool:
-    if tool.name in flow.needs_approval or tool.version in flow.needs_approval:
+def needs_approval(tool: Tool, flow: Flow, changed: frozenset[str] = frozenset()) -> bool:
+    """`changed`: versions of tools whose definition differs from the one first accepted."""
+    if tool.name in flow.needs_approval or tool.version in flow.needs_approval or tool.version in changed:
         return True
     if tool.source == "mcp" and tool.trusted:
         return False

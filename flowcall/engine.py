@@ -29,6 +29,7 @@ from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, run_calls
 from flowcall.tools.registry import ToolRegistry
+from flowcall.tools.review import definition, fingerprint, what_changed
 
 ProviderFactory = Callable[[ModelConfig], Provider]
 StepCallback = Callable[[Step], None]
@@ -209,6 +210,7 @@ class Engine:
         decider = self.provider_for(flow.decision)
         way = _way_for(flow, decider)
         context = RunContext(run_id=run.id)
+        changed = self._check_pins(flow, tools, rec)
         if state is None:
             messages = []
             if flow.decision.system_prompt:
@@ -245,7 +247,7 @@ class Engine:
                     state.finished = True  # only repeats of answered calls: the model has what it needs
                     break
                 state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
-            calls, settled = self._approve(calls, repairs, tools, flow, approver, state, rec)
+            calls, settled = self._approve(calls, repairs, tools, flow, approver, state, rec, changed)
             outcomes = self._run_tools(calls, repairs, tools, context, flow, state.round_no, rec, settled)
             wrong = next((o for o in outcomes if o.error_code in _NOT_RUN), None)
             for outcome in outcomes:
@@ -276,13 +278,34 @@ class Engine:
         turn = self._decide(decider, way, request, rec, round_no + 1)
         return turn.content or ""
 
-    @staticmethod
-    def _approve(calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], flow: Flow,
-                 approver: Approver | None, state: _Loop, rec: _Recorder) -> tuple[list[ToolCall], dict[str, CallOutcome]]:
+    def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: _Recorder) -> frozenset[str]:
+        """MCP and HTTP tools are pinned as first used; one whose definition changed since (a
+        server can change what a tool says or takes at any time) gets a warning step, and its
+        calls wait for a person this run. Approving such a call accepts the new definition."""
+        if not hasattr(self.sink, "tool_pins"):
+            return frozenset()
+        pins, changed = self.sink.tool_pins(flow.name), set()
+        for tool in tools.values():
+            if tool.source == "python":
+                continue
+            pin = pins.get(tool.version)
+            if pin is None:
+                self.sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))
+            elif pin["fingerprint"] != fingerprint(tool):
+                changed.add(tool.version)
+                what = ", ".join(what_changed(pin["definition"], definition(tool)))
+                rec.record(StepKind.WARNING, name=tool.name, note=f"the {what} of {tool.version} changed since it was "
+                           "first accepted; its calls wait for a person this run",
+                           result={"accepted": pin["definition"], "now": definition(tool)})
+        return frozenset(changed)
+
+    def _approve(self, calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], flow: Flow,
+                 approver: Approver | None, state: _Loop, rec: _Recorder,
+                 changed: frozenset[str] = frozenset()) -> tuple[list[ToolCall], dict[str, CallOutcome]]:
         """Put the calls that need a person to `approver`. Returns the calls as they will run
         (edited ones with the person's arguments) and the denied ones' outcomes by call id.
         With no answer, the run pauses here (_Paused) with these calls pending."""
-        gated = [c for c in calls if check_call(c, tools) is None and needs_approval(tools[c.name], flow)]
+        gated = [c for c in calls if check_call(c, tools) is None and needs_approval(tools[c.name], flow, changed)]
         decisions: dict[str, Decision] = {}
         for call in gated:
             decision = approver(call, tools[call.name]) if approver else None
@@ -293,6 +316,9 @@ class Engine:
                                arguments=waiting.arguments, note="waiting for a person to approve, deny or edit")
                 raise _Paused(state)
             decisions[call.id] = decision
+            if decision.action != "deny" and tools[call.name].version in changed:
+                tool = tools[call.name]
+                self.sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))  # accepted as it is now
         kept, settled = [], {}
         for call in calls:
             decision = decisions.get(call.id)

@@ -24,6 +24,7 @@ class StepKind(StrEnum):
     APPROVAL = "approval"
     POLISH = "polish"  # the polish model
     ERROR = "error"
+    WARNING = "warning"  # worth a person's look, e.g. a tool whose definition changed since it was accepted
 
 
 class RunStatus(StrEnum):

@@ -132,6 +132,21 @@ class StepRow(Base):
     ended_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class ToolPinRow(Base):
+    """A tool definition as a person first accepted it for a flow (trust on first use): MCP and
+    HTTP tools whose definition later differs are flagged and wait for approval."""
+
+    __tablename__ = "tool_pins"
+    __table_args__ = (UniqueConstraint("flow_name", "tool_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    flow_name: Mapped[str] = mapped_column(String(120))
+    tool_version: Mapped[str] = mapped_column(String(255))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    definition: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    pinned_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class TaskRow(Base):
     """Tasks made by the built-in `create_task` plugin."""
 

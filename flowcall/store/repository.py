@@ -20,7 +20,7 @@ from flowcall.spec import Flow
 from flowcall.steps import Run, RunStatus, Step, utcnow
 from flowcall.store.db import make_engine
 from flowcall.store.migrate import upgrade
-from flowcall.store.models import FlowRow, FlowVersionRow, RunRow, StepRow, TaskRow
+from flowcall.store.models import FlowRow, FlowVersionRow, RunRow, StepRow, TaskRow, ToolPinRow
 
 _TIMES = {"started_at", "ended_at"}
 
@@ -155,6 +155,24 @@ class Store:
         if run.status != RunStatus.WAITING_APPROVAL or not checkpoint:
             raise ConfigError(f"run {run.id} is {run.status}, not waiting for approval; only such runs can be resumed")
         return checkpoint
+
+    # --- Tool pins (ToolPins) -----------------------------------------------------------------
+
+    def tool_pins(self, flow_name: str) -> dict[str, dict[str, Any]]:
+        """tool version -> {"fingerprint", "definition"} as first accepted for this flow."""
+        with self._session() as s:
+            rows = s.scalars(select(ToolPinRow).where(ToolPinRow.flow_name == flow_name)).all()
+            return {r.tool_version: {"fingerprint": r.fingerprint, "definition": r.definition} for r in rows}
+
+    def pin_tool(self, flow_name: str, version: str, fingerprint: str, definition: dict[str, Any]) -> None:
+        with self._session() as s, s.begin():
+            row = s.scalars(select(ToolPinRow).where(ToolPinRow.flow_name == flow_name,
+                                                     ToolPinRow.tool_version == version)).first()
+            if row is None:
+                s.add(ToolPinRow(flow_name=flow_name, tool_version=version, fingerprint=fingerprint,
+                                 definition=definition, pinned_at=utcnow()))
+            else:
+                row.fingerprint, row.definition, row.pinned_at = fingerprint, definition, utcnow()
 
     # --- Flows --------------------------------------------------------------------------------
 

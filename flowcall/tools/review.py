@@ -81,3 +81,19 @@ def injection_warnings(tool: Tool) -> list[str]:
 def review(tool: Tool) -> ToolReview:
     tokens, exact = count_tokens(definition_text(tool))
     return ToolReview(tool.version, tokens, exact, injection_warnings(tool))
+
+
+def definition(tool: Tool) -> dict:
+    """What a person accepts when they accept a tool: all the model and the host go by."""
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+            "annotations": vars(tool.annotations)}
+
+
+def fingerprint(tool: Tool) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(definition(tool), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def what_changed(old: dict, new: dict) -> list[str]:
+    return [key for key in ("name", "description", "parameters", "annotations") if old.get(key) != new.get(key)]
