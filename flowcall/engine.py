@@ -29,7 +29,7 @@ from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, run_calls
 from flowcall.tools.registry import ToolRegistry
-from flowcall.tools.review import definition, fingerprint, what_changed
+from flowcall.tools.review import definition, fingerprint, injection_warnings, what_changed
 
 ProviderFactory = Callable[[ModelConfig], Provider]
 StepCallback = Callable[[Step], None]
@@ -281,13 +281,16 @@ class Engine:
     def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: _Recorder) -> frozenset[str]:
         """MCP and HTTP tools are pinned as first used; one whose definition changed since (a
         server can change what a tool says or takes at any time) gets a warning step, and its
-        calls wait for a person this run. Approving such a call accepts the new definition."""
+        calls wait for a person this run. Approving such a call accepts the new definition.
+        Descriptions with instructions aimed at the model get a warning step too."""
         if not hasattr(self.sink, "tool_pins"):
             return frozenset()
         pins, changed = self.sink.tool_pins(flow.name), set()
         for tool in tools.values():
             if tool.source == "python":
                 continue
+            for warning in injection_warnings(tool):  # an outside server's text reaches the model as is
+                rec.record(StepKind.WARNING, name=tool.name, note=f"{tool.version}: {warning}")
             pin = pins.get(tool.version)
             if pin is None:
                 self.sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))
