@@ -48,8 +48,10 @@ def describe_step(step: Step) -> str:
         dropped = (step.response or {}).get("dropped_ungrounded")
         if dropped:
             body += f"  (dropped, not in the conversation: {_short(dropped, 60)})"
+    elif step.kind == StepKind.APPROVAL:
+        body = f"{step.name}({_short(step.arguments or {}, 60)})"
     else:
-        body = ""
+        body = step.name or ""
     if step.note:
         body += f"  ({_short(step.note, 100)})"
     if step.error_code:
