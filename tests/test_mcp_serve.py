@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from flowcall.mcp_serve import build_server
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
+from tests.local_servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
@@ -52,16 +54,25 @@ def test_bad_input_and_a_failed_run_are_tool_errors():
 
 
 @pytest.mark.model
-def test_flowcall_mcp_serve_over_stdio_on_the_embedded_model(model_path, tmp_path):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "flowcall.cli", "mcp", "serve",
-                                                                 str(ROOT / "flows" / "current_time.json")],
-                                   env={"FLOWCALL_DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}"}, cwd=str(ROOT))
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_flowcall_mcp_serve_on_the_embedded_model(model_path, tmp_path, transport):
+    """The real command, over both transports, called by the SDK's client."""
+    argv = ["-m", "flowcall.cli", "mcp", "serve", str(ROOT / "flows" / "current_time.json")]
+    env = {"FLOWCALL_DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}"}
 
-    async def go():
-        async with Client(params, read_timeout_seconds=300) as client:
+    async def ask(target):
+        async with Client(target, read_timeout_seconds=300) as client:
             listed = await client.list_tools()
             return listed.tools, await client.call_tool(listed.tools[0].name, {"question": "现在几点了?"})
-    tools, result = anyio.run(go)
+
+    if transport == "stdio":
+        tools, result = anyio.run(ask, StdioServerParameters(command=sys.executable, args=argv, env=env, cwd=str(ROOT)))
+    else:
+        port = free_port()
+        with serving([sys.executable, *argv, "--transport", "http", "--port", str(port)], f"http://127.0.0.1:{port}/mcp",
+                     tmp_path / "serve.log", within_s=60, name="flowcall mcp serve", any_answer=True,
+                     env={**os.environ, **env}):
+            tools, result = anyio.run(ask, f"http://127.0.0.1:{port}/mcp")
     assert [t.name for t in tools] == ["current-time"]
     assert not result.is_error, result.content
-    assert result.content[0].text.strip()
+    assert result.content[0].text.strip() and result.meta["flowcall/run_id"]

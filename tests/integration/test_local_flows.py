@@ -6,6 +6,9 @@ not the exact prose: the model is small and its wording is not the point.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -16,7 +19,8 @@ from flowcall.spec import load_flow
 from flowcall.steps import RunStatus, StepKind
 
 pytestmark = pytest.mark.model
-FLOWS = Path(__file__).resolve().parents[2] / "flows"
+ROOT = Path(__file__).resolve().parents[2]
+FLOWS = ROOT / "flows"
 
 
 @pytest.fixture
@@ -78,3 +82,21 @@ def test_clean_data_keeps_the_table_in_the_context(service):
     assert [c.name for c in executed][:2] == ["read_csv", "drop_missing"]
     assert executed[0].result["rows"] == 12 and executed[1].result["rows"] == 6
     assert "6" in run.final_answer
+
+
+def test_run_with_approve_asks_on_the_terminal(tmp_path):
+    """`flowcall run --approve` on the real model: a flow that wants create_task approved; the
+    person at the terminal edits the title."""
+    flow = json.loads((FLOWS / "create_task.json").read_text(encoding="utf-8"))
+    flow["needs_approval"] = ["create_task"]
+    path = tmp_path / "approved_task.json"
+    path.write_text(json.dumps(flow, ensure_ascii=False), encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'approve.db'}"
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "--db", db, "run", str(path),
+                           "添加任务:写周报,优先级高,截止 2026-11-27", "--approve"],
+                          input='e\n{"title": "写周报(已审)", "priority": 1}\n', capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "wants to run with" in done.stderr and "approval" in done.stderr
+    service = FlowCall.open(db)
+    assert [t["title"] for t in service.store.list_tasks()] == ["写周报(已审)"]
