@@ -150,6 +150,21 @@ class Engine:
         self.sink.run_resumed(run)
         return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, _Loop.restore(checkpoint))
 
+    def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
+                      flow_version_id: int | None = None, on_step: StepCallback | None = None,
+                      approver: Approver | None = None) -> Run:
+        """A new run that starts from a loop state instead of from the question: re-running
+        from a step. `reused` are the earlier run's steps that led there; they are recorded
+        first (marked as reused), so the new run reads whole in the inspector."""
+        run = Run(id=str(uuid.uuid4()), flow_name=flow.name, flow_version_id=flow_version_id,
+                  question=question, trace_id=uuid.uuid4().hex)
+        self.sink.run_started(run)
+        recorder = _Recorder(run, self.sink, on_step)
+        for step in reused:
+            fields = step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"})
+            recorder.record(step.kind, **fields)
+        return self._execute(flow, run, recorder, approver, _Loop.restore(checkpoint))
+
     def _execute(self, flow: Flow, run: Run, recorder: _Recorder, approver: Approver | None,
                  state: _Loop | None) -> Run:
         try:
@@ -219,7 +234,7 @@ class Engine:
             state = _Loop(messages=messages, budget=flow.retry_budget)
         else:
             state.done = [_restored(o, tools) for o in state.done_records]
-        while state.pending or state.tool_rounds < flow.max_rounds:
+        while state.pending or (state.tool_rounds < flow.max_rounds and not state.finished):
             if state.pending:  # a resumed run: the calls that waited for a person
                 calls, repairs, state.pending, state.pending_repairs = state.pending, state.pending_repairs, [], {}
             else:
@@ -234,10 +249,7 @@ class Engine:
                 state.last_text = turn.content
                 if turn.parse_errors and not turn.tool_calls:
                     state.budget = self._spend(state.budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], rec)
-                    state.messages.append(Message(role="assistant", content=turn.content or ""))
-                    state.messages.append(Message(role="user", content=(
-                        f"{ErrorCode.PARSE_FAILED}: your tool call could not be read ({turn.parse_errors[0]}). "
-                        "Write it again as valid JSON, or answer without a tool.")))
+                    state.messages += parse_retry_messages(turn.content, turn.parse_errors[0])
                     continue
                 if not turn.tool_calls:
                     state.finished = True
@@ -249,17 +261,17 @@ class Engine:
                 state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
             calls, settled = self._approve(calls, repairs, tools, flow, approver, state, rec, changed)
             outcomes = self._run_tools(calls, repairs, tools, context, flow, state.round_no, rec, settled)
-            wrong = next((o for o in outcomes if o.error_code in _NOT_RUN), None)
+            wrong = next((o for o in outcomes if o.error_code in NOT_RUN), None)
             for outcome in outcomes:
                 state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
                                               content=outcome.content_for_model()))
-                if outcome.error_code not in _NOT_RUN:
+                if outcome.error_code not in NOT_RUN:
                     state.done.append(outcome)
                     if outcome.error_code is None:
                         state.seen.add(self._signature(outcome.call))
             if wrong is not None:
                 state.budget = self._spend(state.budget, wrong.error_code, wrong.error_message or "", rec)
-            if any(o.error_code not in _NOT_RUN for o in outcomes):
+            if any(o.error_code not in NOT_RUN for o in outcomes):
                 state.tool_rounds += 1
 
         messages, round_no, finished, last_text, done = (state.messages, state.round_no, state.finished,
@@ -366,7 +378,7 @@ class Engine:
                 arguments=outcome.call.arguments, result=outcome.result,
                 error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
                 latency_ms=outcome.latency_ms,
-                response={"executed": outcome.error_code not in _NOT_RUN | {ErrorCode.APPROVAL_DENIED},
+                response={"executed": outcome.error_code not in NOT_RUN | {ErrorCode.APPROVAL_DENIED},
                           "raw_arguments": outcome.call.raw_arguments,
                           **({"dropped_ungrounded": outcome.call.dropped_arguments} if outcome.call.dropped_arguments else {}),
                           **repairs.get(outcome.call.id, {})},
@@ -464,6 +476,13 @@ class Engine:
                          Message(role="user", content=f"That JSON is not valid against the schema: {problem}. Reply again with corrected JSON only.")]
 
 
+def parse_retry_messages(content: str | None, problem: str) -> list[Message]:
+    """What the model reads after a tool call that could not be parsed: its own text, then why."""
+    return [Message(role="assistant", content=content or ""),
+            Message(role="user", content=f"{ErrorCode.PARSE_FAILED}: your tool call could not be read ({problem}). "
+                                         "Write it again as valid JSON, or answer without a tool.")]
+
+
 def _way_for(flow: Flow, decider: Provider) -> CallingWay:
     """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only."""
     rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
@@ -482,7 +501,7 @@ def _repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCal
     return repaired, notes
 
 
-_NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}
+NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}
 
 
 def _structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str | None]:

@@ -7,7 +7,8 @@ disk the moment `step_recorded` returns, and another process (the UI) can watch 
 from __future__ import annotations
 
 import threading
-from datetime import date
+import uuid
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Engine, delete, func, select, update
@@ -297,9 +298,11 @@ class Store:
     # --- Runs ---------------------------------------------------------------------------------
 
     def list_runs(
-        self, flow_name: str | None = None, status: RunStatus | str | None = None, limit: int = 50
+        self, flow_name: str | None = None, status: RunStatus | str | None = None, limit: int = 50, *,
+        since: datetime | None = None, until: datetime | None = None, model: str | None = None,
     ) -> list[Run]:
-        """Newest first, without steps (use get_run for those)."""
+        """Newest first, without steps (use get_run for those). `model` matches runs with a
+        model or polish step whose provider/model name contains it."""
         query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
         if flow_name is not None:
             query = query.where(RunRow.flow_name == flow_name)
@@ -307,8 +310,37 @@ class Store:
             if status not in set(RunStatus):
                 raise ConfigError(f"unknown run status {status!r}; use one of {[str(x) for x in RunStatus]}")
             query = query.where(RunRow.status == str(RunStatus(status)))
+        if since is not None:
+            query = query.where(RunRow.started_at >= since)
+        if until is not None:
+            query = query.where(RunRow.started_at < until)
+        if model:
+            used = select(StepRow.run_id).where(StepRow.kind.in_(["model_call", "polish"]),
+                                                StepRow.name.contains(model, autoescape=True))
+            query = query.where(RunRow.id.in_(used))
         with self._session() as s:
             return [_run_from_row(r) for r in s.scalars(query)]
+
+    def run_models(self) -> list[str]:
+        """Every provider/model name that answered in some run: the inspector's model filter."""
+        with self._session() as s:
+            names = s.scalars(select(StepRow.name).where(StepRow.kind.in_(["model_call", "polish"])).distinct())
+            return sorted(n for n in names if n)
+
+    def import_run(self, run: Run) -> Run:
+        """Store a run exported elsewhere (or here) with its steps. An id already taken gets a
+        new one, so importing never overwrites a record."""
+        with self._session() as s, s.begin():
+            if s.get(RunRow, run.id) is not None:
+                new_id = str(uuid.uuid4())
+                run = run.model_copy(update={"id": new_id,
+                                             "steps": [st.model_copy(update={"run_id": new_id}) for st in run.steps]})
+            row = _run_to_row(run)
+            row.tokens_in, row.tokens_out = run.tokens_in, run.tokens_out
+            s.add(row)
+            s.flush()
+            s.add_all(_step_to_row(step) for step in run.steps)
+        return self.get_run(run.id)
 
     def get_run(self, run_id: str) -> Run:
         """A run with its steps in order; `run_id` may be a unique prefix, as git does for commits."""

@@ -1,0 +1,125 @@
+"""Re-run from a step: rebuild the loop's state from a recorded run, up to a chosen step.
+
+The new run reuses what came before the step (the model's earlier decisions and the tools'
+results are not asked for again) and runs live from there, with the person's edit: other
+arguments for a tool call, another system prompt for a decision or for the polish model.
+
+Where the cut falls depends on the step:
+- a decision (model_call): its whole round is decided again;
+- a tool call: the round's decision is kept, and all of that round's calls run again, the
+  chosen one with the edited arguments;
+- the polish step: every round is kept and only the polish model runs again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flowcall.engine import NOT_RUN, fill_variables, parse_retry_messages
+from flowcall.errors import ConfigError, ErrorCode
+from flowcall.messages import Message, ToolCall
+from flowcall.spec import Flow
+from flowcall.steps import Run, Step, StepKind
+
+RERUNNABLE = (StepKind.MODEL_CALL, StepKind.TOOL_CALL, StepKind.POLISH)
+
+
+def cut_point(run: Run, seq: int) -> tuple[Step, int]:
+    """The chosen step, and the seq of the first step the new run does again."""
+    chosen = next((s for s in run.steps if s.seq == seq), None)
+    if chosen is None:
+        raise ConfigError(f"run {run.id[:8]} has no step {seq}; its steps are 1 to {len(run.steps)}")
+    if chosen.kind not in RERUNNABLE:
+        raise ConfigError(f"step {seq} is a {chosen.kind} step; re-run from a model_call, tool_call or polish step")
+    if chosen.kind == StepKind.TOOL_CALL:
+        same_round = (StepKind.TOOL_CALL, StepKind.APPROVAL)
+    else:
+        same_round = (chosen.kind,)
+    first = min(s.seq for s in run.steps if s.kind in same_round and s.round == chosen.round)
+    return chosen, first
+
+
+def _call_of(step: Step) -> ToolCall:
+    arguments = step.arguments
+    return ToolCall(id=step.tool_call_id or f"call_{step.seq}", name=step.name or "", arguments=arguments,
+                    raw_arguments=json.dumps(arguments, ensure_ascii=False) if arguments is not None else "")
+
+
+def _outcome_record(call: ToolCall, step: Step) -> dict[str, Any]:
+    return {"call": call.model_dump(mode="json"), "result": step.result, "error_code": step.error_code,
+            "error_message": step.error_message, "latency_ms": step.latency_ms}
+
+
+def _tool_message(call: ToolCall, step: Step) -> Message:
+    if step.error_code:
+        content = json.dumps({"error": {"code": step.error_code, "message": step.error_message}}, ensure_ascii=False)
+    else:
+        content = step.result if isinstance(step.result, str) else json.dumps(step.result, ensure_ascii=False, default=str)
+    return Message(role="tool", tool_call_id=call.id, name=call.name, content=content)
+
+
+def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] | None = None
+                      ) -> tuple[dict[str, Any], list[Step]]:
+    """The loop state (in the engine's checkpoint form) at the cut before step `seq`, and the
+    steps the new run reuses. `arguments` replaces the chosen tool call's arguments."""
+    chosen, first = cut_point(run, seq)
+    if arguments is not None and chosen.kind != StepKind.TOOL_CALL:
+        raise ConfigError(f"step {seq} is a {chosen.kind} step; only a tool_call step takes edited arguments")
+    reused = [s for s in run.steps if s.seq < first]
+    messages = []
+    if flow.decision.system_prompt:
+        messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
+    messages.append(Message(role="user", content=run.question))
+    state: dict[str, Any] = {"budget": flow.retry_budget, "done": [], "seen": [], "last_text": None,
+                             "finished": False, "round_no": 0, "tool_rounds": 0, "pending": [],
+                             "pending_repairs": {}}
+
+    for round_no in sorted({s.round for s in reused if s.round > 0}):
+        decisions = [s for s in reused if s.round == round_no and s.kind == StepKind.MODEL_CALL]
+        tool_steps = [s for s in reused if s.round == round_no and s.kind == StepKind.TOOL_CALL]
+        state["round_no"] = round_no
+        if not decisions:
+            continue
+        last = decisions[-1]
+        text = last.result if isinstance(last.result, str) else None
+        state["last_text"] = text
+        if tool_steps:
+            calls = [_call_of(s) for s in tool_steps]
+            messages.append(Message(role="assistant", content=text, tool_calls=calls))
+            for call, step in zip(calls, tool_steps):
+                messages.append(_tool_message(call, step))
+                if step.error_code not in {str(c) for c in NOT_RUN}:
+                    state["done"].append(_outcome_record(call, step))
+                    if step.error_code is None:
+                        state["seen"].append(call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False))
+            if any(s.error_code in {str(c) for c in NOT_RUN} for s in tool_steps):
+                state["budget"] = max(0, state["budget"] - 1)
+            if any(s.error_code not in {str(c) for c in NOT_RUN} for s in tool_steps):
+                state["tool_rounds"] += 1
+        elif last.tool_calls and chosen.kind == StepKind.TOOL_CALL and round_no == chosen.round:
+            pending = []  # the chosen round: its calls run again, the chosen one as edited
+            recorded = {s.tool_call_id: s for s in run.steps if s.round == round_no and s.kind == StepKind.TOOL_CALL}
+            for raw in last.tool_calls:
+                call = ToolCall.model_validate(raw)
+                ran = recorded.get(call.id)
+                if ran is not None and ran.arguments is not None:  # as it ran (after repairs)
+                    call = _call_of(ran)
+                if call.id == chosen.tool_call_id and arguments is not None:
+                    call = call.model_copy(update={"arguments": arguments,
+                                                   "raw_arguments": json.dumps(arguments, ensure_ascii=False)})
+                pending.append(call)
+            messages.append(Message(role="assistant", content=text, tool_calls=pending))
+            state["pending"] = [c.model_dump(mode="json") for c in pending]
+        elif last.error_code == str(ErrorCode.PARSE_FAILED):
+            messages += parse_retry_messages(text, last.error_message or "unreadable tool call")
+            state["budget"] = max(0, state["budget"] - 1)
+        else:
+            state["finished"] = True  # the model answered without tools
+
+    if chosen.kind == StepKind.POLISH:
+        state["tool_rounds"] = max(state["tool_rounds"], flow.max_rounds)  # straight to the polish model
+    state["messages"] = [m.model_dump(mode="json") for m in messages]
+    note = f"reused from run {run.id[:8]}"
+    reused = [s.model_copy(update={"note": f"{s.note} · {note}" if s.note else note}) for s in reused]
+    return state, reused

@@ -1,0 +1,149 @@
+"""The inspector's engine side: re-run from a step, step-aligned comparison, run export/import.
+
+Scripted models drive the loop (the scripts are what a model would answer); the tools, the
+database and the engine are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flowcall.compare import align, summary
+from flowcall.errors import ConfigError
+from flowcall.providers.scripted import ScriptedProvider
+from flowcall.service import FlowCall
+from flowcall.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.steps import RunStatus, StepKind
+
+WEATHER = "weather/v1/get_weather"
+
+
+def weather_flow(**changes) -> Flow:
+    flow = Flow(name="weather", tools=[WEATHER], decision=DecisionConfig(provider="scripted", system_prompt="Be brief."),
+                polish=PolishConfig(provider="scripted"))
+    return flow.model_copy(update=changes)
+
+
+def scripted(service: FlowCall, decision: list, polish: list) -> tuple[ScriptedProvider, ScriptedProvider]:
+    deciding, polishing = ScriptedProvider(decision), ScriptedProvider(polish)
+    service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
+    return deciding, polishing
+
+
+@pytest.fixture
+def service() -> FlowCall:
+    return FlowCall.open()
+
+
+@pytest.fixture
+def two_city_run(service):
+    scripted(service, [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "done"],
+             ["Chengdu and Beijing: see above."])
+    run = service.run(weather_flow(), "成都和北京天气?")
+    assert run.status == RunStatus.SUCCEEDED
+    assert [s.kind for s in run.steps] == ["model_call", "tool_call", "tool_call", "model_call", "polish"]
+    return run
+
+
+def test_rerun_from_a_tool_call_with_edited_arguments_reuses_the_decision(service, two_city_run):
+    deciding, polishing = scripted(service, ["answered"], ["Shanghai and Beijing."])
+    second_call = two_city_run.steps[2]
+    new = service.rerun_from(two_city_run.id, second_call.seq, arguments={"location": "上海"})
+
+    assert new.id != two_city_run.id and new.status == RunStatus.SUCCEEDED
+    reused, tools = new.steps[0], [s for s in new.steps if s.kind == StepKind.TOOL_CALL]
+    assert reused.kind == StepKind.MODEL_CALL and f"reused from run {two_city_run.id[:8]}" in reused.note
+    assert reused.tool_calls == two_city_run.steps[0].tool_calls  # the decision was not asked for again
+    # the round's calls ran again, the chosen one with the edit, for real
+    assert [t.arguments for t in tools] == [{"location": "成都"}, {"location": "上海"}]
+    assert "上海" in json.dumps(tools[1].result, ensure_ascii=False)
+    # the next decision saw the edited call and its result, not the original one
+    seen = deciding.requests[0].messages
+    assert [c.arguments for c in seen[-3].tool_calls] == [{"location": "成都"}, {"location": "上海"}]
+    assert "上海" in seen[-1].content
+    assert new.final_answer == "Shanghai and Beijing."
+    assert service.store.get_run(new.id).steps[0].note == reused.note  # stored as recorded
+
+
+def test_rerun_from_a_decision_with_an_edited_prompt_saves_a_new_flow_version(service, two_city_run):
+    deciding, _ = scripted(service, [[("get_weather", {"location": "上海"})], "ok"], ["Shanghai."])
+    new = service.rerun_from(two_city_run.id, 1, decision_prompt="Only ever look at Shanghai.")
+    assert deciding.requests[0].messages[0].content == "Only ever look at Shanghai."
+    assert [s.arguments for s in new.steps if s.kind == StepKind.TOOL_CALL] == [{"location": "上海"}]
+    assert not any("reused" in (s.note or "") for s in new.steps)  # nothing before step 1
+    assert new.flow_version_id != two_city_run.flow_version_id
+    assert service.flow_of(new).decision.system_prompt == "Only ever look at Shanghai."
+
+
+def test_rerun_from_the_polish_step_runs_only_the_polish_model(service, two_city_run):
+    deciding, polishing = scripted(service, [], ["Short answer."])
+    polish = next(s for s in two_city_run.steps if s.kind == StepKind.POLISH)
+    new = service.rerun_from(two_city_run.id, polish.seq, polish_prompt="Answer in three words.")
+    assert deciding.requests == []  # no decision asked again
+    assert polishing.requests[0].messages[0].content.startswith("Answer in three words.")
+    assert "成都" in polishing.requests[0].messages[1].content  # the reused tool results reach it
+    assert [s.kind for s in new.steps] == ["model_call", "tool_call", "tool_call", "model_call", "polish"]
+    assert new.final_answer == "Short answer."
+
+
+def test_rerun_refuses_steps_it_cannot_start_from(service, two_city_run):
+    with pytest.raises(ConfigError, match="no step 99"):
+        service.rerun_from(two_city_run.id, 99)
+    with pytest.raises(ConfigError, match="only a tool_call step takes edited arguments"):
+        service.rerun_from(two_city_run.id, 1, arguments={"location": "x"})
+
+
+def test_compare_aligns_steps_around_an_extra_call(service, two_city_run):
+    scripted(service, [[("get_weather", {"location": "成都"})], "done"], ["Chengdu only."])
+    other = service.run(weather_flow(), "成都天气?")
+    pairs = align(two_city_run, other)
+    kinds = [(p.left and p.left.kind, p.right and p.right.kind) for p in pairs]
+    assert kinds == [("model_call", "model_call"), ("tool_call", "tool_call"), ("tool_call", None),
+                     ("model_call", "model_call"), ("polish", "polish")]
+    assert not any(d.startswith("argument") for d in pairs[1].differences)  # the same call on both sides
+    assert any(d.startswith("tool calls:") for d in pairs[0].differences)
+    assert pairs[2].differences == ["only in the left run"]
+    assert any(d.startswith("result:") for d in pairs[4].differences)
+    figures = summary(two_city_run, other)
+    assert figures["tool calls"] == (2, 1) and figures["same answer"] == (False, False)
+
+
+def test_compare_of_a_run_with_itself_finds_no_difference(service, two_city_run):
+    assert all(p.same for p in align(two_city_run, two_city_run))
+
+
+def test_export_then_import_keeps_every_step_and_the_flow(service, two_city_run, tmp_path):
+    exported = service.export_run(two_city_run.id)
+    text = json.dumps(exported, ensure_ascii=False)
+    other = FlowCall.open(f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    imported = other.import_run(text)
+    assert imported.id == two_city_run.id  # a fresh database keeps the id
+    assert [s.model_dump(exclude={"run_id"}) for s in imported.steps] == \
+           [s.model_dump(exclude={"run_id"}) for s in two_city_run.steps]
+    assert other.flow_of(imported) == service.flow_of(two_city_run)
+    again = service.import_run(text)  # the same database: a copy with its own id, nothing overwritten
+    assert again.id != two_city_run.id and len(again.steps) == len(two_city_run.steps)
+    assert service.store.get_run(two_city_run.id).final_answer == two_city_run.final_answer
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("{not json", "not valid JSON"),
+    ('{"format": "flowcall.flow/v1", "name": "x"}', "not a FlowCall run export"),
+    ('{"format": "flowcall.run/v1", "run": {"id": "x"}}', "invalid run at run."),
+])
+def test_import_of_a_bad_file_says_what_is_wrong_and_stores_nothing(service, text, problem):
+    with pytest.raises(ConfigError, match=problem):
+        service.import_run(text)
+    assert service.store.list_runs() == []
+
+
+def test_list_runs_filters_by_model_and_date(service, two_city_run):
+    from datetime import timedelta
+
+    assert [r.id for r in service.store.list_runs(model="scripted")] == [two_city_run.id]
+    assert service.store.list_runs(model="gpt-4o") == []
+    assert service.store.list_runs(since=two_city_run.started_at + timedelta(minutes=1)) == []
+    assert len(service.store.list_runs(until=two_city_run.started_at + timedelta(minutes=1))) == 1
+    assert service.store.run_models() == ["scripted/scripted"]
