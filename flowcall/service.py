@@ -17,6 +17,7 @@ from flowcall.approval import Approver
 from flowcall.engine import Engine, ProviderFactory, StepCallback
 from flowcall.errors import ConfigError
 from flowcall.providers import provider_for
+from flowcall.providers.profiled import with_profiles
 from flowcall.replay import replay_factory
 from flowcall.rerun import checkpoint_before
 from flowcall.spec import Flow, parse_flow
@@ -34,7 +35,10 @@ class FlowCall:
 
     @classmethod
     def open(cls, database_url: str | None = None) -> FlowCall:
-        return cls(store=open_store(database_url))
+        """The service on a database; models get the capabilities their probe measured
+        (Models page, `flowcall models probe`), which is what `auto` chooses from."""
+        store = open_store(database_url)
+        return cls(store=store, provider_factory=with_profiles(provider_for, store))
 
     @cached_property
     def registry(self) -> ToolRegistry:

@@ -43,6 +43,9 @@ CAPABILITIES = Capabilities(
     # --product: at 0.72 it calls on 6/16 Chinese and 4/8 English questions that need a tool).
     # Asking in Chinese, adding the flow's instructions, or subtracting a per-tool or per-request
     # bias all separated worse. Flows that want the gate choose calling_way "schema".
+    # Stated, not derived, so that a capability probe (which finds no <tool_call> tags on its
+    # own questions) does not reorder what was calibrated on many more.
+    preferred_ways=["native", "schema", "prompt"],
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
 

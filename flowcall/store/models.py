@@ -157,3 +157,18 @@ class TaskRow(Base):
     priority: Mapped[int] = mapped_column(Integer)
     due_date: Mapped[date | None] = mapped_column(Date)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ModelProfileRow(Base):
+    """The last capability probe of one model (flowcall/probe.py). base_url is "" rather than
+    NULL when there is none, so the unique key holds on every database."""
+
+    __tablename__ = "model_profiles"
+    __table_args__ = (UniqueConstraint("provider", "model", "base_url"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    provider: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(255))
+    base_url: Mapped[str] = mapped_column(String(500), default="")
+    profile: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    probed_at: Mapped[datetime] = mapped_column(UTCDateTime)
