@@ -111,5 +111,5 @@ def summary(left: Run, right: Run) -> dict[str, tuple[Any, Any]]:
         "tokens in": (left.tokens_in, right.tokens_in),
         "tokens out": (left.tokens_out, right.tokens_out),
         "step time (s)": (seconds(left), seconds(right)),
-        "same answer": (left.final_answer == right.final_answer,) * 2,
+        "answer": (_short(left.final_answer), _short(right.final_answer)),
     }

@@ -17,6 +17,10 @@ command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; install Pyt
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: FlowCall needs Python 3.11 or newer; $("$PYTHON" --version) found"; exit 1; }
 "$PYTHON" -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v g++ >/dev/null || missing+=(build-essential)  # llama-cpp-python compiles from source
+# the studio's browser tests drive Debian's chromium with Playwright
+((WITH_TEST)) && [[ ! -x /usr/bin/chromium ]] && missing+=(chromium)
+# ...and a CJK font, or the Chinese example questions show as boxes in its screenshots
+((WITH_TEST)) && [[ -z "$(fc-list :lang=zh 2>/dev/null || true)" ]] && missing+=(fonts-wqy-zenhei)
 if ((${#missing[@]})); then
   step "installing system packages: ${missing[*]}"
   if [[ $(id -u) -eq 0 ]]; then

@@ -107,7 +107,7 @@ def test_compare_aligns_steps_around_an_extra_call(service, two_city_run):
     assert pairs[2].differences == ["only in the left run"]
     assert any(d.startswith("result:") for d in pairs[4].differences)
     figures = summary(two_city_run, other)
-    assert figures["tool calls"] == (2, 1) and figures["same answer"] == (False, False)
+    assert figures["tool calls"] == (2, 1) and figures["answer"] == ("Chengdu and Beijing: see above.", "Chengdu only.")
 
 
 def test_compare_of_a_run_with_itself_finds_no_difference(service, two_city_run):

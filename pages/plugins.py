@@ -1,0 +1,208 @@
+"""Plugins: every tool FlowCall can attach, what it costs the model, trying one by hand, and
+attaching an MCP server's tools to a saved flow. Reaches tools and the database only through
+the flowcall package."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import streamlit as st
+
+from flowcall.errors import ConfigError
+from flowcall.spec import MCPServerConfig
+from flowcall.studio import service
+from flowcall.tools.attach import add_server_to_flow
+from flowcall.tools.base import Tool
+from flowcall.tools.review import review
+from flowcall.tools.schema_form import FormField, collect, form_fields
+from flowcall.tools.trial import TrialResult, server_config, server_tools, try_server_tool, try_tool
+
+# what to do next, by error code of a trial
+_NEXT = {
+    "INVALID_ARGUMENT": "correct the arguments in the form and run again",
+    "MISSING_REQUIRED_FIELD": "fill in the missing field and run again",
+    "TOOL_ERROR": "the tool itself failed: read its message, change the arguments or fix the tool",
+    "TOOL_TIMEOUT": "the tool did not answer in time: try again, or check that its service is up",
+}
+
+
+def annotations_text(tool: Tool) -> str:
+    hints = tool.annotations
+    return " · ".join([
+        "read-only" if hints.read_only else "writes",
+        "**destructive**" if hints.destructive else "not destructive",
+        # FlowCall keeps no idempotent hint; a read-only tool is idempotent by nature
+        "idempotent" if hints.read_only else "idempotency not declared",
+        "open world" if hints.open_world else "closed world",
+    ])
+
+
+def show_tool(tool: Tool) -> None:
+    """One tool in an expander: what it is, what it may do, what it costs the decision model."""
+    checked = review(tool)
+    cost = f"{checked.tokens} tokens" + ("" if checked.tokens_exact else " (estimated)")
+    with st.expander(f"{'⚠️ ' if checked.warnings else ''}{tool.version} · {cost}"):
+        st.markdown(f"**{tool.name}** · source `{tool.source}` · version `{tool.version}`")
+        st.write(tool.description or "(no description)")
+        st.markdown(annotations_text(tool))
+        st.caption(f"Its definition costs the decision model {cost} in every request it is attached to.")
+        for warning in checked.warnings:
+            st.warning(f"Possible prompt injection: {warning}")
+        st.json(tool.parameters, expanded=False)
+
+
+def field_widget(f: FormField, key: str) -> Any:
+    """The widget for one argument; its value goes to schema_form.collect as is."""
+    label, hint = f.label(), f.description or None
+    if f.kind == "boolean":
+        return st.checkbox(label, value=bool(f.default), key=key, help=hint)
+    if f.kind == "enum":
+        options = f.options if f.required else [None, *f.options]
+        index = options.index(f.default) if f.default in options else (None if f.required else 0)
+        return st.selectbox(label, options, index=index, key=key, help=hint,
+                            format_func=lambda v: "(not set)" if v is None else str(v))
+    if f.kind in ("integer", "number"):
+        cast = int if f.kind == "integer" else float  # streamlit wants one numeric type throughout
+        default = f.default if isinstance(f.default, (int, float)) and not isinstance(f.default, bool) else None
+        return st.number_input(label, value=None if default is None else cast(default), key=key, help=hint,
+                               min_value=None if f.minimum is None else cast(f.minimum),
+                               max_value=None if f.maximum is None else cast(f.maximum),
+                               step=cast(1) if f.kind == "integer" else None)
+    if f.kind == "json":
+        return st.text_area(f"{label} (JSON)", value=f.initial_text(), key=key, help=hint)
+    return st.text_input(label, value="" if f.default is None else str(f.default), key=key, help=hint)
+
+
+def show_result(result: TrialResult) -> None:
+    if result.ok:
+        st.success(f"{result.version} answered in {result.latency_ms:.0f} ms")
+        if isinstance(result.result, (dict, list)):
+            st.json(result.result)
+        else:
+            st.code(str(result.result))
+        return
+    what_next = _NEXT.get(result.error_code or "", "check the message and try again")
+    st.error(f"{result.error_code}: {result.error_message}. What to do: {what_next}.")
+
+
+def try_form(tool: Tool, key: str, run: Callable[[dict[str, Any]], TrialResult]) -> None:
+    """A form generated from the tool's JSON Schema; Run checks it, then runs the tool once."""
+    fields = form_fields(tool.parameters)
+    with st.form(f"{key}:form"):
+        raw = {f.name: field_widget(f, f"{key}:{f.name}") for f in fields}
+        if not fields:
+            st.caption(f"{tool.name} takes no arguments.")
+        confirmed = True
+        if tool.annotations.destructive:
+            confirmed = st.checkbox(f"{tool.name} is destructive: I understand it may change or delete things",
+                                    key=f"{key}:confirm")
+        submitted = st.form_submit_button("Run", type="primary", key=f"{key}:run")
+    if submitted:
+        st.session_state.pop(f"{key}:result", None)
+        arguments, errors = collect(fields, raw, tool.parameters)
+        if errors:
+            st.error("Nothing was run. " + " ".join(f"{e}." for e in errors))
+        elif not confirmed:
+            st.error(f"Nothing was run: {tool.name} is destructive; tick the confirmation box first.")
+        else:
+            with st.spinner(f"Running {tool.name}…"):
+                try:
+                    st.session_state[f"{key}:result"] = run(arguments)
+                except ConfigError as exc:
+                    st.error(str(exc))
+    if result := st.session_state.get(f"{key}:result"):
+        show_result(result)
+
+
+def tools_tab(tools: list[Tool]) -> None:
+    query = st.text_input("Search", key="plugins:search", placeholder="name, version or words of the description")
+    words = query.lower().split()
+    shown = [t for t in tools if all(w in f"{t.version} {t.description}".lower() for w in words)]
+    st.caption(f"{len(shown)} of {len(tools)} tools")
+    for tool in shown:
+        show_tool(tool)
+
+
+def try_tab(tools: list[Tool]) -> None:
+    versions = [t.version for t in tools]
+    picked = st.selectbox("Tool", versions, key="plugins:try_tool")
+    tool = tools[versions.index(picked)]
+    st.caption(f"{tool.description.splitlines()[0] if tool.description else ''} · {annotations_text(tool)}")
+    try_form(tool, f"try:{tool.version}", lambda arguments: try_tool(service().registry, tool.version, arguments))
+
+
+def connect(name: str, command_line: str, url: str) -> None:
+    """Start the server, list its tools, stop it; keep the server and tools in the session."""
+    st.session_state.pop("mcp:server", None)
+    try:
+        server = server_config(name, command_line, url)
+    except ConfigError as exc:
+        st.error(str(exc))
+        return
+    with st.status(f"Connecting to {server.describe()}…", expanded=True) as status:
+        try:
+            tools = server_tools(server)
+        except ConfigError as exc:
+            status.update(label=f"Could not connect to '{server.name}'", state="error")
+            st.error(f"{exc}. Check the command or URL, e.g. run it by hand in a terminal.")
+            return
+        status.update(label=f"Connected to '{server.name}': {len(tools)} tools", state="complete", expanded=False)
+    st.session_state["mcp:server"] = (server, tools)
+
+
+def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
+    store = service().store
+    flows = [f["name"] for f in store.list_flows()]
+    if not flows:
+        st.info("No saved flows yet: run or import a flow first (`flowcall flows import FILE`).")
+        return
+    target = st.selectbox("Flow", flows, key="mcp:flow")
+    if st.button("Add to flow", key="mcp:add"):
+        try:
+            version, skipped = add_server_to_flow(store, target, server, tools)
+        except ConfigError as exc:
+            st.error(str(exc))
+            return
+        st.success(f"Added '{server.name}' and its tools to {target}, now version {version}. Calls of its tools "
+                   "wait for approval unless the flow marks the server trusted.")
+        if skipped:
+            st.warning("Not added, the flow already has a tool of that name: " + ", ".join(skipped))
+
+
+def mcp_tab() -> None:
+    with st.form("mcp:connect"):
+        name = st.text_input("Name", key="mcp:name", placeholder="time",
+                             help="Lowercase; the tools' namespace: <name>/mcp/<tool>")
+        command_line = st.text_input("stdio command", key="mcp:command", placeholder="uvx mcp-server-time",
+                                     help="One line, quoted as in a shell")
+        url = st.text_input("or streamable HTTP URL", key="mcp:url", placeholder="http://127.0.0.1:8765/mcp")
+        submitted = st.form_submit_button("Connect", key="mcp:connect")
+    if submitted:
+        connect(name, command_line, url)
+    if "mcp:server" not in st.session_state:
+        return
+    server, tools = st.session_state["mcp:server"]
+    st.subheader(f"{server.name}: {len(tools)} tools")
+    for tool in tools:
+        show_tool(tool)
+    st.subheader(f"Try a tool of {server.name}")
+    names = [t.name for t in tools]
+    tool = tools[names.index(st.selectbox("Tool", names, key="mcp:try_tool"))]
+    try_form(tool, f"mcp:{server.name}:{tool.name}", lambda arguments: try_server_tool(server, tool.name, arguments))
+    st.subheader("Add to a flow")
+    add_to_flow(server, tools)
+
+
+st.title("Plugins")
+try:
+    all_tools = service().registry.all()
+except ConfigError as exc:  # a plugin that fails to import
+    st.error(str(exc))
+    st.stop()
+tools_view, try_view, mcp_view = st.tabs(["Tools", "Try it", "Attach an MCP server"])
+with tools_view:
+    tools_tab(all_tools)
+with try_view:
+    try_tab(all_tools)
+with mcp_view:
+    mcp_tab()

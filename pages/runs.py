@@ -1,0 +1,182 @@
+"""Runs and the inspector: a filterable list; a run's timeline replayed step by step (the
+exact request, the prompt the local model read, the response, calls, results, errors, tokens,
+time); charts per step; a step-aligned comparison with another run; re-run from a step with
+edited arguments or prompt; export and import."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, time, timedelta
+
+import streamlit as st
+
+from flowcall.cli import describe_step
+from flowcall.compare import align, latency_ms, summary
+from flowcall.errors import FlowCallError
+from flowcall.rerun import RERUNNABLE
+from flowcall.steps import RunStatus, StepKind
+from flowcall.studio import as_json, service, show_answer, show_step, step_label, steps_table
+
+app = service()
+st.title("Runs & inspector")
+
+# ------------------------------------------------------------------ import
+with st.expander("Import a run (JSON exported from an inspector)"):
+    upload = st.file_uploader("Run file", type=["json"], key="import_run")
+    if upload is not None and upload.file_id != st.session_state.get("imported_run_file"):
+        st.session_state["imported_run_file"] = upload.file_id
+        try:
+            imported = app.import_run(upload.getvalue().decode("utf-8", errors="replace"), source=upload.name)
+            st.session_state["run_id"] = imported.id
+            st.success(f"Imported run {imported.id[:8]} ({len(imported.steps)} steps).")
+        except FlowCallError as exc:
+            st.error(f"{exc}. Nothing was imported.")
+
+# ------------------------------------------------------------------ filters and list
+c1, c2, c3, c4 = st.columns(4)
+flow_names = ["(all)"] + [f["name"] for f in app.store.list_flows()]
+flow_filter = c1.selectbox("Flow", flow_names)
+status_filter = c2.selectbox("Status", ["(all)"] + [s.value for s in RunStatus])
+model_filter = c3.selectbox("Model", ["(all)"] + app.store.run_models())
+days = c4.date_input("Dates", value=(), help="Pick a first and a last day")
+since = until = None
+if isinstance(days, tuple) and len(days) == 2:
+    since = datetime.combine(days[0], time.min).astimezone()
+    until = datetime.combine(days[1] + timedelta(days=1), time.min).astimezone()
+runs = app.store.list_runs(flow_name=None if flow_filter == "(all)" else flow_filter,
+                           status=None if status_filter == "(all)" else status_filter,
+                           model=None if model_filter == "(all)" else model_filter,
+                           since=since, until=until, limit=200)
+if not runs:
+    st.info("No runs match. Run a flow on the Run page, or with `flowcall run FLOW QUESTION`.")
+    st.stop()
+st.dataframe([{"started": r.started_at, "flow": r.flow_name, "status": r.status.value, "question": r.question[:60],
+               "id": r.id[:8]} for r in runs], hide_index=True)
+
+
+def run_label(r) -> str:
+    return f"{r.started_at:%Y-%m-%d %H:%M:%S} · {r.status.value} · {r.flow_name} · {r.question[:40]} · {r.id[:8]}"
+
+
+ids = [r.id for r in runs]
+wanted = st.session_state.get("run_id")
+picked = st.selectbox("Run", ids, index=ids.index(wanted) if wanted in ids else 0,
+                      format_func=lambda i: run_label(next(r for r in runs if r.id == i)))
+st.session_state["run_id"] = picked
+run = app.store.get_run(picked)
+
+# ------------------------------------------------------------------ the run
+st.subheader(f"Run {run.id[:8]}")
+st.markdown(f"**{run.flow_name}** · {run.status.value} · trace `{run.trace_id}` · "
+            f"{run.tokens_in}+{run.tokens_out} tokens · {sum(s.latency_ms for s in run.steps) / 1000:.2f} s")
+st.markdown(f"Question: {run.question}")
+show_answer(run)
+st.download_button("Export run as JSON", json.dumps(app.export_run(run.id), ensure_ascii=False, indent=2),
+                   file_name=f"run-{run.id[:8]}.json", mime="application/json")
+
+tab_timeline, tab_charts, tab_compare, tab_table = st.tabs(["Timeline", "Charts", "Compare", "All steps"])
+
+with tab_timeline:
+    if not run.steps:
+        st.caption("This run has no steps.")
+    else:
+        n = len(run.steps)
+        cursor = f"cursor:{run.id}"
+        st.session_state.setdefault(cursor, 1)
+        prev, slider, nxt = st.columns([1, 6, 1])
+
+        def move(by: int) -> None:  # a callback: it runs before the page, so both buttons see the new step
+            st.session_state[cursor] = min(n, max(1, st.session_state[cursor] + by))
+
+        prev.button("◀ Previous", disabled=st.session_state[cursor] <= 1, on_click=move, args=(-1,))
+        nxt.button("Next ▶", disabled=st.session_state[cursor] >= n, on_click=move, args=(1,))
+        if n > 1:
+            slider.slider("Step", 1, n, key=cursor)
+        step = run.steps[st.session_state[cursor] - 1]
+        st.markdown(f"#### {step_label(step)}")
+        show_step(step)
+
+        if step.kind in RERUNNABLE and run.flow_version_id is not None:
+            with st.expander(f"Re-run from step {step.seq}"):
+                flow = app.flow_of(run)
+                edits: dict = {}
+                if step.kind == StepKind.TOOL_CALL:
+                    text = st.text_area("Arguments", as_json(step.arguments), key=f"rerun_args:{run.id}:{step.seq}")
+                    st.caption("The round's decision is kept; its calls run again, this one with these arguments.")
+                elif step.kind == StepKind.MODEL_CALL:
+                    text = st.text_area("Decision system prompt", flow.decision.system_prompt,
+                                        key=f"rerun_prompt:{run.id}:{step.seq}")
+                    st.caption("Earlier rounds are kept; this round is decided again, live.")
+                else:
+                    text = st.text_area("Polish system prompt", flow.polish.system_prompt if flow.polish else "",
+                                        key=f"rerun_polish:{run.id}:{step.seq}")
+                    st.caption("Every round is kept; only the polish model runs again.")
+                if st.button("Re-run from this step", type="primary", key=f"rerun:{run.id}:{step.seq}"):
+                    try:
+                        if step.kind == StepKind.TOOL_CALL:
+                            edits["arguments"] = json.loads(text)
+                            if not isinstance(edits["arguments"], dict):
+                                raise ValueError("the arguments must be a JSON object")
+                        elif step.kind == StepKind.MODEL_CALL:
+                            edits["decision_prompt"] = text
+                        else:
+                            edits["polish_prompt"] = text
+                    except ValueError as exc:
+                        st.error(f"Nothing was run: {exc}. Fix the arguments (a JSON object) and try again.")
+                    else:
+                        with st.status(f"Re-running from step {step.seq}…", expanded=True) as status:
+                            try:
+                                new = app.rerun_from(run.id, step.seq, on_step=lambda s: st.text(describe_step(s)),
+                                                     **edits)
+                            except FlowCallError as exc:
+                                status.update(label="Could not re-run", state="error")
+                                st.error(str(exc))
+                            else:
+                                status.update(label=f"New run {new.id[:8]}: {new.status.value}", state="complete")
+                                st.session_state["run_id"] = new.id
+                                st.session_state["compare_with"] = run.id
+                                st.rerun()
+
+with tab_charts:
+    rows = [{"step": f"{s.seq:02d} {s.kind.value}", "tokens in": s.tokens_in, "tokens out": s.tokens_out,
+             "latency ms": round(s.latency_ms, 1)} for s in run.steps]
+    if rows:
+        st.caption("Tokens per step")
+        st.bar_chart(rows, x="step", y=["tokens in", "tokens out"], stack=True)
+        st.caption("Latency per step (ms)")
+        st.bar_chart(rows, x="step", y="latency ms")
+
+with tab_compare:
+    others = [i for i in ids if i != run.id]
+    if not others:
+        st.caption("Only one run listed; run the flow again (or change the filters) to compare.")
+    else:
+        default = st.session_state.get("compare_with")
+        other_id = st.selectbox("Compare with", others, index=others.index(default) if default in others else 0,
+                                format_func=lambda i: run_label(next(r for r in runs if r.id == i)))
+        other = app.store.get_run(other_id)
+        figures = summary(run, other)
+        st.dataframe([{"": k, "this run": str(a), "other run": str(b)} for k, (a, b) in figures.items()],
+                     hide_index=True)
+        pairs = align(run, other)
+        st.caption(f"{sum(p.same for p in pairs)} of {len(pairs)} aligned steps are the same.")
+        st.dataframe([{
+            "this": p.left and f"{p.left.seq} {p.left.kind.value} {p.left.name or ''}",
+            "other": p.right and f"{p.right.seq} {p.right.kind.value} {p.right.name or ''}",
+            "differences": "; ".join(p.differences) or "same",
+            "tokens": f"{p.left.tokens_in + p.left.tokens_out if p.left else '-'} / "
+                      f"{p.right.tokens_in + p.right.tokens_out if p.right else '-'}",
+            "latency ms": f"{latency_ms(p.left)} / {latency_ms(p.right)}",
+        } for p in pairs], hide_index=True)
+
+with tab_table:
+    st.dataframe(steps_table(run), hide_index=True)
+    if st.button("Replay with the recorded model answers (tools run for real)"):
+        with st.spinner("Replaying…"):
+            try:
+                original, replayed = app.replay(run.id)
+            except FlowCallError as exc:
+                st.error(str(exc))
+            else:
+                st.session_state["run_id"], st.session_state["compare_with"] = replayed.id, original.id
+                st.rerun()

@@ -1,0 +1,118 @@
+"""End to end in Debian's chromium: create a flow, run it on the embedded model, open the run
+in the inspector, step through it, compare it with another run, export it and import it back.
+A screenshot of every page is kept (test-artifacts/screenshots/)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from flowcall.service import FlowCall
+from tests.e2e.studio_ui import choose, click, fill, go, screenshot, settle, tab
+
+pytestmark = [pytest.mark.browser]
+
+
+def text(page, needle: str):
+    return page.get_by_text(needle, exact=False).first
+
+
+@pytest.mark.model
+def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path, model_path):
+    # --- Flows: create a flow in the editor
+    go(page, studio.url, "/", "Flows")
+    page.screenshot(path=shots / "flows.png")
+    fill(page, "New flow name", "e2e-lookup", commit=False)
+    click(page, "Create flow")
+    fill(page, "System prompt", "When the user asks about a colleague or employee, call lookup_employee "
+         "with the person's name.", area=True)
+    choose(page, "Attached tools (type to search)", "hr/v1/lookup_employee", multi=True)
+    page.get_by_text("Polish the tool results into the final answer").click()
+    settle(page)
+    fill(page, "Polish system prompt (empty: FlowCall's default)", "Answer the user's question about the employee "
+         "in one short sentence, in the user's language, using only the lookup result.", area=True)
+    click(page, "Save flow")
+    expect(text(page, "Saved 'e2e-lookup' as version 2.")).to_be_visible()
+    screenshot(page, shots / "flow-editor.png", page.get_by_role("tab", name="Editor"))
+    tab(page, "Diagram")
+    expect(page.locator('[data-testid="stGraphVizChart"] svg')).to_be_visible()
+    screenshot(page, shots / "flow-diagram.png", page.get_by_role("tab", name="Diagram"))
+    tab(page, "Versions")
+    expect(text(page, '+    "hr/v1/lookup_employee"')).to_be_visible()
+    screenshot(page, shots / "flow-versions.png", page.get_by_role("tab", name="Versions"))
+
+    # an invalid flow file: a clear error, and nothing changes
+    bad = tmp_path / "bad-flow.json"
+    bad.write_text('{"name": "broken", "max_rounds": 0}')
+    page.locator('[data-testid="stFileUploader"] input[type=file]').first.set_input_files(bad)
+    settle(page)
+    expect(text(page, "max_rounds")).to_be_visible()
+    expect(text(page, "Nothing was changed")).to_be_visible()
+    store = FlowCall.open(studio.database_url).store
+    assert "broken" not in [f["name"] for f in store.list_flows()]
+    created = store.get_flow("e2e-lookup")[0]
+    assert created.tools == ["hr/v1/lookup_employee"] and created.polish is not None
+
+    # --- Run: twice on the embedded model, so there is something to compare
+    go(page, studio.url, "/run", "Run a flow")
+    choose(page, "Flow", "e2e-lookup")
+    for question in ("张三今年多大了?", "李四今年多大了?"):
+        fill(page, "Question", question, area=True)
+        click(page, "Run")
+        expect(page.get_by_role("heading", name="Answer")).to_be_visible()
+    page.screenshot(path=shots / "run.png")
+    runs = store.list_runs(flow_name="e2e-lookup")
+    assert len(runs) == 2 and all(r.status.value == "succeeded" for r in runs)
+
+    # --- Inspector: step through the newest run, compare it with the first
+    go(page, studio.url, "/runs", "Runs & inspector")
+    expect(text(page, "#### [1]").or_(page.get_by_role("heading", name="[1] model_call", exact=False))).to_be_visible()
+    click(page, "Next ▶")
+    expect(page.get_by_role("heading", name="[2] tool_call", exact=False)).to_be_visible()
+    expect(page.locator('[data-testid="stCode"]', has_text="李四").first).to_be_visible()
+    screenshot(page, shots / "inspector-step.png", page.get_by_role("tab", name="Timeline"))
+    click(page, "◀ Previous")
+    expect(page.get_by_role("heading", name="[1] model_call", exact=False)).to_be_visible()
+    expect(text(page, "Request (exactly as sent)")).to_be_visible()
+    tab(page, "Charts")
+    screenshot(page, shots / "inspector-charts.png", page.get_by_role("tab", name="Charts"))
+    tab(page, "Compare")
+    expect(text(page, "aligned steps are the same")).to_be_visible()
+    screenshot(page, shots / "inspector-compare.png", page.get_by_role("tab", name="Compare"))
+
+    # --- export the run, then import it back
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Export run as JSON").click()
+    exported = tmp_path / "run.json"
+    download.value.save_as(exported)
+    data = json.loads(exported.read_text())
+    assert data["format"] == "flowcall.run/v1" and data["run"]["id"] == runs[0].id and data["run"]["steps"]
+    text(page, "Import a run (JSON exported from an inspector)").click()
+    page.locator('[data-testid="stFileUploader"] input[type=file]').first.set_input_files(exported)
+    settle(page)
+    expect(text(page, "Imported run")).to_be_visible()
+    imported = store.list_runs(flow_name="e2e-lookup")
+    assert len(imported) == 3
+    copy = next(r for r in imported if r.id not in {r.id for r in runs})
+    assert len(store.get_run(copy.id).steps) == len(data["run"]["steps"])
+
+
+def test_plugins_and_models_pages_render(studio, page, shots):
+    go(page, studio.url, "/plugins", "Plugins")
+    expect(text(page, "weather/v1/get_weather")).to_be_visible()
+    page.screenshot(path=shots / "plugins.png")
+    go(page, studio.url, "/models", "Models")
+    page.screenshot(path=shots / "models.png")
+
+
+@pytest.mark.model
+def test_structured_answer_shows_as_a_card_beside_its_json(studio, page, shots, model_path):
+    go(page, studio.url, "/run", "Run a flow")
+    choose(page, "Flow", "commute-weather")  # an example flow, with the seeds' weather card schema
+    click(page, "Run")
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible()
+    expect(text(page, "Raw JSON (valid against the polish schema)")).to_be_visible()
+    expect(page.locator('[data-testid="stMetric"]').first).to_be_visible()
+    screenshot(page, shots / "run-card.png", page.get_by_role("heading", name="Answer"))

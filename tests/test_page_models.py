@@ -1,0 +1,122 @@
+"""The Models page, run headless with Streamlit's AppTest: key status without the key, the
+embedded model's state, and the probe."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flowcall import config
+from flowcall.store import open_store
+from flowcall.store.profiles import list_profiles
+
+KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
+SECRET = "sk-test-Zq8wSECRETvalue42"
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "models.py")
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch):
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+
+
+def page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    return at.run()
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def key_column(at: AppTest) -> dict[str, str]:
+    providers = at.dataframe[0].value
+    return dict(zip(providers["provider"], providers["key"]))
+
+
+def walk(node):
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from walk(child)
+
+
+def everything_shown(at: AppTest) -> str:
+    """Every value the page put on screen, and the raw protobuf of every element besides."""
+    parts = [str(el.value) for kind in ("markdown", "text", "caption", "code", "title", "header", "subheader",
+                                        "info", "success", "warning", "error", "json", "metric", "text_input")
+             for el in getattr(at, kind)]
+    parts += [table.value.to_csv() for table in at.dataframe]
+    parts += [str(getattr(node, "proto", "")) for node in walk(at._tree)]
+    return "\n".join(parts)
+
+
+def test_renders_with_no_key_set():
+    at = page()
+    assert not at.exception
+    keys = key_column(at)
+    assert keys["openai"] == "not set" and keys["dashscope"] == "not set"
+    assert keys["openai-compatible"].startswith("not set (optional")
+    assert [h.value for h in at.header] == ["Providers", "Embedded model", "Capability probe"]
+    assert any("No model has been probed yet" in i.value for i in at.info)
+
+
+def test_a_set_key_is_reported_but_never_shown(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.secrets["DASHSCOPE_API_KEY"] = SECRET + "-dash"
+    at.run()
+    assert not at.exception
+    keys = key_column(at)
+    assert keys["openai"] == "set (environment variable)" and keys["dashscope"] == "set (st.secrets)"
+    shown = everything_shown(at)
+    assert "OPENAI_API_KEY" in shown and SECRET not in shown and SECRET[-8:] not in shown
+
+
+def test_a_missing_key_stops_the_probe_with_what_to_do():
+    at = page()
+    at.selectbox[0].set_value("openai").run()
+    button(at, "Run the probe").click().run()
+    assert not at.exception
+    assert any("OPENAI_API_KEY is not set" in e.value and "export OPENAI_API_KEY" in e.value for e in at.error)
+    assert list_profiles(open_store()) == []
+
+
+@pytest.mark.parametrize("name, expected", [
+    (config.EMBEDDED_MODEL_FILE, "does not match the published SHA-256"),
+    ("other.gguf", "SHA-256 " + hashlib.sha256(b"not a model").hexdigest()),
+])
+def test_verify_button_hashes_the_model_file(tmp_path, monkeypatch, name, expected):
+    fake = tmp_path / name
+    fake.write_bytes(b"not a model")
+    monkeypatch.setenv("FLOWCALL_MODEL_PATH", str(fake))
+    at = page()
+    assert [m.value for m in at.metric] == ["yes", "0.0 MB", "no"]
+    button(at, "Verify the SHA-256 now").click().run()
+    assert not at.exception
+    assert any(expected in el.value for el in [*at.error, *at.info])
+
+
+def test_a_missing_model_file_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOWCALL_MODEL_PATH", str(tmp_path / "absent.gguf"))
+    at = page()
+    assert at.metric[0].value == "no" and button(at, "Verify the SHA-256 now").disabled
+    assert any("flowcall model fetch" in w.value for w in at.warning)
+
+
+@pytest.mark.model
+def test_probe_of_the_embedded_model_fills_the_table_and_stores_it(model_path):
+    at = page()
+    assert at.selectbox[0].value == "local"
+    button(at, "Run the probe").click().run(timeout=600)
+    assert not at.exception and not at.error
+    checks = at.dataframe[1].value
+    assert list(checks["check"]) == ["native_tools", "json_schema_output", "parallel_tool_calls"]
+    assert set(checks["result"]) <= {"pass", "fail"}
+    assert at.status[0].label.startswith("local/qwen2.5-coder-0.5b-instruct:")
+    stored = list_profiles(open_store())
+    assert [(p.provider, p.model) for p in stored] == [("local", "qwen2.5-coder-0.5b-instruct")]
+    assert list(at.dataframe[2].value["provider"]) == ["local"]  # the stored profiles table

@@ -1,0 +1,197 @@
+"""The studio's pages with streamlit.testing's AppTest: the real store (a per-test SQLite
+file), the real registry, and for runs the real embedded model (marked `model`) or runs
+recorded beforehand through the service with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flowcall.providers.scripted import ScriptedProvider
+from flowcall.service import FlowCall
+from flowcall.spec import DecisionConfig, Flow, PolishConfig, load_flow
+from flowcall.steps import RunStatus, StepKind
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def page(name: str, timeout: float = 60) -> AppTest:
+    """The studio as a user opens it (app.py, which seeds an empty database with the example
+    flows), switched to the page `name`."""
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    app.run()
+    if name != "app.py":
+        app.switch_page(name)
+        app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def widget(elements, label: str):
+    found = [e for e in elements if e.label == label]
+    assert found, f"no widget labelled {label!r}; there are {[e.label for e in elements]}"
+    return found[0]
+
+
+def texts(app: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "success", "info", "error", "warning", "code", "text")
+             for e in getattr(app, kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+# ------------------------------------------------------------------ the app and the Flows page
+
+def test_app_opens_on_the_flows_page_with_the_example_flows():
+    app = page("app.py")
+    assert app.title[0].value == "Flows"
+    names = set(widget(app.selectbox, "Flow").options)
+    assert {"commute-weather", "employee-lookup", "create-task", "current-time", "clean-data"} <= names
+
+
+def test_create_edit_with_schema_checked_as_typed_then_versions_and_diff():
+    store = FlowCall.open().store
+    app = page("pages/flows.py")
+    widget(app.text_input, "New flow name").input("my-flow")
+    widget(app.button, "Create flow").click().run()
+    assert widget(app.selectbox, "Flow").value == "my-flow"
+    widget(app.multiselect, "Attached tools (type to search)").select("weather/v1/get_weather").run()
+    widget(app.checkbox, "Polish the tool results into the final answer").check().run()
+    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
+    schema_box.input('{"type": "object", "properties": {"city": {"type": "strin"}}').run()
+    assert any("not valid JSON" in e.value for e in app.error)
+    assert widget(app.button, "Save flow").disabled
+    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
+    schema_box.input('{"type": "object", "properties": {"city": {"type": "strin"}}}').run()
+    assert any("not a valid JSON Schema" in e.value for e in app.error)
+    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
+    schema_box.input('{"type": "object", "properties": {"city": {"type": "string"}}}').run()
+    assert any("schema is valid" in e.value for e in app.success)
+    widget(app.button, "Save flow").click().run()
+    assert any("as version 2" in e.value for e in app.success)
+    flow, _, version = store.get_flow("my-flow")
+    assert version == 2 and flow.tools == ["weather/v1/get_weather"]
+    assert flow.polish.output_schema == {"type": "object", "properties": {"city": {"type": "string"}}}
+    diff = next(c.value for c in app.code if c.value.startswith("--- v1"))
+    assert '+    "weather/v1/get_weather"' in diff and "output_schema" in diff
+    assert "digraph" in app.get("graphviz_chart")[0].proto.spec and "get_weather" in app.get("graphviz_chart")[0].proto.spec
+
+
+def test_duplicate_and_delete_with_confirmation():
+    service = FlowCall.open()
+    app = page("pages/flows.py")
+    widget(app.selectbox, "Flow").select("current-time").run()
+    widget(app.text_input, "Name of the copy").input("clock-2")
+    widget(app.button, "Duplicate").click().run()
+    names = [f["name"] for f in service.store.list_flows()]
+    assert "clock-2" in names and service.store.get_flow("clock-2")[0].tools == ["time/v1/get_current_time"]
+    assert widget(app.selectbox, "Flow").value == "clock-2"
+    assert widget(app.button, "Delete flow").disabled  # not before the confirmation
+    widget(app.checkbox, "Yes, delete 'clock-2' and all its versions (its runs stay, for the record)").check().run()
+    widget(app.button, "Delete flow").click().run()
+    assert [f["name"] for f in service.store.list_flows()] == [n for n in names if n != "clock-2"]
+
+
+# ------------------------------------------------------------------ the Run page
+
+@pytest.mark.model
+def test_run_page_runs_a_flow_on_the_embedded_model(model_path):
+    app = page("pages/run.py", timeout=300)
+    widget(app.selectbox, "Flow").select("employee-lookup").run()
+    assert widget(app.text_area, "Question").value == "张三今年多大了?"
+    widget(app.button, "Run").click().run()
+    assert not app.exception
+    assert "36" in app.success[0].value
+    steps = app.dataframe[0].value
+    assert list(steps["kind"])[:2] == ["model_call", "tool_call"]
+
+
+@pytest.mark.model
+def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
+    service = FlowCall.open()
+    flow = load_flow(ROOT / "flows" / "create_task.json")
+    service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/create_task"]}))
+    app = page("pages/run.py", timeout=300)
+    widget(app.selectbox, "Flow").select("create-task").run()
+    widget(app.button, "Run").click().run()
+    assert any("waits for you" in w.value for w in app.warning)
+    run_id = app.session_state["run_id"]
+    assert service.store.get_run(run_id).status == RunStatus.WAITING_APPROVAL
+    assert service.store.list_tasks() == []  # nothing ran yet
+    call_id = next(s.tool_call_id for s in service.store.get_run(run_id).steps if s.kind == StepKind.APPROVAL)
+    widget(app.radio, "Decision").set_value("edit")
+    arguments = json.loads(widget(app.text_area, "Arguments (edit them, then choose edit)").value)
+    arguments["title"] = "写季度总结"
+    widget(app.text_area, "Arguments (edit them, then choose edit)").input(json.dumps(arguments, ensure_ascii=False))
+    widget(app.button, "Continue the run").click().run()
+    assert not app.exception
+    run = service.store.get_run(run_id)
+    assert run.status == RunStatus.SUCCEEDED
+    assert [t["title"] for t in service.store.list_tasks()] == ["写季度总结"]
+    approval = [s for s in run.steps if s.kind == StepKind.APPROVAL and s.result]
+    assert approval[0].tool_call_id == call_id and approval[0].result["action"] == "edit"
+
+
+# ------------------------------------------------------------------ the inspector
+
+def scripted_runs(service: FlowCall) -> tuple:
+    flow = Flow(name="weather", tools=["weather/v1/get_weather"], decision=DecisionConfig(provider="scripted"),
+                polish=PolishConfig(provider="scripted", output_schema={"type": "object"}))
+    script = {"decision": [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "ok",
+                           [("get_weather", {"location": "成都"})], "ok"],
+              "polish": ['{"location": "成都", "rain_probability": 0.7, "need_umbrella": true}', '{"location": "成都"}']}
+    deciding, polishing = ScriptedProvider(script["decision"]), ScriptedProvider(script["polish"])
+    service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
+    return service.run(flow, "成都和北京天气?"), service.run(flow, "成都天气?")
+
+
+def test_inspector_steps_through_a_run_and_shows_the_exact_request():
+    first, second = scripted_runs(FlowCall.open())
+    app = page("pages/runs.py")
+    app.session_state["run_id"] = first.id
+    app.run()
+    assert widget(app.selectbox, "Run").value == first.id
+    assert "#### [1] model_call" in texts(app)
+    assert '"tool_choice": "auto"' in texts(app)  # the request, as sent
+    widget(app.button, "Next ▶").click().run()
+    assert "#### [2] tool_call" in texts(app) and "成都" in texts(app)
+    widget(app.slider, "Step").set_value(5).run()
+    assert "#### [5] polish" in texts(app)
+    assert widget(app.button, "Next ▶").disabled
+    widget(app.button, "◀ Previous").click().run()
+    assert "#### [4] model_call" in texts(app)
+    # the structured answer as a card beside its raw JSON
+    assert any(m.label == "rain probability" and m.value == "70%" for m in app.metric)
+
+
+def test_inspector_compares_two_runs_step_aligned_and_filters():
+    first, second = scripted_runs(FlowCall.open())
+    app = page("pages/runs.py")
+    app.session_state["run_id"], app.session_state["compare_with"] = first.id, second.id
+    app.run()
+    table = app.dataframe[-2].value  # the aligned steps (the last table is "All steps")
+    assert list(table["differences"])[2] == "only in the left run"
+    assert list(table["this"])[2].startswith("3 tool_call")
+    widget(app.selectbox, "Model").select("scripted/scripted").run()
+    assert len(app.dataframe[0].value) == 2
+    widget(app.selectbox, "Status").select("failed").run()
+    assert "No runs match" in app.info[0].value
+
+
+@pytest.mark.model
+def test_inspector_reruns_from_a_tool_call_with_edited_arguments(model_path):
+    service = FlowCall.open()
+    original = service.run(load_flow(ROOT / "flows" / "employee_lookup.json"), "张三今年多大了?")
+    tool_step = next(s for s in original.steps if s.kind == StepKind.TOOL_CALL)
+    app = page("pages/runs.py", timeout=300)
+    widget(app.slider, "Step").set_value(tool_step.seq).run()
+    widget(app.text_area, "Arguments").input('{"name": "李四"}')
+    widget(app.button, "Re-run from this step").click().run()
+    assert not app.exception
+    new = service.store.get_run(app.session_state["run_id"])
+    assert new.id != original.id and new.status == RunStatus.SUCCEEDED
+    assert "reused" in new.steps[0].note
+    assert [s.arguments for s in new.steps if s.kind == StepKind.TOOL_CALL] == [{"name": "李四"}]
+    assert app.session_state["compare_with"] == original.id
