@@ -211,6 +211,76 @@ def runs_replay(ctx: click.Context, run_id: str, as_json: bool) -> None:
         ctx.exit(1)
 
 
+@runs.command("rerun")
+@click.argument("run_id")
+@click.option("--from-step", "seq", type=int, required=True, help="A model_call, tool_call or polish step.")
+@click.option("--arguments", help="For a tool_call step: the arguments to run it with, as a JSON object.")
+@click.option("--prompt", help="For a model_call step: the decision system prompt; for a polish step: the polish prompt.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--quiet", is_flag=True)
+@click.pass_context
+def runs_rerun(ctx: click.Context, run_id: str, seq: int, arguments: str | None, prompt: str | None,
+               as_json: bool, quiet: bool) -> None:
+    """A new run that reuses RUN_ID's steps before --from-step and goes on live from there."""
+    edits: dict[str, Any] = {}
+    if arguments is not None:
+        try:
+            edits["arguments"] = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--arguments is not valid JSON ({exc.msg}); give an object like '{{\"name\": \"李四\"}}'")
+        if not isinstance(edits["arguments"], dict):
+            raise ConfigError("--arguments must be a JSON object, like '{\"name\": \"李四\"}'")
+    service = _service(ctx)
+    if prompt is not None:
+        chosen = next((s for s in service.store.get_run(run_id).steps if s.seq == seq), None)
+        edits["polish_prompt" if chosen is not None and chosen.kind == StepKind.POLISH else "decision_prompt"] = prompt
+    on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
+    _report(ctx, service.rerun_from(run_id, seq, on_step=on_step, **edits), as_json, quiet)
+
+
+@runs.command("diff")
+@click.argument("left")
+@click.argument("right")
+@click.pass_context
+def runs_diff(ctx: click.Context, left: str, right: str) -> None:
+    """Compare two runs step by step (steps aligned by kind, round and tool)."""
+    from flowcall.compare import align, summary
+
+    store = _service(ctx).store
+    a, b = store.get_run(left), store.get_run(right)
+    for name, (x, y) in summary(a, b).items():
+        click.echo(f"{name:<14} {_short(x, 40):<42} {_short(y, 40)}")
+    for pair in align(a, b):
+        this = f"{pair.left.seq} {pair.left.kind.value} {pair.left.name or ''}" if pair.left else "-"
+        that = f"{pair.right.seq} {pair.right.kind.value} {pair.right.name or ''}" if pair.right else "-"
+        click.echo(f"{_short(this, 40):<42} {_short(that, 40):<42} {'; '.join(pair.differences) or 'same'}")
+
+
+@runs.command("export")
+@click.argument("run_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def runs_export(ctx: click.Context, run_id: str, output: Path | None) -> None:
+    """A run, its steps and the flow version it ran, as JSON (flowcall.run/v1)."""
+    text = json.dumps(_service(ctx).export_run(run_id), ensure_ascii=False, indent=2)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text)
+
+
+@runs.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def runs_import(ctx: click.Context, file: Path) -> None:
+    """Store an exported run (and its flow version); an id already taken gets a new one."""
+    if not file.is_file():
+        raise ConfigError(f"{file} does not exist; export a run with `flowcall runs export ID -o FILE`")
+    run = _service(ctx).import_run(file.read_text(encoding="utf-8"), source=str(file))
+    click.echo(f"imported run {run.id} ({len(run.steps)} steps)")
+
+
 @cli.group()
 def flows() -> None:
     """Saved flows (versioned) and their JSON files."""

@@ -101,3 +101,24 @@ def test_replay_reproduces_a_run_without_the_model(tmp_path):
     changed = subprocess.run([sys.executable, "-m", "flowcall.cli", "runs", "replay", run.id], capture_output=True, text=True,
                              cwd=ROOT, env={**os.environ, "FLOWCALL_DATA_DIR": str(data)})
     assert changed.returncode == 1 and "result or error differs" in changed.stdout
+
+
+@pytest.mark.model
+def test_runs_rerun_diff_export_import_on_the_model(model_path, tmp_path):
+    first = json.loads(flowcall("run", "flows/employee_lookup.json", "张三今年多大了?", "--json").stdout)
+    tool_step = next(s for s in first["steps"] if s["kind"] == "tool_call")
+    again = json.loads(flowcall("runs", "rerun", first["id"][:8], "--from-step", str(tool_step["seq"]),
+                                "--arguments", '{"name": "李四"}', "--json").stdout)
+    assert again["status"] == "succeeded" and "reused" in again["steps"][0]["note"]
+    assert [s["arguments"] for s in again["steps"] if s["kind"] == "tool_call"] == [{"name": "李四"}]
+    diff = flowcall("runs", "diff", first["id"], again["id"]).stdout
+    assert "argument name: 张三 → 李四" in diff
+    bad = flowcall("runs", "rerun", first["id"], "--from-step", str(tool_step["seq"]), "--arguments", "{oops", check=False)
+    assert bad.returncode == 2 and "--arguments is not valid JSON" in bad.stderr
+    exported = tmp_path / "run.json"
+    flowcall("runs", "export", first["id"], "-o", str(exported))
+    out = flowcall("runs", "import", str(exported)).stdout
+    assert out.startswith("imported run ") and first["id"] not in out  # same database: a copy, new id
+    (tmp_path / "bad.json").write_text('{"format": "flowcall.flow/v1"}')
+    refused = flowcall("runs", "import", str(tmp_path / "bad.json"), check=False)
+    assert refused.returncode == 2 and "not a FlowCall run export" in refused.stderr
