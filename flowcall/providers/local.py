@@ -167,17 +167,31 @@ class LocalProvider:
                 "seed": request.seed, "stop": _STOP,
                 "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}
         started = time.perf_counter()
+        limit_s, stopped = config.local_timeout_s(), []
         try:
             with self._lock:
+                deadline = time.perf_counter() + limit_s  # from when the model is ours, not while queued
+
+                def too_long(_ids: Any, _logits: Any) -> bool:
+                    if time.perf_counter() > deadline:
+                        stopped.append(True)
+                    return bool(stopped)
+
                 self.llm.set_seed(request.seed if request.seed is not None else 42)
                 llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
                 out = self.llm.create_completion(prompt=prompt, max_tokens=request.max_tokens, temperature=request.temperature,
-                                                 seed=request.seed, stop=_STOP, grammar=grammar)
+                                                 seed=request.seed, stop=_STOP, grammar=grammar,
+                                                 stopping_criteria=llama_cpp.StoppingCriteriaList([too_long]))
                 out["timings"] = self._timings()
         except ValueError as exc:  # e.g. the prompt is longer than the context window
             raise ProviderError(f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",
                                 code=ErrorCode.PROVIDER_ERROR) from exc
         latency_ms = (time.perf_counter() - started) * 1000
+        if stopped:
+            raise ProviderError(
+                f"the local model's answer took longer than {limit_s:g} s and was stopped after "
+                f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise FLOWCALL_LOCAL_TIMEOUT_S "
+                "on a slow machine", code=ErrorCode.PROVIDER_ERROR)
         choice = out["choices"][0]
         text: str = (request.assistant_prefix or "") + choice["text"]
         calls: list[ToolCall] = []

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from flowcall.errors import ConfigError, ProviderError
 from flowcall.messages import Message, ModelRequest, ResponseFormat, ToolCall, ToolSpec
 
 pytestmark = pytest.mark.model
@@ -55,3 +56,20 @@ def test_real_call_and_grammar_constrained_json(provider):
                                           response_format=ResponseFormat(json_schema=schema), max_tokens=60))
     value = json.loads(turn.content)
     assert set(value) >= {"city", "rain"} and isinstance(value["rain"], bool)
+
+
+def test_a_generation_past_the_time_limit_is_stopped_with_an_error(provider, monkeypatch):
+    monkeypatch.setenv("FLOWCALL_LOCAL_TIMEOUT_S", "0.3")
+    request = ModelRequest(messages=[Message(role="user", content="Write a long story about a cat.")], max_tokens=400)
+    with pytest.raises(ProviderError, match="longer than 0.3 s and was stopped"):
+        provider.complete(request)
+    monkeypatch.setenv("FLOWCALL_LOCAL_TIMEOUT_S", "120")
+    assert provider.complete(request.model_copy(update={"max_tokens": 8})).content  # the model works on
+
+
+def test_a_bad_time_limit_is_named(monkeypatch):
+    from flowcall import config
+
+    monkeypatch.setenv("FLOWCALL_LOCAL_TIMEOUT_S", "soon")
+    with pytest.raises(ConfigError, match="FLOWCALL_LOCAL_TIMEOUT_S must be a number of seconds"):
+        config.local_timeout_s()
