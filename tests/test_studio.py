@@ -134,6 +134,24 @@ def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
     assert approval[0].tool_call_id == call_id and approval[0].result["action"] == "edit"
 
 
+@pytest.mark.model
+def test_run_page_deny_tells_the_model_and_runs_nothing(model_path):
+    service = FlowCall.open()
+    flow = load_flow(ROOT / "flows" / "create_task.json")
+    service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/create_task"]}))
+    app = page("pages/run.py", timeout=300)
+    widget(app.button, "Run").click().run()
+    widget(app.radio, "Decision").set_value("deny")
+    widget(app.text_input, "Reason (told to the model when you deny)").input("not this week")
+    widget(app.button, "Continue the run").click().run()
+    assert not app.exception
+    run = service.store.get_run(app.session_state["run_id"])
+    assert run.status != RunStatus.WAITING_APPROVAL
+    assert service.store.list_tasks() == []
+    denied = [s for s in run.steps if s.kind == StepKind.TOOL_CALL]
+    assert denied and denied[0].error_code == "APPROVAL_DENIED" and "not this week" in denied[0].error_message
+
+
 # ------------------------------------------------------------------ the inspector
 
 def scripted_runs(service: FlowCall) -> tuple:
