@@ -4,7 +4,7 @@ FLOWCALL_HOME          folder for the database and the embedded model (default ~
 FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flowcall.db)
 FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded Qwen model)
 FLOWCALL_THREADS       CPU threads for the local model (default: all cores; 1 each lets two runs share 2 cores)
-FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 180)
+FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 600)
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
 OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
@@ -55,7 +55,7 @@ def local_timeout_s() -> float:
     as remote providers have; max_tokens bounds it too, but not on a slow machine)."""
     value = os.environ.get("FLOWCALL_LOCAL_TIMEOUT_S", "").strip()
     try:
-        seconds = float(value) if value else 180.0
+        seconds = float(value) if value else 600.0
     except ValueError:
         seconds = -1.0
     if seconds <= 0:

@@ -30,7 +30,9 @@ def turn_from_step(step: Step) -> ModelTurn | ProviderError:
 def replay_factory(run: Run) -> ProviderFactory:
     """Providers that give back, in order, what the run's decision and polish models said."""
     label = f"replay-{run.id[:8]}"
-    decision = ScriptedProvider([turn_from_step(s) for s in run.steps if s.kind == StepKind.MODEL_CALL], model=label)
+    # relevance scores are not decisions: the scripted provider does not score, so no way asks for them
+    decision = ScriptedProvider([turn_from_step(s) for s in run.steps
+                                 if s.kind == StepKind.MODEL_CALL and not (s.request or {}).get("score_options")], model=label)
     polish = ScriptedProvider([turn_from_step(s) for s in run.steps if s.kind == StepKind.POLISH], model=label)
 
     def provider_for(config: ModelConfig) -> ScriptedProvider:

@@ -87,7 +87,8 @@ def show_step(step: Step) -> None:
             if "tools" in request:
                 st.markdown(f"**tools** ({len(request['tools'])})")
                 st.code(as_json(request["tools"]), language="json")
-            rest = {k: v for k, v in request.items() if k not in ("messages", "tools", *parts)}
+            shown = ("messages", "tools", *parts, *(("prompt",) if step.rendered_prompt else ()))
+            rest = {k: v for k, v in request.items() if k not in shown}  # the prompt has its own expander
             if rest:
                 st.code(as_json(rest), language="json")
     if step.rendered_prompt:

@@ -105,7 +105,9 @@ def test_run_page_runs_a_flow_on_the_embedded_model(model_path):
     assert not app.exception
     assert "36" in app.success[0].value
     steps = app.dataframe[0].value
-    assert list(steps["kind"])[:2] == ["model_call", "tool_call"]
+    # the relevance veto's score, the decision, then the call
+    assert list(steps["kind"])[:3] == ["model_call", "model_call", "tool_call"]
+    assert list(steps["note"])[0] == "relevance of lookup_employee"
 
 
 @pytest.mark.model

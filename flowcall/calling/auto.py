@@ -3,11 +3,16 @@
 A way fails for a model when the provider refuses it (a non-transient error, e.g. a server
 without tools support) or when the reply cannot be read at all. The fallback holds for the
 rest of the run, and every step after it says why in its note.
+
+Before the chain, a scoring provider with a `veto_margin` is asked whether any tool fits the
+request at all (relevance.py); if none does, every way is asked for an answer without tools.
+This lets a way that calls well but cannot keep quiet lead the chain.
 """
 
 from __future__ import annotations
 
 from flowcall.calling.base import CallingWay, ModelCall
+from flowcall.calling.relevance import has_tool_results, score_tools
 from flowcall.errors import ProviderError
 from flowcall.messages import ModelRequest, ModelTurn
 from flowcall.providers.base import Capabilities
@@ -31,6 +36,7 @@ class AutoWay:
         self.fallbacks: list[str] = []
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        request = self._veto(request, capabilities, call)
         while True:
             way = self.chain[self.current]
             last = self.current == len(self.chain) - 1
@@ -50,6 +56,18 @@ class AutoWay:
                 self._fall_back(f"{way.name} reply unreadable ({turn.parse_errors[0][:120]})")
                 continue
             return turn
+
+    @staticmethod
+    def _veto(request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelRequest:
+        """With a scoring provider and a veto_margin: if no tool fits the request at all, the
+        ways are asked for an answer without tools (tool_choice none), whatever they would do."""
+        if (capabilities.veto_margin is None or not capabilities.scoring or request.tool_choice != "auto"
+                or not request.tools or has_tool_results(request.messages)):
+            return request
+        scored = score_tools(request, call, "auto")
+        if scored and scored[0][0] > capabilities.veto_margin:
+            return request
+        return request.model_copy(update={"tool_choice": "none"})
 
     def _fall_back(self, reason: str) -> None:
         nxt = self.chain[self.current + 1].name

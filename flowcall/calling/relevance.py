@@ -9,7 +9,12 @@ the decision JSON), and the threshold is the provider's calibrated `call_margin`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flowcall.messages import Message, ModelRequest, ToolSpec
+
+if TYPE_CHECKING:
+    from flowcall.calling.base import ModelCall
 
 SYSTEM = "You check whether a function can handle a user's request."
 QUESTION = ("Function: {name}\nDescription: {description}\nParameters: {parameters}\n\n"
@@ -37,3 +42,14 @@ def margin(scores: dict[str, float] | None) -> float:
     if not scores:
         return float("-inf")
     return scores["yes"] - scores["no"]
+
+
+def score_tools(request: ModelRequest, call: ModelCall, way: str) -> list[tuple[float, ToolSpec]]:
+    """Every tool's margin for the last user request, best first (one scoring call each,
+    recorded as a step like any model call)."""
+    text = last_user_text(request.messages)
+    scored = []
+    for tool in request.tools:
+        turn = call(way, relevance_request(tool, text), None, f"relevance of {tool.name}")
+        scored.append((margin(turn.scores), tool))
+    return sorted(scored, key=lambda pair: -pair[0])

@@ -17,7 +17,7 @@ import json_repair
 from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice, new_call_id
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
-from flowcall.calling.relevance import has_tool_results, last_user_text, margin, relevance_request
+from flowcall.calling.relevance import has_tool_results, score_tools
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
 
@@ -186,10 +186,4 @@ def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:
 
 def relevant_tools(request: ModelRequest, capabilities: Capabilities, call: ModelCall, way: str) -> list[ToolSpec]:
     """The tools the model says can handle the request, best first (one scoring call each)."""
-    text = last_user_text(request.messages)
-    scored = []
-    for tool in request.tools:
-        turn = call(way, relevance_request(tool, text), None, f"relevance of {tool.name}")
-        scored.append((margin(turn.scores), tool))
-    scored.sort(key=lambda pair: -pair[0])
-    return [tool for value, tool in scored if value > capabilities.call_margin]
+    return [tool for value, tool in score_tools(request, call, way) if value > capabilities.call_margin]

@@ -19,6 +19,10 @@ class Capabilities(BaseModel):
     grammar: bool = False  # can constrain decoding with a grammar (local models)
     scoring: bool = False  # answers score_options requests (next-token log-probabilities)
     call_margin: float = 0.0  # call a tool when logP(yes) - logP(no) of "can it handle this?" exceeds this
+    # for `auto` with a scoring provider: answer without tools when no tool's margin exceeds
+    # this. Set below call_margin, it only vetoes clearly irrelevant requests and leaves the
+    # rest to the first way of the chain (e.g. native, which calls well but cannot keep quiet)
+    veto_margin: float | None = None
     # with parallel calls allowed, write one more call when logP(",") - logP("]") after the last
     # one exceeds this; None: the model writes the whole list at once (calling/schema.py)
     more_calls_margin: float | None = None

@@ -46,8 +46,20 @@ CAPABILITIES = Capabilities(
     # Stated, not derived, so that a capability probe (which finds no <tool_call> tags on its
     # own questions) does not reorder what was calibrated on many more.
     preferred_ways=["native", "schema", "prompt"],
+    # ...but first the gate vetoes clearly irrelevant requests. benchmarks/calibrate_call_margin.py:
+    # --product, the lowest margin of the 24 example-flow questions that need a tool is 0.34; on
+    # BFCL's even split (12 per category, 60 irrelevance) every relevant case is above 0.40, and
+    # 0.30 keeps quiet on about 35% of irrelevant ones (native alone: ~10%).
+    veto_margin=0.30,
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
+
+
+def asked(request: ModelRequest) -> dict[str, Any]:
+    """What FlowCall asked of the model (messages, tools, tool_choice, response_format), kept
+    beside the prompt it was rendered into: the inspector shows both."""
+    return request.model_dump(mode="json", exclude_none=True,
+                              include={"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format"})
 
 
 def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -150,7 +162,8 @@ class LocalProvider:
         out["scores"] = scores
         return ModelTurn(content=None, scores=scores, finish_reason="scored",
                          usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=0),
-                         wire_request={"prompt": prompt, "score_options": request.score_options}, wire_response=out,
+                         wire_request={**asked(request), "prompt": prompt, "score_options": request.score_options},
+                         wire_response=out,
                          rendered_prompt=prompt, request_id=out.get("id"), latency_ms=(time.perf_counter() - started) * 1000)
 
     def complete(self, request: ModelRequest) -> ModelTurn:
@@ -163,7 +176,7 @@ class LocalProvider:
         grammar = None
         if request.response_format is not None:
             grammar = LlamaGrammar.from_json_schema(json.dumps(request.response_format.json_schema), verbose=False)
-        wire = {"prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
+        wire = {**asked(request), "prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
                 "seed": request.seed, "stop": _STOP,
                 "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}
         started = time.perf_counter()

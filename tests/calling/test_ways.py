@@ -255,3 +255,42 @@ def test_schema_way_drops_invented_optional_arguments_and_the_step_says_so():
     assert step.response["dropped_ungrounded"] == {"unit": "fahrenheit"}
     assert step.result == {"city": "成都", "days": 5, "unit": "celsius"}  # the tool's default applied
     assert 'dropped, not in the conversation: {"unit": "fahrenheit"}' in describe_step(step)  # runs show says so
+
+
+VETO_CAPS = Capabilities(native_tools=True, tool_choice_modes=["auto", "none"], scoring=True, call_margin=0.72,
+                         veto_margin=0.3, preferred_ways=["native", "prompt"])
+
+
+def test_auto_veto_keeps_quiet_when_no_tool_fits_at_all():
+    script = [scores(-1.0, -0.5), scores(-0.9, -0.8),  # margins -0.5 and -0.1: both under the veto
+              "我没有工具可以回答这个问题。"]
+    result, provider = run(flow("auto"), script, VETO_CAPS)
+    assert result.final_answer == "我没有工具可以回答这个问题。"
+    assert provider.requests[2].tool_choice == "none"  # the native way was asked for an answer, not a call
+    assert [s.calling_way for s in result.steps] == ["auto", "auto", "native"]
+    assert not any(s.kind == StepKind.TOOL_CALL for s in result.steps)
+
+
+def test_auto_veto_lets_the_first_way_decide_when_a_tool_might_fit():
+    script = [scores(-0.6, -1.0), scores(-2.0, -0.1),  # get_weather 0.4: above the veto, though under call_margin
+              [("get_weather", {"location": "成都"})], "小雨"]
+    result, provider = run(flow("auto"), script, VETO_CAPS)
+    assert provider.requests[2].tool_choice == "auto" and len(provider.requests[2].tools) == 2
+    assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather"]
+    assert len(provider.requests) == 4  # no scoring in the second round: tool results are there
+
+
+def test_auto_veto_is_not_asked_for_a_required_or_named_choice():
+    script = [[("get_time", {})], "10点"]
+    result, provider = run(flow("auto", tool_choice="get_time"), script, VETO_CAPS)
+    assert not any(r.score_options for r in provider.requests)
+    assert result.final_answer == "10点"
+
+
+def test_a_run_with_relevance_scores_replays_from_its_decisions_only():
+    from flowcall.replay import differences, replay_factory
+
+    script = [scores(-0.6, -1.0), scores(-2.0, -0.1), [("get_weather", {"location": "成都"})], "小雨"]
+    original, _ = run(flow("auto"), script, VETO_CAPS)
+    replayed = Engine(REGISTRY, replay_factory(original), MemorySink()).run(flow("auto"), original.question)
+    assert differences(original, replayed) == [] and replayed.final_answer == "小雨"
