@@ -6,8 +6,8 @@ arguments for a tool call, another system prompt for a decision or for the polis
 
 Where the cut falls depends on the step:
 - a decision (model_call): its whole round is decided again;
-- a tool call: the round's decision is kept, and all of that round's calls run again, the
-  chosen one with the edited arguments;
+- a tool call: the round's decision and the calls before it are kept; the chosen call (with
+  the edited arguments) and the calls after it run again;
 - the polish step: every round is kept and only the polish model runs again.
 """
 
@@ -33,10 +33,8 @@ def cut_point(run: Run, seq: int) -> tuple[Step, int]:
     if chosen.kind not in RERUNNABLE:
         raise ConfigError(f"step {seq} is a {chosen.kind} step; re-run from a model_call, tool_call or polish step")
     if chosen.kind == StepKind.TOOL_CALL:
-        same_round = (StepKind.TOOL_CALL, StepKind.APPROVAL)
-    else:
-        same_round = (chosen.kind,)
-    first = min(s.seq for s in run.steps if s.kind in same_round and s.round == chosen.round)
+        return chosen, chosen.seq  # the round's earlier calls keep their results
+    first = min(s.seq for s in run.steps if s.kind == chosen.kind and s.round == chosen.round)
     return chosen, first
 
 
@@ -51,12 +49,50 @@ def _outcome_record(call: ToolCall, step: Step) -> dict[str, Any]:
             "error_message": step.error_message, "latency_ms": step.latency_ms}
 
 
+_NOT_RUN = {str(code) for code in NOT_RUN}
+
+
+def _keep(call: ToolCall, step: Step, state: dict[str, Any]) -> Message:
+    """A recorded call's result, kept: it counts as done (and answered) as in the engine, and
+    goes back to the model as its tool message."""
+    if step.error_code not in _NOT_RUN:
+        state["done"].append(_outcome_record(call, step))
+        if step.error_code is None:
+            state["seen"].append(call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False))
+    return _tool_message(call, step)
+
+
 def _tool_message(call: ToolCall, step: Step) -> Message:
     if step.error_code:
         content = json.dumps({"error": {"code": step.error_code, "message": step.error_message}}, ensure_ascii=False)
     else:
         content = step.result if isinstance(step.result, str) else json.dumps(step.result, ensure_ascii=False, default=str)
     return Message(role="tool", tool_call_id=call.id, name=call.name, content=content)
+
+
+def _chosen_round(run: Run, decision: Step, reused_calls: list[Step], chosen: Step,
+                  arguments: dict[str, Any] | None, state: dict[str, Any]) -> list[Message]:
+    """The round of the chosen tool call: its decision is kept, the calls before the chosen one
+    keep their recorded results, and the chosen one (edited) and those after it run again."""
+    recorded = {s.tool_call_id: s for s in run.steps if s.round == chosen.round and s.kind == StepKind.TOOL_CALL}
+    kept = {s.tool_call_id for s in reused_calls}
+    calls, pending = [], []
+    for raw in decision.tool_calls or []:
+        call = ToolCall.model_validate(raw)
+        ran = recorded.get(call.id)
+        if ran is not None and ran.arguments is not None:  # as it ran (after repairs)
+            call = _call_of(ran)
+        if call.id == chosen.tool_call_id and arguments is not None:
+            call = call.model_copy(update={"arguments": arguments, "raw_arguments": json.dumps(arguments, ensure_ascii=False)})
+        calls.append(call)
+        if call.id not in kept:
+            pending.append(call)
+    messages = [Message(role="assistant", content=decision.result if isinstance(decision.result, str) else None,
+                        tool_calls=calls)]
+    for step in reused_calls:
+        messages.append(_keep(next(c for c in calls if c.id == step.tool_call_id), step, state))
+    state["pending"] = [c.model_dump(mode="json") for c in pending]
+    return messages
 
 
 def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] | None = None
@@ -84,33 +120,16 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
         last = decisions[-1]
         text = last.result if isinstance(last.result, str) else None
         state["last_text"] = text
-        if tool_steps:
+        if chosen.kind == StepKind.TOOL_CALL and round_no == chosen.round:
+            messages += _chosen_round(run, last, tool_steps, chosen, arguments, state)
+        elif tool_steps:
             calls = [_call_of(s) for s in tool_steps]
             messages.append(Message(role="assistant", content=text, tool_calls=calls))
-            for call, step in zip(calls, tool_steps):
-                messages.append(_tool_message(call, step))
-                if step.error_code not in {str(c) for c in NOT_RUN}:
-                    state["done"].append(_outcome_record(call, step))
-                    if step.error_code is None:
-                        state["seen"].append(call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False))
-            if any(s.error_code in {str(c) for c in NOT_RUN} for s in tool_steps):
+            messages += [_keep(call, step, state) for call, step in zip(calls, tool_steps)]
+            if any(s.error_code in _NOT_RUN for s in tool_steps):
                 state["budget"] = max(0, state["budget"] - 1)
-            if any(s.error_code not in {str(c) for c in NOT_RUN} for s in tool_steps):
+            if any(s.error_code not in _NOT_RUN for s in tool_steps):
                 state["tool_rounds"] += 1
-        elif last.tool_calls and chosen.kind == StepKind.TOOL_CALL and round_no == chosen.round:
-            pending = []  # the chosen round: its calls run again, the chosen one as edited
-            recorded = {s.tool_call_id: s for s in run.steps if s.round == round_no and s.kind == StepKind.TOOL_CALL}
-            for raw in last.tool_calls:
-                call = ToolCall.model_validate(raw)
-                ran = recorded.get(call.id)
-                if ran is not None and ran.arguments is not None:  # as it ran (after repairs)
-                    call = _call_of(ran)
-                if call.id == chosen.tool_call_id and arguments is not None:
-                    call = call.model_copy(update={"arguments": arguments,
-                                                   "raw_arguments": json.dumps(arguments, ensure_ascii=False)})
-                pending.append(call)
-            messages.append(Message(role="assistant", content=text, tool_calls=pending))
-            state["pending"] = [c.model_dump(mode="json") for c in pending]
         elif last.error_code == str(ErrorCode.PARSE_FAILED):
             messages += parse_retry_messages(text, last.error_message or "unreadable tool call")
             state["budget"] = max(0, state["budget"] - 1)

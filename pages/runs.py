@@ -102,7 +102,8 @@ with tab_timeline:
                 edits: dict = {}
                 if step.kind == StepKind.TOOL_CALL:
                     text = st.text_area("Arguments", as_json(step.arguments), key=f"rerun_args:{run.id}:{step.seq}")
-                    st.caption("The round's decision is kept; its calls run again, this one with these arguments.")
+                    st.caption("The decision and the calls before this one are kept; this call (with these "
+                               "arguments) and the ones after it run again, then the run goes on live.")
                 elif step.kind == StepKind.MODEL_CALL:
                     text = st.text_area("Decision system prompt", flow.decision.system_prompt,
                                         key=f"rerun_prompt:{run.id}:{step.seq}")

@@ -47,7 +47,7 @@ def two_city_run(service):
     return run
 
 
-def test_rerun_from_a_tool_call_with_edited_arguments_reuses_the_decision(service, two_city_run):
+def test_rerun_from_a_tool_call_with_edited_arguments_reuses_what_came_before(service, two_city_run):
     deciding, polishing = scripted(service, ["answered"], ["Shanghai and Beijing."])
     second_call = two_city_run.steps[2]
     new = service.rerun_from(two_city_run.id, second_call.seq, arguments={"location": "上海"})
@@ -56,9 +56,10 @@ def test_rerun_from_a_tool_call_with_edited_arguments_reuses_the_decision(servic
     reused, tools = new.steps[0], [s for s in new.steps if s.kind == StepKind.TOOL_CALL]
     assert reused.kind == StepKind.MODEL_CALL and f"reused from run {two_city_run.id[:8]}" in reused.note
     assert reused.tool_calls == two_city_run.steps[0].tool_calls  # the decision was not asked for again
-    # the round's calls ran again, the chosen one with the edit, for real
+    # the call before the chosen one kept its result; the chosen one ran again, edited, for real
     assert [t.arguments for t in tools] == [{"location": "成都"}, {"location": "上海"}]
-    assert "上海" in json.dumps(tools[1].result, ensure_ascii=False)
+    assert "reused" in tools[0].note and tools[0].result == two_city_run.steps[1].result
+    assert tools[1].note is None and "上海" in json.dumps(tools[1].result, ensure_ascii=False)
     # the next decision saw the edited call and its result, not the original one
     seen = deciding.requests[0].messages
     assert [c.arguments for c in seen[-3].tool_calls] == [{"location": "成都"}, {"location": "上海"}]
