@@ -267,3 +267,36 @@ def test_open_store_is_shared_per_url(db_url: str, monkeypatch: pytest.MonkeyPat
         assert again is not shared and again.list_tasks()[0]["title"] == "共享"
     finally:
         again.close()
+
+
+# --- what the studio adds: run filters, run import, model profiles (both backends) ------------
+
+
+def test_runs_filter_by_model_and_date_and_import_keeps_every_step(store: Store) -> None:
+    run = _run(started_at=datetime(2026, 11, 20, 9, 0, tzinfo=UTC))
+    store.run_started(run)
+    step = Step(run_id=run.id, seq=1, kind=StepKind.MODEL_CALL, name="openai/gpt-4o_mini", tokens_in=10)
+    store.step_recorded(step)
+    _finish(store, run)
+    assert [r.id for r in store.list_runs(model="gpt-4o_mini")] == [run.id]
+    assert store.list_runs(model="gpt-4o%mini") == []  # LIKE wildcards are matched literally
+    assert store.list_runs(since=datetime(2026, 11, 21, tzinfo=UTC)) == []
+    assert len(store.list_runs(until=datetime(2026, 11, 21, tzinfo=UTC))) == 1
+    assert store.run_models() == ["openai/gpt-4o_mini"]
+
+    again = store.import_run(store.get_run(run.id))  # the id is taken: a copy, nothing overwritten
+    assert again.id != run.id and again.steps[0].model_dump(exclude={"run_id"}) == step.model_dump(exclude={"run_id"})
+    assert again.tokens_in == 10 and len(store.list_runs()) == 2
+
+
+def test_model_profiles_are_replaced_by_key(store: Store) -> None:
+    from flowcall.probe import Check, ModelProfile
+    from flowcall.store.profiles import get_profile, list_profiles, save_profile
+
+    first = ModelProfile(provider="openai-compatible", model="qwen", base_url="http://127.0.0.1:8080/v1",
+                         checks=[Check(name="native_tools", passed=False, detail="text")])
+    save_profile(store, first)
+    save_profile(store, first.model_copy(update={"checks": [Check(name="native_tools", passed=True, detail="ok")]}))
+    stored = get_profile(store, "openai-compatible", "qwen", "http://127.0.0.1:8080/v1")
+    assert stored is not None and stored.checks[0].passed and len(list_profiles(store)) == 1
+    assert get_profile(store, "openai-compatible", "qwen") is None  # another base_url is another model
