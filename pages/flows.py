@@ -82,6 +82,7 @@ with right:
         st.session_state["imported_file"] = upload.file_id  # import once, not on every rerun
         try:
             imported = parse_flow(upload.getvalue().decode("utf-8", errors="replace"), source=upload.name)
+            app.registry.resolve(imported.plugin_refs())  # a tool that is not installed: say so now, not at run time
             version_id, version = app.store.save_flow(imported)
             st.success(f"Imported {imported.name!r} as version {version}.")
             st.session_state["flow"] = imported.name

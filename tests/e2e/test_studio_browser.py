@@ -50,8 +50,13 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
     settle(page)
     expect(text(page, "max_rounds")).to_be_visible()
     expect(text(page, "Nothing was changed")).to_be_visible()
+    unknown = tmp_path / "unknown-tool.json"
+    unknown.write_text('{"name": "ghost-tools", "tools": ["foo/v1/bar"]}')
+    page.locator('[data-testid="stFileUploader"] input[type=file]').first.set_input_files(unknown)
+    settle(page)
+    expect(text(page, "no tool 'foo/v1/bar' is registered")).to_be_visible()
     store = FlowCall.open(studio.database_url).store
-    assert "broken" not in [f["name"] for f in store.list_flows()]
+    assert not {"broken", "ghost-tools"} & {f["name"] for f in store.list_flows()}
     created = store.get_flow("e2e-lookup")[0]
     assert created.tools == ["hr/v1/lookup_employee"] and created.polish is not None
 
