@@ -160,11 +160,14 @@ def runs_resume(ctx: click.Context, run_id: str, how: str | None, as_json: bool,
 @runs.command("list")
 @click.option("--flow", "flow_name", help="Only runs of this flow.")
 @click.option("--status", type=click.Choice([s.value for s in RunStatus]))
+@click.option("--model", help="Only runs where a model whose provider/model name contains this answered.")
+@click.option("--question", "text", help="Only runs whose question contains this (any case).")
 @click.option("--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def runs_list(ctx: click.Context, flow_name: str | None, status: str | None, limit: int, as_json: bool) -> None:
-    found = _service(ctx).store.list_runs(flow_name=flow_name, status=status, limit=limit)
+def runs_list(ctx: click.Context, flow_name: str | None, status: str | None, model: str | None, text: str | None,
+              limit: int, as_json: bool) -> None:
+    found = _service(ctx).store.list_runs(flow_name=flow_name, status=status, model=model, text=text, limit=limit)
     if as_json:
         click.echo(json.dumps([r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2))
         return

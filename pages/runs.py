@@ -33,7 +33,8 @@ with st.expander("Import a run (JSON exported from an inspector)"):
             st.error(f"{exc}. Nothing was imported.")
 
 # ------------------------------------------------------------------ filters and list
-c1, c2, c3, c4 = st.columns(4)
+c0, c1, c2, c3, c4 = st.columns([2, 2, 2, 2, 2])
+search = c0.text_input("Question contains", placeholder="e.g. 成都")
 flow_names = ["(all)"] + [f["name"] for f in app.store.list_flows()]
 flow_filter = c1.selectbox("Flow", flow_names)
 status_filter = c2.selectbox("Status", ["(all)"] + [s.value for s in RunStatus])
@@ -46,7 +47,7 @@ if isinstance(days, tuple) and len(days) == 2:
 runs = app.store.list_runs(flow_name=None if flow_filter == "(all)" else flow_filter,
                            status=None if status_filter == "(all)" else status_filter,
                            model=None if model_filter == "(all)" else model_filter,
-                           since=since, until=until, limit=200)
+                           since=since, until=until, text=search.strip() or None, limit=200)
 if not runs:
     st.info("No runs match. Run a flow on the Run page, or with `flowcall run FLOW QUESTION`.")
     st.stop()

@@ -111,6 +111,9 @@ def test_runs_rerun_diff_export_import_on_the_model(model_path, tmp_path):
                                 "--arguments", '{"name": "李四"}', "--json").stdout)
     assert again["status"] == "succeeded" and "reused" in again["steps"][0]["note"]
     assert [s["arguments"] for s in again["steps"] if s["kind"] == "tool_call"] == [{"name": "李四"}]
+    listed = flowcall("runs", "list", "--question", "张三", "--model", "qwen2.5").stdout
+    assert first["id"] in listed and again["id"] in listed
+    assert flowcall("runs", "list", "--question", "王五").stdout == ""
     diff = flowcall("runs", "diff", first["id"], again["id"]).stdout
     assert "argument name: 张三 → 李四" in diff
     bad = flowcall("runs", "rerun", first["id"], "--from-step", str(tool_step["seq"]), "--arguments", "{oops", check=False)

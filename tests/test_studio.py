@@ -194,6 +194,9 @@ def test_inspector_compares_two_runs_step_aligned_and_filters():
     table = app.dataframe[-2].value  # the aligned steps (the last table is "All steps")
     assert list(table["differences"])[2] == "only in the left run"
     assert list(table["this"])[2].startswith("3 tool_call")
+    widget(app.text_input, "Question contains").input("北京").run()
+    assert list(app.dataframe[0].value["question"]) == ["成都和北京天气?"]
+    widget(app.text_input, "Question contains").input("").run()
     widget(app.selectbox, "Model").select("scripted/scripted").run()
     assert len(app.dataframe[0].value) == 2
     widget(app.selectbox, "Status").select("failed").run()

@@ -300,9 +300,11 @@ class Store:
     def list_runs(
         self, flow_name: str | None = None, status: RunStatus | str | None = None, limit: int = 50, *,
         since: datetime | None = None, until: datetime | None = None, model: str | None = None,
+        text: str | None = None,
     ) -> list[Run]:
         """Newest first, without steps (use get_run for those). `model` matches runs with a
-        model or polish step whose provider/model name contains it."""
+        model or polish step whose provider/model name contains it; `text`, runs whose question
+        contains it (any case)."""
         query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
         if flow_name is not None:
             query = query.where(RunRow.flow_name == flow_name)
@@ -314,6 +316,8 @@ class Store:
             query = query.where(RunRow.started_at >= since)
         if until is not None:
             query = query.where(RunRow.started_at < until)
+        if text:
+            query = query.where(RunRow.question.icontains(text, autoescape=True))
         if model:
             used = select(StepRow.run_id).where(StepRow.kind.in_(["model_call", "polish"]),
                                                 StepRow.name.contains(model, autoescape=True))

@@ -283,6 +283,7 @@ def test_runs_filter_by_model_and_date_and_import_keeps_every_step(store: Store)
     assert store.list_runs(since=datetime(2026, 11, 21, tzinfo=UTC)) == []
     assert len(store.list_runs(until=datetime(2026, 11, 21, tzinfo=UTC))) == 1
     assert store.run_models() == ["openai/gpt-4o_mini"]
+    assert [r.id for r in store.list_runs(text="上海")] == [run.id] and store.list_runs(text="北京") == []
 
     again = store.import_run(store.get_run(run.id))  # the id is taken: a copy, nothing overwritten
     assert again.id != run.id and again.steps[0].model_dump(exclude={"run_id"}) == step.model_dump(exclude={"run_id"})
