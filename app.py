@@ -14,11 +14,15 @@ st.set_page_config(page_title="FlowCall", page_icon="🛠️", layout="wide")
 if "seeded" not in st.session_state:  # once per session: an empty database gets the examples
     st.session_state["seeded"] = seed_examples(service())
 
+# URL paths differ from the file names on purpose: while no session has run this script yet,
+# Streamlit still maps /<file name> to pages/<file name>.py directly (its older pages/ folder
+# routing), which would skip this script: no navigation, no set-up. A path no file matches
+# always starts here.
 pages = [
     st.Page("pages/flows.py", title="Flows", icon=":material/account_tree:", default=True),
-    st.Page("pages/run.py", title="Run", icon=":material/play_arrow:"),
-    st.Page("pages/runs.py", title="Runs & inspector", icon=":material/manage_search:"),
-    st.Page("pages/plugins.py", title="Plugins", icon=":material/extension:"),
-    st.Page("pages/models.py", title="Models", icon=":material/memory:"),
+    st.Page("pages/run.py", title="Run", icon=":material/play_arrow:", url_path="ask"),
+    st.Page("pages/runs.py", title="Runs & inspector", icon=":material/manage_search:", url_path="inspector"),
+    st.Page("pages/plugins.py", title="Plugins", icon=":material/extension:", url_path="tools"),
+    st.Page("pages/models.py", title="Models", icon=":material/memory:", url_path="model-setup"),
 ]
 st.navigation(pages).run()

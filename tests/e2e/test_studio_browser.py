@@ -61,7 +61,7 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
     assert created.tools == ["hr/v1/lookup_employee"] and created.polish is not None
 
     # --- Run: twice on the embedded model, so there is something to compare
-    go(page, studio.url, "/run", "Run a flow")
+    go(page, studio.url, "/ask", "Run a flow")
     choose(page, "Flow", "e2e-lookup")
     for question in ("张三今年多大了?", "李四今年多大了?"):
         fill(page, "Question", question, area=True)
@@ -72,7 +72,7 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
     assert len(runs) == 2 and all(r.status.value == "succeeded" for r in runs)
 
     # --- Inspector: step through the newest run, compare it with the first
-    go(page, studio.url, "/runs", "Runs & inspector")
+    go(page, studio.url, "/inspector", "Runs & inspector")
     expect(text(page, "#### [1]").or_(page.get_by_role("heading", name="[1] model_call", exact=False))).to_be_visible()
     click(page, "Next ▶")  # step 1 scored the tool's relevance; step 2 is the decision
     expect(page.get_by_role("heading", name="[2] model_call", exact=False)).to_be_visible()
@@ -108,16 +108,24 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
 
 
 def test_plugins_and_models_pages_render(studio, page, shots):
-    go(page, studio.url, "/plugins", "Plugins")
+    go(page, studio.url, "/tools", "Plugins")
     expect(text(page, "weather/v1/get_weather")).to_be_visible()
     page.screenshot(path=shots / "plugins.png")
-    go(page, studio.url, "/models", "Models")
+    # try a tool with the form generated from its JSON Schema
+    tab(page, "Try it")
+    choose(page, "Tool", "weather/v1/get_weather")
+    fill(page, "location *", "成都", commit=False)
+    click(page, "Run")
+    expect(text(page, "weather/v1/get_weather answered in")).to_be_visible()
+    expect(page.locator('[data-testid="stJson"]', has_text="成都").first).to_be_visible()
+    screenshot(page, shots / "plugins-try.png", page.get_by_role("tab", name="Try it"))
+    go(page, studio.url, "/model-setup", "Models")
     page.screenshot(path=shots / "models.png")
 
 
 @pytest.mark.model
 def test_structured_answer_shows_as_a_card_beside_its_json(studio, page, shots, model_path):
-    go(page, studio.url, "/run", "Run a flow")
+    go(page, studio.url, "/ask", "Run a flow")
     choose(page, "Flow", "commute-weather")  # an example flow, with the seeds' weather card schema
     click(page, "Run")
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()
