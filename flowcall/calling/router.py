@@ -9,8 +9,9 @@ chosen tool's schema (the schema way with that tool required).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
+
+import regex
 
 from flowcall.calling.base import ModelCall
 from flowcall.calling.relevance import has_tool_results, last_user_text
@@ -19,6 +20,9 @@ from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, 
 from flowcall.providers.base import Capabilities
 
 NONE = "none"
+# A flow's pattern is someone else's text, matched against the user's: a pattern that
+# backtracks catastrophically, like (a+)+$, must not hold the run. Past this it counts as no match.
+RULE_TIMEOUT_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -31,9 +35,16 @@ def rule_matches(rules: list[Rule], text: str, tools: list[ToolSpec]) -> list[To
     names = {t.name: t for t in tools}
     chosen = []
     for rule in rules:
-        if rule.tool in names and re.search(rule.pattern, text, re.IGNORECASE) and names[rule.tool] not in chosen:
+        if rule.tool in names and _matches(rule.pattern, text) and names[rule.tool] not in chosen:
             chosen.append(names[rule.tool])
     return chosen
+
+
+def _matches(pattern: str, text: str) -> bool:
+    try:
+        return regex.search(pattern, text, regex.IGNORECASE, timeout=RULE_TIMEOUT_S) is not None
+    except (TimeoutError, regex.error):  # too slow, or a pattern only Python's re accepts: no match
+        return False
 
 
 def _choose_by_name(request: ModelRequest, call: ModelCall, way: str) -> list[ToolSpec]:

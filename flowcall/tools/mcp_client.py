@@ -5,6 +5,10 @@ run first needs it, serves every call of that run, and stops when the run ends. 
 async and the engine is not, so each connection owns a thread with its own event loop; the
 SDK's client is entered and left inside one task there, as its cancel scopes require.
 
+A URL server is reached through http_guard's pinned client: no proxies from the environment,
+connections go only to the addresses checked, and only the URL's own host may be internal (a
+person granted that URL); the SDK itself follows redirects only within that origin.
+
 Tool results map as the spec says: structuredContent when the server sends it, else the
 content blocks as text; isError becomes a TOOL_ERROR the model can read. A server that
 crashes or hangs ends the call with TOOL_ERROR or TOOL_TIMEOUT, never a hung run.
@@ -14,14 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import re
 import threading
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncContextManager, Awaitable, Callable
+from urllib.parse import urlsplit
 
 from flowcall.errors import ConfigError
 from flowcall.spec import MCPServerConfig
 from flowcall.tools.base import Tool, ToolAnnotations
+from flowcall.tools.http_guard import guarded_async_client
 
 _STOP = object()
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -116,7 +123,8 @@ class MCPConnection:
         self._loop, self._queue = asyncio.get_running_loop(), asyncio.Queue()
         pending: set[asyncio.Task] = set()
         try:
-            async with Client(self.server.target(), read_timeout_seconds=self.server.startup_timeout_s) as client:
+            async with (_http_client(self.server) as http,
+                        Client(_target(self.server, http), read_timeout_seconds=self.server.startup_timeout_s) as client):
                 self._ready.set()
                 while (item := await self._queue.get()) is not _STOP:
                     job, future = item
@@ -136,6 +144,23 @@ class MCPConnection:
             item = self._queue.get_nowait()
             if item is not _STOP and not item[1].done():
                 item[1].set_exception(MCPToolError(f"MCP server '{self.server.name}' stopped: {_reason(exc)}"))
+
+
+def _http_client(server: MCPServerConfig) -> AsyncContextManager[Any]:
+    """The guarded HTTP client a URL server is reached with (closed by the caller), or nothing."""
+    if not server.url:
+        return contextlib.nullcontext()
+    # the SDK's default timeouts (30 s; reads 300 s: a server may hold an event stream open)
+    return guarded_async_client([urlsplit(server.url).hostname or ""], 30.0, read_timeout_s=300.0)
+
+
+def _target(server: MCPServerConfig, http: Any) -> Any:
+    """What the SDK's Client connects to: a stdio command, or streamable HTTP over `http`."""
+    if not server.url:
+        return server.target()
+    from mcp.client.streamable_http import streamable_http_client
+
+    return streamable_http_client(server.url, http_client=http)
 
 
 async def _settle(awaitable: Awaitable[Any], future: concurrent.futures.Future) -> None:
@@ -180,6 +205,14 @@ def tool_result(result: Any) -> Any:
     return text
 
 
+def _invoker(connection: MCPConnection, tool_name: str) -> Callable[..., Any]:
+    """A call of one MCP tool. The name is bound here, outside the arguments: whatever names
+    the model gives its arguments, they all go to this tool and none can pick another."""
+    def invoke(**arguments: Any) -> Any:
+        return connection.call_tool(tool_name, arguments, connection.server.call_timeout_s)
+    return invoke
+
+
 def tools_of(connection: MCPConnection) -> list[Tool]:
     """The server's tools as FlowCall tools: `<server>/mcp/<tool>`, annotations kept."""
     server = connection.server
@@ -192,11 +225,9 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         open_world = hints.open_world_hint if hints and hints.open_world_hint is not None else True
         name = _SAFE_NAME.sub("_", listed.name)[:64]
 
-        def invoke(_name: str = listed.name, **arguments: Any) -> Any:
-            return connection.call_tool(_name, arguments, server.call_timeout_s)
-
         tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
-                          parameters=listed.input_schema or {"type": "object", "properties": {}}, func=invoke,
+                          parameters=listed.input_schema or {"type": "object", "properties": {}},
+                          func=_invoker(connection, listed.name),
                           annotations=ToolAnnotations(read_only=read_only, destructive=destructive, open_world=open_world),
                           timeout_s=server.call_timeout_s, source="mcp", trusted=server.trusted))
     if not tools:

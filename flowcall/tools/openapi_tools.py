@@ -3,7 +3,8 @@
 A tool's arguments are the operation's path, query and header parameters, plus `body` for a
 JSON request body; local `$ref`s are inlined so the model sees one plain JSON Schema. Every
 request goes through http_guard: timeouts, a response-size cap, and no internal addresses
-unless the flow allows the host.
+unless the flow allows the host. Only GET, HEAD and OPTIONS run without asking: any other
+method changes something on the server, so a person approves it (annotated destructive).
 """
 
 from __future__ import annotations
@@ -21,12 +22,41 @@ from flowcall.spec import HTTPToolSource
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import guarded_request
 
-METHODS = ("get", "post", "put", "patch", "delete")
+METHODS = ("get", "head", "options", "post", "put", "patch", "delete")
+READ_ONLY_METHODS = ("get", "head", "options")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 class HTTPToolError(Exception):
     """The server answered with an error status; the message carries the start of its body."""
+
+
+class _AliasRefused(yaml.YAMLError):
+    pass
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without aliases. An alias repeats a node, so a few lines of nested aliases expand to
+    billions ("billion laughs"); an OpenAPI document never needs one (it has $ref), and JSON has
+    none. The first alias is refused as it is read, before anything is expanded."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _AliasRefused(f"*{event.anchor} at line {event.start_mark.line + 1}")
+        return super().compose_node(parent, index)
+
+
+def parse_document(text: str, name: str) -> Any:
+    """A JSON or YAML text, refused with a ConfigError if it is neither or uses YAML aliases."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # JSON is YAML too
+    except _AliasRefused as exc:
+        raise ConfigError(f"OpenAPI document {name} uses a YAML alias ({exc}); FlowCall refuses YAML aliases, "
+                          "which can expand a small file into an enormous one (\"billion laughs\"). Write the "
+                          "repeated part out, or use an OpenAPI $ref") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"OpenAPI document {name} is neither JSON nor YAML: {exc}") from exc
 
 
 def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
@@ -42,10 +72,7 @@ def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
         if not path.is_file():
             raise ConfigError(f"OpenAPI document {path} does not exist; give a file path or an http(s) URL")
         text, origin = path.read_text(encoding="utf-8"), None
-    try:
-        document = yaml.safe_load(text)  # JSON is YAML too
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"OpenAPI document {source.openapi} is neither JSON nor YAML: {exc}") from exc
+    document = parse_document(text, source.openapi)
     if not isinstance(document, dict) or not str(document.get("openapi", "")).startswith("3"):
         raise ConfigError(f"{source.openapi} is not an OpenAPI 3 document (no 'openapi: 3.x' field)")
     return document, origin
@@ -138,7 +165,8 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
         return text
 
     description = operation.get("summary") or operation.get("description") or f"{method.upper()} {path}"
+    # what the document says an operation does is the server's word; the method is what it can do
+    read_only = method in READ_ONLY_METHODS
     return Tool(name=name, version=f"{source.name}/http/{name}", description=description, parameters=parameters,
-                func=invoke, annotations=ToolAnnotations(read_only=method == "get", destructive=method in ("put", "delete"),
-                                                         open_world=True),
+                func=invoke, annotations=ToolAnnotations(read_only=read_only, destructive=not read_only, open_world=True),
                 timeout_s=source.timeout_s + 1, source="http")

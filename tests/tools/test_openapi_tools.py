@@ -108,6 +108,23 @@ def test_internal_and_odd_urls_are_refused_before_any_request(url):
         check_url(url, allow_hosts=[])
 
 
+SPECIAL_RANGES = [
+    "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.1.2.3", "0.0.0.0",
+    "198.18.0.1", "224.0.0.1", "240.0.0.1", "255.255.255.255", "192.0.2.1", "198.51.100.1", "203.0.113.1",
+    "192.88.99.1", "::1", "::", "::7f00:1", "::ffff:7f00:1", "::ffff:808:808", "64:ff9b::7f00:1", "64:ff9b:1::a00:1",
+    "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "fec0::1", "fd00::1", "fc00::1", "fe80::1", "ff02::1",
+    "ff0e::1", "2001:db8::1", "3fff::1", "100::1",
+]
+
+
+@pytest.mark.parametrize("address", SPECIAL_RANGES)
+def test_every_special_range_is_refused_unless_allowed(address):
+    host = f"[{address}]" if ":" in address else address
+    with pytest.raises(UnsafeRequest, match="internal address"):
+        check_url(f"http://{host}/", allow_hosts=[])
+    assert check_url(f"http://{host}/", allow_hosts=[address]) == [address]  # the flow may allow it
+
+
 def test_operations_become_tools_with_schemas_and_annotations(base):
     tools = {t.name: t for t in tools_from_openapi(source(base))}
     get_item, note, delete = tools["getItem"], tools["createNote"], tools["deleteNote"]
@@ -116,6 +133,7 @@ def test_operations_become_tools_with_schemas_and_annotations(base):
     assert note.parameters["properties"]["body"]["properties"] == {"text": {"type": "string"}}  # $ref inlined
     assert note.parameters["required"] == ["body"]
     assert get_item.annotations.read_only and delete.annotations.destructive and not note.annotations.read_only
+    assert note.annotations.destructive and not get_item.annotations.destructive  # a POST waits for a person
     assert [t.name for t in tools_from_openapi(source(base, operations=["search"]))] == ["search"]
 
 
@@ -173,6 +191,7 @@ def test_a_tool_whose_definition_changed_is_flagged_and_waits_for_a_person(base,
                 decision=DecisionConfig(provider="scripted"))
     script = [[("getItem", {"item_id": 1})], "ok"]
     service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider(list(script)))
+    service.grant(flow, by="test")  # a person lets this flow load the document and reach 127.0.0.1 (flowcall/trust.py)
     first = service.run(flow, "item 1?")  # first use: pinned, no questions asked
     assert first.status == RunStatus.SUCCEEDED and not [s for s in first.steps if s.kind == StepKind.WARNING]
 
