@@ -8,14 +8,18 @@ FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 6
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
 OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
-DASHSCOPE_API_KEY                     the dashscope provider (and its compatible mode)
-OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY   any OpenAI-compatible server
+DASHSCOPE_API_KEY, DASHSCOPE_BASE_URL the dashscope provider (and its compatible mode)
+OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY   any OpenAI-compatible server; the key is
+                                      sent only to OPENAI_COMPATIBLE_BASE_URL, never to another URL
+                                      a flow names
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EMBEDDED_MODEL_FILE = "qwen2.5-coder-0.5b-instruct.gguf"
@@ -74,3 +78,53 @@ def plugin_dirs() -> list[Path]:
 
 def data_dir() -> Path:
     return Path(os.environ.get("FLOWCALL_DATA_DIR", REPO_ROOT / "plugins" / "data")).expanduser()
+
+
+# the variable that says where each provider's key may be sent
+_BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "dashscope": "DASHSCOPE_BASE_URL",
+    "openai-compatible": "OPENAI_COMPATIBLE_BASE_URL",
+}
+
+
+def configured_base_url(provider: str) -> str | None:
+    """The base URL the person set in the environment for `provider`, or None."""
+    variable = _BASE_URL_VARIABLES.get(provider)
+    value = os.environ.get(variable, "").strip() if variable else ""
+    return value or None
+
+
+def compatible_base_url() -> str | None:
+    """OPENAI_COMPATIBLE_BASE_URL: the one place OPENAI_COMPATIBLE_API_KEY is sent to."""
+    return configured_base_url("openai-compatible")
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_UNSAFE_URL_CHARS = re.compile(r"[\\\s\x00-\x1f\x7f]")  # parsers disagree on these: never "the same"
+
+
+def _url_identity(url: str) -> tuple[str, str, int, str, str] | None:
+    """scheme, host, port, path and query, normalised; None for anything not a plain http(s) URL."""
+    if not isinstance(url, str) or _UNSAFE_URL_CHARS.search(url):
+        return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port that is not a number, a bad IPv6 literal
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return (scheme, parts.hostname.lower().rstrip("."), port or _DEFAULT_PORTS[scheme],
+            parts.path.rstrip("/"), parts.query)
+
+
+def same_base_url(a: str | None, b: str | None) -> bool:
+    """Do two base URLs name the same server and path? Scheme and host compare case-blind, a
+    default port equals no port, a trailing slash does not count and user:password does not
+    count (it does not change where a request goes). Anything unparsable is never the same."""
+    if not a or not b:
+        return False
+    left, right = _url_identity(a), _url_identity(b)
+    return left is not None and left == right

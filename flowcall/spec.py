@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -21,7 +22,41 @@ FORMAT_VERSION = "flowcall.flow/v1"
 CallingWayName = Literal["auto", "native", "prompt", "schema", "router"]
 ProviderName = Literal["local", "openai", "dashscope", "openai-compatible", "scripted"]
 
-_SECRET_KEYS = re.compile(r"(api[_-]?key|secret|token|password|authorization)$", re.IGNORECASE)
+# --- the secret check (parse_flow): a flow file is shared, so it must never hold a credential.
+# An MCP server's env value "$NAME" is a reference, read from the environment when it starts.
+_ENV_REFERENCE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # GITHUB_TOKEN, apiKey, X-Api-Key
+# a whole word of a name that says its value is a credential
+_SECRET_WORDS = frozenset({
+    "key", "keys", "token", "pass", "pwd", "pat", "password", "passwd", "passphrase", "secret", "secrets",
+    "credential", "credentials", "authorization", "cookie", "cookies", "bearer", "apikey", "privatekey",
+})
+# ... or part of a word (glued names: DBPASSWORD, accesstoken, OPENAIAPIKEY)
+_SECRET_PARTS = ("password", "passwd", "secret", "apikey", "accesskey", "privatekey", "authorization",
+                 "cookie", "credential")
+# a last word that makes the name about the secret, not the secret: DB_PASSWORD_FILE is a path
+# (the Docker convention), TOKEN_URL an endpoint, TOKEN_TTL a duration, max_tokens a count
+_ABOUT_WORDS = frozenset({"file", "path", "dir", "url", "uri", "endpoint", "name", "type", "mode", "ttl",
+                          "timeout", "expiry", "expires", "limit", "count", "size", "length", "tokens"})
+_HARMLESS_VALUES = frozenset({"", "true", "false", "yes", "no", "on", "off", "none", "null", "0", "1"})
+
+# values that are credentials whatever their name: well-known key formats ...
+_KEY_FORMATS = re.compile(
+    r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-|ant-)?(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"  # OpenAI & co
+    r"|(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"             # Stripe
+    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"        # AWS access key id
+    r"|(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"                   # Slack
+    r"|(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}"                           # Google
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"       # a JWT
+    r"|-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----"                      # PEM
+)
+# ... a long random run (no '/' or '.': paths, model names and tool refs split there) ...
+_LONG_RUN = re.compile(r"[A-Za-z0-9+=_-]{32,}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_DIGEST_LENGTHS = (40, 64, 128)  # SHA-1 (git commits), SHA-256, SHA-512: pins, not keys
+# ... and URLs with a password or a key in them
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 
 
 class ModelConfig(BaseModel):
@@ -187,18 +222,102 @@ class Flow(BaseModel):
         return json.dumps(self.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False)
 
 
-def _find_secrets(data: Any, path: str = "") -> list[str]:
-    found: list[str] = []
+def _is_secret_name(name: str) -> bool:
+    """AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, DB_PASSWORD, x-api-key, Authorization, Cookie ...
+    but not max_tokens, DB_PASSWORD_FILE, MONKEY or KEYBOARD."""
+    words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    if not words or words[-1] in _ABOUT_WORDS:
+        return False
+    if words[-1] == "auth" or any(w in _SECRET_WORDS for w in words):
+        return True
+    glued = "".join(words)
+    if any(part in glued for part in _SECRET_PARTS):
+        return True
+    return any("token" in w and not w.endswith(("tokens", "tokenizer", "tokenize")) for w in words)
+
+
+def _is_random_token(run: str) -> bool:
+    """A whitespace-free run of 32+ characters of a hex or base64 alphabet mixing letters and
+    digits: hex with both, or base64 with upper case, lower case and digits. Identifiers,
+    UUIDs (hex only in 8-4-4-4-12 pieces, one case) and hashes of digest length do not count."""
+    run = run.strip("-_=")
+    if len(run) < 32 or not any(c.isdigit() for c in run):
+        return False
+    if _HEX.fullmatch(run):
+        return any(c.isalpha() for c in run) and len(run) not in _DIGEST_LENGTHS
+    return any(c.isupper() for c in run) and any(c.islower() for c in run)
+
+
+def _url_problem(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    _, colon, password = parts.netloc.rpartition("@")[0].partition(":")
+    if colon and password:
+        return "a URL with a password in it (user:password@host)"
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if value and _is_secret_name(name) and not _ENV_REFERENCE.fullmatch(value):
+            return f"a URL with a credential in its query ({name}=...)"
+    return None
+
+
+def _value_problem(text: str) -> str | None:
+    """Why a string looks like it holds a credential, in words that do not quote it; or None."""
+    if _KEY_FORMATS.search(text):
+        return "a value in the format of an API key, token or private key"
+    if any(_is_random_token(m.group()) for m in _LONG_RUN.finditer(text)):
+        return "a long random value, like a key or token"
+    for match in _URL.finditer(text):
+        problem = _url_problem(match.group().rstrip(").,;"))
+        if problem:
+            return problem
+    return None
+
+
+def _path_part(key: Any) -> str:
+    key = str(key)
+    return "<a key that looks like a secret>" if _value_problem(key) else key
+
+
+def _find_secrets(data: Any, path: str = "", *, in_schema: bool = False) -> list[tuple[str, str]]:
+    """(path, why) for each place in flow JSON that holds what looks like a secret. Inside a JSON
+    Schema (polish.output_schema) keys are property names, so only values are judged there."""
+    found: list[tuple[str, str]] = []
     if isinstance(data, dict):
         for key, value in data.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and _SECRET_KEYS.search(key) and value:
-                found.append(where)
-            found.extend(_find_secrets(value, where))
+            where = f"{path}.{_path_part(key)}" if path else _path_part(key)
+            if isinstance(key, str) and _value_problem(key):
+                found.append((where, "a key that looks like a secret"))
+            literal = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+            if (not in_schema and isinstance(key, str) and literal and _is_secret_name(key)
+                    and str(value).strip().lower() not in _HARMLESS_VALUES
+                    and not _ENV_REFERENCE.fullmatch(str(value))):
+                found.append((where, "a literal value under a secret's name"))
+            elif isinstance(value, str) and (problem := _value_problem(value)):
+                found.append((where, problem))
+            else:
+                found.extend(_find_secrets(value, where, in_schema=in_schema or key == "output_schema"))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            found.extend(_find_secrets(value, f"{path}[{i}]"))
+            if isinstance(value, str) and (problem := _value_problem(value)):
+                found.append((f"{path}[{i}]", problem))
+            else:
+                found.extend(_find_secrets(value, f"{path}[{i}]", in_schema=in_schema))
     return found
+
+
+def _secrets_error(source: str, found: list[tuple[str, str]]) -> ConfigError:
+    """Names each place and the fix; never the value (the message is logged and shown)."""
+    places = "; ".join(f"{where} ({why})" for where, why in found)
+    env_names = [where.rsplit(".", 1)[1] for where, _ in found if re.search(r"\.env\.[A-Za-z_][A-Za-z0-9_]*$", where)]
+    example = env_names[0] if env_names else "GITHUB_TOKEN"
+    return ConfigError(
+        f"{source} holds what looks like a secret at {places}. A flow file is shared and must never hold "
+        f'one: remove it. For an MCP server\'s env write a reference, e.g. "{example}": "${example}", '
+        f"and set the variable ({example}) in the environment, where it is read when the server "
+        "starts; model API keys are read from the environment too (see README, Configuration)"
+    )
 
 
 def parse_flow(data: dict[str, Any] | str, *, source: str = "flow") -> Flow:
@@ -210,12 +329,9 @@ def parse_flow(data: dict[str, Any] | str, *, source: str = "flow") -> Flow:
             raise ConfigError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a JSON object with a 'name', got {type(data).__name__}")
-    secrets = [p for p in _find_secrets(data) if not p.endswith("output_schema")]
+    secrets = _find_secrets(data)
     if secrets:
-        raise ConfigError(
-            f"{source} contains what looks like a secret at {', '.join(secrets)}; flow files never hold "
-            "API keys: remove it and set the key in an environment variable (see README, Configuration)"
-        )
+        raise _secrets_error(source, secrets)
     fmt = data.get("format", FORMAT_VERSION)
     if fmt != FORMAT_VERSION:
         raise ConfigError(f"{source} has format '{fmt}'; this FlowCall reads '{FORMAT_VERSION}'")

@@ -16,3 +16,42 @@ def test_model_threads(monkeypatch):
     monkeypatch.setenv("FLOWCALL_THREADS", "two")
     with pytest.raises(ConfigError, match="FLOWCALL_THREADS must be a whole number"):
         config.model_threads()
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1/"),
+    ("HTTP://LocalHost:11434/v1", "http://localhost:11434/v1"),
+    ("https://api.example.com/v1", "https://api.example.com:443/v1"),
+    ("http://api.example.com/v1", "http://api.example.com:80/v1/"),
+    ("https://user:pw@api.example.com/v1", "https://api.example.com/v1"),  # userinfo does not change the server
+])
+def test_same_base_url(a, b):
+    assert config.same_base_url(a, b) and config.same_base_url(b, a)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11435/v1"),  # another port
+    ("http://api.example.com/v1", "https://api.example.com/v1"),  # another scheme
+    ("https://api.example.com/v1", "https://api.example.com/v2"),  # another path
+    ("https://api.example.com/V1", "https://api.example.com/v1"),  # paths are case-sensitive
+    ("https://api.example.com/v1", "https://api.example.com.evil.net/v1"),
+    ("https://api.example.com@evil.net/v1", "https://api.example.com/v1"),  # userinfo spelling of the host
+    ("https://api.example.com\\@evil.net/v1", "https://api.example.com/v1"),  # parsers disagree: never same
+    ("https://api.example.com:notaport/v1", "https://api.example.com/v1"),
+    ("ftp://api.example.com/v1", "ftp://api.example.com/v1"),
+    (None, "https://api.example.com/v1"),
+    ("", ""),
+])
+def test_different_base_url(a, b):
+    assert not config.same_base_url(a, b)
+
+
+def test_configured_base_urls(monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", " http://127.0.0.1:8080/v1 ")
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    assert config.compatible_base_url() == "http://127.0.0.1:8080/v1"
+    assert config.configured_base_url("openai-compatible") == "http://127.0.0.1:8080/v1"
+    assert config.configured_base_url("openai") is None
+    assert config.configured_base_url("local") is None
+    monkeypatch.delenv("OPENAI_COMPATIBLE_BASE_URL")
+    assert config.compatible_base_url() is None

@@ -11,9 +11,19 @@ from flowcall.providers.base import Capabilities, Provider
 from flowcall.spec import ModelConfig
 
 PROVIDER_NAMES = ("local", "openai", "dashscope", "openai-compatible")
+_BASE_URL_VARIABLE = {"openai": "OPENAI_BASE_URL", "dashscope": "DASHSCOPE_HTTP_BASE_URL"}
 
 
 def provider_for(config: ModelConfig) -> Provider:
+    if config.provider in ("openai", "dashscope") and config.base_url:
+        # their keys (OPENAI_API_KEY, DASHSCOPE_API_KEY) go only where the environment says:
+        # a flow file, which is shared, must not be able to send them to another server
+        raise ConfigError(
+            f"a flow cannot set base_url for provider '{config.provider}': its API key is sent only to "
+            f"{config.provider}'s own endpoint (or {_BASE_URL_VARIABLE[config.provider]}). "
+            "For another server use provider openai-compatible; its key (OPENAI_COMPATIBLE_API_KEY) "
+            "is sent only to OPENAI_COMPATIBLE_BASE_URL"
+        )
     if config.provider == "local":
         from flowcall.providers.local import LocalProvider
 
@@ -29,8 +39,7 @@ def provider_for(config: ModelConfig) -> Provider:
     if config.provider == "openai-compatible":
         from flowcall.providers.openai_compat import compatible_provider
 
-        if not config.base_url:
-            raise ConfigError("an openai-compatible model needs base_url (e.g. http://127.0.0.1:11434/v1 for Ollama)")
+        # no base_url in the flow: OPENAI_COMPATIBLE_BASE_URL (compatible_provider says if neither is set)
         return compatible_provider(config.model, config.base_url)
     raise ConfigError(
         f"provider '{config.provider}' cannot be built from a flow file; use one of {', '.join(PROVIDER_NAMES)}"

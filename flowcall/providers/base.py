@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
@@ -56,3 +58,30 @@ def redact(payload: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+# query parameters that carry a credential (…?key=…, ?access_token=…, ?sig=…)
+_SECRET_PARAM = re.compile(r"(key|token|secret|passw|pwd|auth|sig|signature|credential|session)", re.IGNORECASE)
+_USERINFO = re.compile(r"(?<=://)[^/?#\s@]*@")
+
+
+def redact_url(url: str | None) -> str | None:
+    """A URL safe to record or show: user:password@ dropped, credential-like query values
+    replaced by ***. A base URL from the environment may carry either."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # unparsable: at least drop anything before an @
+        return _USERINFO.sub("", url)
+    netloc = parts.netloc.rpartition("@")[2]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if _SECRET_PARAM.search(k) and v else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_text(text: str) -> str:
+    """Drop user:password@ from every URL in a message (an exception's text may quote one)."""
+    return _USERINFO.sub("", text)

@@ -22,7 +22,7 @@ from dashscope.common.error import DashScopeException, TimeoutException
 
 from flowcall.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, Usage
-from flowcall.providers.base import Capabilities, redact
+from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.openai_compat import parse_tool_call, tool_choice_to_wire
 from flowcall.providers.retry import with_retries
 
@@ -198,7 +198,8 @@ class DashScopeProvider:
         extra: dict[str, Any] = {"api_key": self._api_key, "request_timeout": self.timeout_s}
         if self.base_url:
             extra["base_address"] = self.base_url
-        recorded = {**redact(wire), "base_url": self.base_url or dashscope.base_http_api_url}
+        # recorded and shown without user:password (DASHSCOPE_HTTP_BASE_URL may hold them)
+        recorded = {**redact(wire), "base_url": redact_url(self.base_url or dashscope.base_http_api_url)}
         retries: list[dict[str, Any]] = []
         latency_ms = 0.0
 
@@ -209,10 +210,10 @@ class DashScopeProvider:
                 response = self._call(**wire, **extra)
             except (requests.exceptions.RequestException, TimeoutException) as exc:
                 raise ProviderError(
-                    f"could not reach DashScope at {recorded['base_url']} ({exc})", transient=True
+                    f"could not reach DashScope at {recorded['base_url']} ({redact_text(str(exc))})", transient=True
                 ) from exc
             except DashScopeException as exc:
-                message = f"the DashScope SDK refused the call: {type(exc).__name__}: {exc}"
+                message = f"the DashScope SDK refused the call: {type(exc).__name__}: {redact_text(str(exc))}"
                 raise ProviderError(message) from exc
             finally:
                 latency_ms = (time.perf_counter() - started) * 1000

@@ -15,9 +15,10 @@ from typing import Any
 
 import openai
 
+from flowcall import config
 from flowcall.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
-from flowcall.providers.base import Capabilities, redact
+from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.retry import with_retries
 
 DASHSCOPE_COMPATIBLE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
@@ -143,8 +144,10 @@ def parse_response(data: dict[str, Any]) -> ModelTurn:
     )
 
 
-def error_from_exception(exc: Exception, *, provider: str, model: str, base_url: str) -> ProviderError:
-    """Map an SDK exception to a ProviderError: 429, 5xx and network trouble are transient."""
+def error_from_exception(exc: Exception, *, provider: str, model: str, base_url: str,
+                         no_key_reason: str | None = None) -> ProviderError:
+    """Map an SDK exception to a ProviderError: 429, 5xx and network trouble are transient.
+    `base_url` must already be redacted (redact_url): the message is stored and shown."""
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         server_message = _server_message(exc).rstrip(". ")
@@ -165,18 +168,18 @@ def error_from_exception(exc: Exception, *, provider: str, model: str, base_url:
             )
         return ProviderError(
             f"{provider} rejected the request (HTTP {status}): {server_message}. "
-            + _hint(status, model, base_url),
+            + _hint(status, model, base_url, no_key_reason),
             status=status, request_id=exc.request_id,
         )
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError(f"{provider} did not answer in time at {base_url}", transient=True)
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError(
-            f"could not reach {provider} at {base_url} ({exc.__cause__ or exc}); is the server running "
-            "and the base URL right?",
+            f"could not reach {provider} at {base_url} ({redact_text(str(exc.__cause__ or exc))}); "
+            "is the server running and the base URL right?",
             transient=True,
         )
-    return ProviderError(f"{provider} call failed: {type(exc).__name__}: {exc}")
+    return ProviderError(f"{provider} call failed: {type(exc).__name__}: {redact_text(str(exc))}")
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -188,7 +191,9 @@ def _server_message(exc: openai.APIStatusError) -> str:
     return exc.message
 
 
-def _hint(status: int, model: str, base_url: str) -> str:
+def _hint(status: int, model: str, base_url: str, no_key_reason: str | None = None) -> str:
+    if status in (401, 403) and no_key_reason:
+        return f"No API key was sent: {no_key_reason}."
     if status in (401, 403):
         return f"Check the API key for {base_url} (is the right variable exported?)."
     if status == 404:
@@ -212,9 +217,11 @@ class OpenAICompatibleProvider:
         capabilities: Capabilities | None = None,
         timeout_s: float = 60.0,
         client: Any = None,
+        no_key_reason: str | None = None,
     ):
         self.model = model
         self.name = name
+        self.no_key_reason = no_key_reason  # why a key that is set was not sent: told on a 401
         self.capabilities = capabilities or FULL_CAPABILITIES.model_copy(deep=True)
         if client is None:
             try:
@@ -225,7 +232,8 @@ class OpenAICompatibleProvider:
                     "export OPENAI_API_KEY=..."
                 ) from exc
         self.client = client
-        self.base_url = str(getattr(client, "base_url", base_url) or "").rstrip("/")
+        # what is recorded and shown: a base URL from the environment may hold user:password
+        self.base_url = redact_url(str(getattr(client, "base_url", base_url) or "").rstrip("/")) or ""
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         wire = build_request(request, self.model)
@@ -240,7 +248,8 @@ class OpenAICompatibleProvider:
                 return self.client.chat.completions.create(**wire)
             except openai.OpenAIError as exc:
                 raise error_from_exception(
-                    exc, provider=self.name, model=self.model, base_url=self.base_url
+                    exc, provider=self.name, model=self.model, base_url=self.base_url,
+                    no_key_reason=self.no_key_reason,
                 ) from exc
             finally:
                 latency_ms = (time.perf_counter() - started) * 1000
@@ -297,14 +306,38 @@ def dashscope_compatible_provider(model: str, *, timeout_s: float = 60.0) -> Ope
 
 
 def compatible_provider(
-    model: str, base_url: str, *, capabilities: Capabilities | None = None, timeout_s: float = 60.0
+    model: str, base_url: str | None = None, *, capabilities: Capabilities | None = None,
+    timeout_s: float = 60.0,
 ) -> OpenAICompatibleProvider:
-    """A local or self-hosted server (Ollama, LM Studio, vLLM, llama.cpp). The key comes from
-    OPENAI_COMPATIBLE_API_KEY; most local servers need none."""
+    """A local or self-hosted server (Ollama, LM Studio, vLLM, llama.cpp) at `base_url` (a
+    flow's), else at OPENAI_COMPATIBLE_BASE_URL. OPENAI_COMPATIBLE_API_KEY is sent only to
+    OPENAI_COMPATIBLE_BASE_URL: a flow file is shared, and a base_url in it must not be able to
+    collect the key. Any other URL gets the placeholder (most local servers need no key)."""
+    configured = config.compatible_base_url()
+    base_url = base_url or configured
+    if not base_url:
+        raise ConfigError(
+            "an openai-compatible model needs a base URL: set base_url in the flow or export "
+            "OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)"
+        )
+    key = os.environ.get("OPENAI_COMPATIBLE_API_KEY") or None
+    no_key_reason = None
+    if config.same_base_url(base_url, configured):
+        # connect to the configured URL itself, so the key goes where the person put it, whatever
+        # another URL parser would make of the flow's spelling
+        base_url, api_key = configured, key or NO_KEY
+    else:
+        api_key = NO_KEY
+        if key:
+            no_key_reason = ("OPENAI_COMPATIBLE_API_KEY is sent only to OPENAI_COMPATIBLE_BASE_URL "
+                             f"({redact_url(configured) or 'not set'}), and this flow's base_url "
+                             f"{redact_url(base_url)} is another server; export OPENAI_COMPATIBLE_BASE_URL="
+                             "<this server's URL> if the key is meant for it")
     return OpenAICompatibleProvider(
         model,
         base_url=base_url,
-        api_key=os.environ.get("OPENAI_COMPATIBLE_API_KEY") or NO_KEY,
+        api_key=api_key,
         capabilities=capabilities,
         timeout_s=timeout_s,
+        no_key_reason=no_key_reason,
     )

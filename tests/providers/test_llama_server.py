@@ -42,7 +42,9 @@ def test_plain_completion_records_the_wire(server_url):
     assert turn.wire_response["choices"][0]["message"]["role"] == "assistant"
 
 
-def test_weather_flow_through_the_server(server_url):
+def test_weather_flow_through_the_server(server_url, monkeypatch):
+    # the person's own server, configured in the environment: it needs no grant (flowcall/trust.py)
+    monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", server_url)
     # A named tool_choice makes llama.cpp's server constrain the call with a grammar and send
     # parsed tool_calls on the wire (with "auto" this small model often answers in prose).
     flow = Flow(name="server-weather", tools=["weather/v1/get_weather"], max_rounds=1, tool_choice="get_weather",

@@ -310,3 +310,61 @@ def test_compatible_provider_needs_no_key(monkeypatch) -> None:
     assert provider.client.api_key == "not-needed"
     assert provider.capabilities == weak
     assert provider.name == "openai-compatible"
+
+
+# ---------------------------------------------------------------- where the key goes
+
+
+def test_compatible_key_goes_only_to_the_configured_base_url(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", "http://127.0.0.1:8080/v1")
+    same = compatible_provider("m", "HTTP://127.0.0.1:8080/v1/")
+    assert same.client.api_key == KEY and same.base_url == "http://127.0.0.1:8080/v1"
+    assert same.no_key_reason is None
+    other = compatible_provider("m", "http://127.0.0.1:9090/v1")
+    assert other.client.api_key == "not-needed" and other.base_url == "http://127.0.0.1:9090/v1"
+    assert "OPENAI_COMPATIBLE_BASE_URL" in other.no_key_reason
+    unset = compatible_provider("m")  # no base_url in the flow: the configured one
+    assert unset.client.api_key == KEY and unset.base_url == "http://127.0.0.1:8080/v1"
+
+
+def test_compatible_provider_needs_some_base_url(monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_COMPATIBLE_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="OPENAI_COMPATIBLE_BASE_URL"):
+        compatible_provider("m", None)
+
+
+def test_401_without_the_key_says_why(fake_server, weather_request, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", "http://127.0.0.1:1/v1")
+    fake_server.answer((401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}))
+    with pytest.raises(ProviderError) as caught:
+        compatible_provider("m", f"{fake_server.base_url}/v1").complete(weather_request)
+    assert fake_server.requests[0]["headers"]["authorization"] == "Bearer not-needed"
+    assert "No API key was sent" in caught.value.message and "OPENAI_COMPATIBLE_BASE_URL" in caught.value.message
+    assert KEY not in caught.value.message
+
+
+def test_recorded_base_url_has_no_credentials(fake_server, recorded, weather_request) -> None:
+    fake_server.answer((200, recorded("openai_plain_content")))
+    url = fake_server.base_url.replace("http://", "http://alice:s3cret-pw@") + "/v1?api-key=k3y&region=eu"
+    turn = OpenAICompatibleProvider("m", base_url=url, api_key=KEY).complete(weather_request)
+    recorded_url = turn.wire_request["base_url"]
+    assert recorded_url.startswith(f"{fake_server.base_url}/v1") and recorded_url.endswith("?api-key=***&region=eu")
+    assert "s3cret-pw" not in json.dumps(turn.wire_request) and "k3y" not in json.dumps(turn.wire_request)
+
+
+def test_redact_url() -> None:
+    from flowcall.providers.base import redact_url
+
+    assert redact_url("https://user:pw@Host:8443/v1/") == "https://Host:8443/v1/"
+    assert redact_url("https://h/v1?token=abc&x=1") == "https://h/v1?token=***&x=1"
+    assert redact_url("https://h/v1") == "https://h/v1" and redact_url(None) is None
+
+
+def test_userinfo_spelling_of_the_configured_host_gets_no_key(monkeypatch) -> None:
+    # looks like the configured server, goes to another one: the host is what follows the @
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", "http://127.0.0.1:8080/v1")
+    provider = compatible_provider("m", "http://127.0.0.1:8080@127.0.0.1:9090/v1")
+    assert provider.client.api_key == "not-needed" and provider.base_url == "http://127.0.0.1:9090/v1"
