@@ -1,7 +1,7 @@
 """Approval: some calls wait for a person, who approves, denies or edits them.
 
-Which: destructive tools (annotation), tools of MCP servers not marked trusted (MCP's
-destructiveHint defaults to true, and an untrusted server's word is all there is), and any
+Which: destructive tools (annotation), every tool of an MCP server not marked trusted by a
+person (a grant, flowcall/trust.py), whatever the server's own annotations say, and any
 tool the flow lists in `needs_approval`. A denied call goes back to the model as
 APPROVAL_DENIED; an edited one runs with the person's arguments, checked like the model's.
 
@@ -36,8 +36,10 @@ def needs_approval(tool: Tool, flow: Flow, changed: frozenset[str] = frozenset()
     """`changed`: versions of tools whose definition differs from the one first accepted."""
     if tool.name in flow.needs_approval or tool.version in flow.needs_approval or tool.version in changed:
         return True
-    if tool.source == "mcp" and tool.trusted:
-        return False
+    if tool.source == "mcp":
+        # An MCP server's annotations are hints it writes about itself: a server the person has
+        # not trusted cannot talk its way out of approval by calling a tool read-only.
+        return not tool.trusted
     return tool.annotations.destructive
 
 

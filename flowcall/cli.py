@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,12 @@ def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, qui
     """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
     service = _service(ctx)
     flow = _flow(service, flow_ref)
+    service.require_trust(flow, flow_ref)  # before anything is stored, started or sent
     on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
     run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
+    if run.flow_name != flow.name:
+        click.echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
+                   f"{run.flow_name!r}; the saved {flow.name!r} is unchanged", err=True)
     _report(ctx, run, as_json, quiet)
 
 
@@ -280,8 +285,11 @@ def runs_import(ctx: click.Context, file: Path) -> None:
     """Store an exported run (and its flow version); an id already taken gets a new one."""
     if not file.is_file():
         raise ConfigError(f"{file} does not exist; export a run with `flowcall runs export ID -o FILE`")
-    run = _service(ctx).import_run(file.read_text(encoding="utf-8"), source=str(file))
+    service = _service(ctx)
+    run = service.import_run(file.read_text(encoding="utf-8"), source=str(file))
     click.echo(f"imported run {run.id} ({len(run.steps)} steps)")
+    if service.last_import_note:
+        click.echo(f"note: {service.last_import_note}", err=True)
 
 
 @cli.group()
@@ -298,16 +306,30 @@ def flows_list(ctx: click.Context) -> None:
 
 @flows.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--new-version", is_flag=True,
+              help="Store FILE as a new version of the saved flow of the same name (you say so; never by default).")
 @click.pass_context
-def flows_import(ctx: click.Context, file: Path) -> None:
-    """Validate FILE and save it as a flow (a new version if the flow exists and changed)."""
+def flows_import(ctx: click.Context, file: Path, new_version: bool) -> None:
+    """Validate FILE and save it as a flow. By default it never changes a saved flow: a name
+    taken by a different flow gets a new one (NAME-imported), and you are told."""
     if not file.is_file():
         raise ConfigError(f"{file} does not exist")
     flow = parse_flow(file.read_text(encoding="utf-8"), source=str(file))
     service = _service(ctx)
-    service.registry.resolve(flow.tools)
-    _, version = service.store.save_flow(flow)
-    click.echo(f"imported {flow.name} as version {version}")
+    service.registry.resolve(flow.plugin_refs())
+    if new_version:
+        _, version = service.store.save_flow(flow)
+        click.echo(f"imported {flow.name} as version {version}")
+        adopted = service.adopt(flow)  # that version now, by content
+    else:
+        adopted = service.adopt(flow)
+        click.echo(f"imported {adopted.flow.name} as version {adopted.version}")
+    if adopted.note:
+        click.echo(f"note: {adopted.note}", err=True)
+    pending = [item for item, granted in service.trust_status(adopted.flow) if not granted]
+    if pending:
+        click.echo(f"it would start or reach {len(pending)} thing(s) nobody granted yet; review them with: "
+                   f"flowcall trust {shlex.quote(adopted.flow.name)}", err=True)
 
 
 @flows.command("export")
@@ -444,6 +466,54 @@ def _flow(service: Any, flow_ref: str) -> Any:
     return service.store.get_flow(flow_ref)[0]
 
 
+@cli.command("trust")
+@click.argument("flow_ref", required=False)
+@click.option("--run", "run_id", help="Grant what the flow version of this run would start or reach.")
+@click.option("--yes", is_flag=True, help="Grant without asking.")
+@click.option("--list", "list_all", is_flag=True, help="List every grant on this machine.")
+@click.option("--revoke", metavar="KEY", help="Revoke the grants whose key starts with KEY (8+ characters).")
+@click.pass_context
+def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes: bool, list_all: bool,
+              revoke: str | None) -> None:
+    """Show what FLOW_REF would start or reach (programs, servers, hosts, model URLs) and grant it.
+
+    A flow file cannot grant itself anything: its MCP commands and URLs, OpenAPI documents,
+    allow_hosts, trusted servers and model base URLs stay inert until granted here (or on the
+    studio's Run page). A grant covers exactly what was shown: a changed command needs a new one."""
+    service = _service(ctx)
+    if list_all or revoke:
+        if revoke:
+            for gone in service.store.revoke(revoke):
+                click.echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
+            return
+        for grant in service.store.list_grants():
+            click.echo(f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
+                       f"{grant['summary']}")
+        return
+    if bool(flow_ref) == bool(run_id):
+        raise click.UsageError("give a flow (file or saved name), or --run RUN_ID; or use --list / --revoke KEY")
+    flow = service.flow_of(service.store.get_run(run_id)) if run_id else _flow(service, flow_ref)
+    status = service.trust_status(flow)
+    if not status:
+        click.echo(f"flow {flow.name!r} starts no program and reaches nothing beyond the configured models; "
+                   "nothing to grant")
+        return
+    for item, granted in status:
+        click.echo(f"  [{'granted' if granted else 'NOT granted'}] {item.summary}")
+    pending = [item for item, granted in status if not granted]
+    if not pending:
+        click.echo("everything is granted already")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ConfigError("nothing was granted: confirm on a terminal, or pass --yes after reading the list above")
+        if not click.confirm(f"grant these {len(pending)} item(s)?", default=False, err=True):
+            click.echo("nothing was granted", err=True)
+            ctx.exit(1)
+    service.grant(flow, by=os.environ.get("USER") or "cli")
+    click.echo(f"granted {len(pending)} item(s)")
+
+
 @cli.group("mcp")
 def mcp_group() -> None:
     """MCP: look at a server's tools; serve a flow as an MCP server."""
@@ -474,18 +544,33 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
 @mcp_group.command("serve")
 @click.argument("flow_ref")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Anything but loopback needs --token.")
 @click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--token", envvar="FLOWCALL_MCP_TOKEN", show_envvar=True,
+              help="HTTP: every request must carry `Authorization: Bearer TOKEN`; required off loopback.")
+@click.option("--allow-host", "allow_hosts", multiple=True,
+              help="HTTP: one more Host name callers may use (e.g. a DNS name or NAT address); repeatable.")
+@click.option("--allow-origin", "allow_origins", multiple=True,
+              help="HTTP: one more browser Origin allowed, e.g. https://app.example.com; repeatable.")
+@click.option("--max-concurrent", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Calls that run at once; one more is answered 'busy, try again'.")
 @click.pass_context
-def mcp_serve(ctx: click.Context, flow_ref: str, transport: str, host: str, port: int) -> None:
+def mcp_serve(ctx: click.Context, flow_ref: str, transport: str, host: str, port: int, token: str | None,
+              allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], max_concurrent: int) -> None:
     """Serve FLOW_REF as an MCP server with one tool: question in, the flow's answer out."""
-    from flowcall.mcp_serve import serve, tool_name
+    from flowcall.mcp_serve import check_exposure, serve, tool_name
 
+    if transport == "http":
+        check_exposure(host, token)  # before anything is opened: an exposed port without a token never starts
     service = _service(ctx)
     flow = _flow(service, flow_ref)
+    service.require_trust(flow, flow_ref)  # what the flow starts or reaches must have been granted
     if transport == "http":
-        click.echo(f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp", err=True)
-    serve(service, flow, transport, host, port)
+        auth = "bearer token required" if token else "no token: loopback only"
+        click.echo(f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
+                   err=True)
+    serve(service, flow, transport, host, port, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins,
+          max_concurrent=max_concurrent)
 
 
 @cli.group()

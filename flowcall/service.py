@@ -6,6 +6,7 @@ Neither the CLI nor a Streamlit page talks to a provider or the database except 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -24,6 +25,19 @@ from flowcall.spec import Flow, parse_flow
 from flowcall.steps import Run
 from flowcall.store import Store, open_store
 from flowcall.tools.registry import ToolRegistry
+from flowcall.trust import TrustItem, require_granted, trust_items
+
+IMPORTED_SUFFIX = "-imported"
+
+
+@dataclass
+class Adopted:
+    """A flow from outside (a file, a run export) as stored: maybe under another name."""
+
+    flow: Flow
+    version_id: int
+    version: int
+    note: str | None = None  # set when it was stored under a new name
 
 RUN_FORMAT = "flowcall.run/v1"
 
@@ -32,6 +46,7 @@ RUN_FORMAT = "flowcall.run/v1"
 class FlowCall:
     store: Store
     provider_factory: ProviderFactory = provider_for
+    last_import_note: str | None = None  # what `import_run` did with a flow whose name was taken
 
     @classmethod
     def open(cls, database_url: str | None = None) -> FlowCall:
@@ -44,20 +59,61 @@ class FlowCall:
     def registry(self) -> ToolRegistry:
         return ToolRegistry.from_plugin_dirs(config.plugin_dirs())
 
+    # --- consent (flowcall/trust.py) -------------------------------------------------------
+    def require_trust(self, flow: Flow, ref: str | None = None, *, run_id: str | None = None) -> None:
+        """Refuse (TrustRequired, a ConfigError) a flow that would start or reach something no
+        person on this machine granted; the message lists each item and the command to grant."""
+        command = f"flowcall trust --run {run_id[:8]}" if run_id else f"flowcall trust {shlex.quote(ref or flow.name)}"
+        require_granted(flow, self.store, command)
+
+    def trust_status(self, flow: Flow) -> list[tuple[TrustItem, bool]]:
+        """Each item the flow would start or reach, and whether it is granted."""
+        granted = self.store.granted_keys()
+        return [(item, item.key in granted) for item in trust_items(flow)]
+
+    def grant(self, flow: Flow, *, by: str) -> list[TrustItem]:
+        """A person grants everything the flow would start or reach; returns what was new."""
+        new = [item for item, ok in self.trust_status(flow) if not ok]
+        self.store.grant(new, by=by)
+        return new
+
+    # --- flows from outside ---------------------------------------------------------------
+    def adopt(self, flow: Flow) -> Adopted:
+        """Store a flow that came from outside without ever changing a saved flow: the same
+        content as a saved version is that version; a new name is saved as it is; a name taken
+        by a different flow gets a new name (`NAME-imported`, `-imported-2`, ...)."""
+        spec_hash = flow.content_hash()
+        base = flow.name[: 120 - len(IMPORTED_SUFFIX) - 4]
+        for n in range(1, 1000):
+            name = flow.name if n == 1 else f"{base}{IMPORTED_SUFFIX}" + ("" if n == 2 else f"-{n - 1}")
+            candidate = flow if n == 1 else flow.model_copy(update={"name": name})
+            found = self.store.find_version(name, candidate.content_hash() if n > 1 else spec_hash)
+            if found is False:
+                continue  # a different flow has this name: never add a version to it
+            version_id, version = found or self.store.save_flow(candidate)
+            note = None if n == 1 else (f"a different flow named {flow.name!r} is saved here, so this one is "
+                                        f"stored as {name!r}; the saved {flow.name!r} is unchanged")
+            return Adopted(candidate, version_id, version, note)
+        raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
+
     def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None,
             approver: Approver | None = None) -> Run:
-        """Save the flow (a new version only if it changed), then run it against that version.
-        Without an approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
+        """Run the flow against its stored version (stored first if new; a flow whose name is
+        taken by a different saved flow is stored under a new name, see `adopt`). Without an
+        approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
         self.registry.resolve(flow.plugin_refs())  # fail before anything is recorded if a tool is missing
-        version_id, _ = self.store.save_flow(flow)
+        self.require_trust(flow)
+        adopted = self.adopt(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
-        return engine.run(flow, question, flow_version_id=version_id, on_step=on_step, approver=approver)
+        return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
+                          approver=approver)
 
     def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
         """Go on with a run that waits for approval (also after a restart: its state is stored)."""
         run = self.store.get_run(run_id)
         checkpoint = self.store.get_checkpoint(run.id)
         flow = self.flow_of(run)
+        self.require_trust(flow, run_id=run.id)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
 
@@ -83,6 +139,7 @@ class FlowCall:
             flow = flow.model_copy(update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})})
         checkpoint, reused = checkpoint_before(original, flow, seq, arguments)
         self.registry.resolve(flow.plugin_refs())
+        self.require_trust(flow, run_id=original.id)
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.continue_from(flow, original.question, checkpoint, reused, flow_version_id=version_id,
@@ -112,13 +169,19 @@ class FlowCall:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(top level)"
             raise ConfigError(f"{source} holds an invalid run at run.{where}: {first['msg']}") from exc
-        version_id = self.store.save_flow(flow)[0] if flow else None
-        return self.store.import_run(run.model_copy(update={"flow_version_id": version_id}))
+        adopted = self.adopt(flow) if flow else None
+        update: dict[str, Any] = {"flow_version_id": adopted.version_id if adopted else None}
+        if adopted and adopted.flow.name != flow.name:
+            update["flow_name"] = adopted.flow.name
+        imported = self.store.import_run(run.model_copy(update=update))
+        self.last_import_note = adopted.note if adopted else None
+        return imported
 
     def replay(self, run_id: str, *, on_step: StepCallback | None = None) -> tuple[Run, Run]:
         """Run a recorded run again with its models' recorded answers: (original, replay)."""
         original = self.store.get_run(run_id)
         flow = self.flow_of(original)
+        self.require_trust(flow, run_id=original.id)
         engine = Engine(self.registry, replay_factory(original), self.store)
         replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step)
         return original, replayed

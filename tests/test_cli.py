@@ -37,7 +37,8 @@ def test_flows_import_export_versions(tmp_path):
     exported["max_rounds"] = 3
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(exported, ensure_ascii=False))
-    assert "as version 2" in flowcall("flows", "import", str(changed)).stdout
+    assert "imported employee-lookup-imported as version 1" in flowcall("flows", "import", str(changed)).stdout
+    assert "as version 2" in flowcall("flows", "import", str(changed), "--new-version").stdout
     assert json.loads(flowcall("flows", "export", "employee-lookup", "--version", "1").stdout)["max_rounds"] == 1
     assert "employee-lookup" in flowcall("flows", "list").stdout
 

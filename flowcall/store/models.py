@@ -147,6 +147,19 @@ class ToolPinRow(Base):
     pinned_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class GrantRow(Base):
+    """Something a person allowed flows to start or reach, keyed by the hash of exactly that."""
+
+    __tablename__ = "grants"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    subject: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    summary: Mapped[str] = mapped_column(Text)
+    granted_by: Mapped[str] = mapped_column(String(120))
+    granted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class TaskRow(Base):
     """Tasks made by the built-in `create_task` plugin."""
 

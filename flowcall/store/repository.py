@@ -21,7 +21,7 @@ from flowcall.spec import Flow
 from flowcall.steps import Run, RunStatus, Step, utcnow
 from flowcall.store.db import make_engine
 from flowcall.store.migrate import upgrade
-from flowcall.store.models import FlowRow, FlowVersionRow, RunRow, StepRow, TaskRow, ToolPinRow
+from flowcall.store.models import FlowRow, FlowVersionRow, GrantRow, RunRow, StepRow, TaskRow, ToolPinRow
 
 _TIMES = {"started_at", "ended_at"}
 
@@ -175,6 +175,39 @@ class Store:
             else:
                 row.fingerprint, row.definition, row.pinned_at = fingerprint, definition, utcnow()
 
+    # --- Grants (flowcall/trust.py) ----------------------------------------------------------
+
+    def granted_keys(self) -> set[str]:
+        with self._session() as s:
+            return set(s.scalars(select(GrantRow.key)))
+
+    def grant(self, items: list[Any], *, by: str) -> None:
+        """Record a person's grant of each TrustItem (kind, subject, summary, key)."""
+        with self._session() as s, s.begin():
+            for item in items:
+                if s.get(GrantRow, item.key) is None:
+                    s.add(GrantRow(key=item.key, kind=item.kind, subject=item.subject, summary=item.summary,
+                                   granted_by=by, granted_at=utcnow()))
+
+    def list_grants(self) -> list[dict[str, Any]]:
+        with self._session() as s:
+            rows = s.scalars(select(GrantRow).order_by(GrantRow.granted_at)).all()
+            return [{"key": r.key, "kind": r.kind, "subject": r.subject, "summary": r.summary,
+                     "granted_by": r.granted_by, "granted_at": r.granted_at} for r in rows]
+
+    def revoke(self, key_prefix: str) -> list[dict[str, Any]]:
+        """Revoke the grants whose key starts with `key_prefix` (at least 8 characters)."""
+        if len(key_prefix) < 8:
+            raise ConfigError("give at least 8 characters of the grant's key (see `flowcall trust --list`)")
+        with self._session() as s, s.begin():
+            rows = s.scalars(select(GrantRow).where(GrantRow.key.startswith(key_prefix, autoescape=True))).all()
+            if not rows:
+                raise ConfigError(f"no grant has a key starting with {key_prefix!r}; see `flowcall trust --list`")
+            gone = [{"key": r.key, "summary": r.summary} for r in rows]
+            for row in rows:
+                s.delete(row)
+            return gone
+
     # --- Flows --------------------------------------------------------------------------------
 
     def save_flow(self, flow: Flow) -> tuple[int, int]:
@@ -234,6 +267,18 @@ class Store:
                 )
                 raise ConfigError(f"flow {name!r} has no version {version}; it has versions {versions}")
             return Flow.model_validate(row.spec), row.id, row.version
+
+    def find_version(self, name: str, spec_hash: str) -> tuple[int, int] | None | bool:
+        """(version_id, version) of flow `name`'s version with this content; None when no flow
+        has that name; False when it exists but has no such version."""
+        with self._session() as s:
+            flow_id = s.scalar(select(FlowRow.id).where(FlowRow.name == name))
+            if flow_id is None:
+                return None
+            row = s.scalar(select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id,
+                                                        FlowVersionRow.spec_hash == spec_hash)
+                           .order_by(FlowVersionRow.version.desc()).limit(1))
+            return (row.id, row.version) if row is not None else False
 
     def get_flow_version(self, version_id: int) -> Flow:
         """The flow exactly as a run ran it (runs point at a version id)."""

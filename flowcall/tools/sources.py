@@ -1,7 +1,9 @@
 """A run's tools beyond the plugins: its flow's MCP servers and OpenAPI documents.
 
 They are loaded when the run starts and dropped when it ends; MCP servers are stopped then.
-A source that cannot be loaded fails the run with one line naming it and the reason.
+A source that cannot be loaded fails the run with one line naming it and the reason. Only the
+servers and documents whose tools the flow attaches are started or loaded: a server listed in a
+shared flow but not used by it never runs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from flowcall.spec import Flow
 from flowcall.tools.base import Tool
 from flowcall.tools.http_guard import UnsafeRequest
 from flowcall.tools.registry import ToolRegistry
+from flowcall.trust import attached_http_sources, attached_servers
 
 
 @contextmanager
@@ -24,9 +27,9 @@ def run_registry(registry: ToolRegistry, flow: Flow) -> Iterator[ToolRegistry]:
     with ExitStack() as stack:
         extra: list[Tool] = []
         try:
-            for server in flow.mcp_servers:
+            for server in attached_servers(flow):
                 extra.extend(tools_of(stack.enter_context(MCPConnection(server))))
-            for source in flow.http_tools:
+            for source in attached_http_sources(flow):
                 extra.extend(tools_from_openapi(source))
         except (MCPToolError, TimeoutError, UnsafeRequest, ConfigError) as exc:
             raise FlowCallError(ErrorCode.TOOL_ERROR, str(exc)) from exc

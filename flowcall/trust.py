@@ -1,0 +1,151 @@
+"""Consent: what a flow would start or reach, and which of it a person on this machine granted.
+
+A flow file is someone else's text. Everything in it that starts a process (an MCP stdio
+command) or reaches the network beyond the configured model providers (an MCP URL, an OpenAPI
+document, hosts let past the SSRF guard, an openai-compatible base URL other than the configured
+one) and an MCP server's claim to be `trusted` is inert until a person grants it. A grant is
+keyed by the SHA-256 of exactly what was granted, so a changed command, URL or host needs a new
+one. Grants live in the database, never in a file: no file can grant itself anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Protocol
+from urllib.parse import urlsplit
+
+from flowcall import config
+from flowcall.errors import ConfigError
+from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig
+
+KINDS = {
+    "mcp_command": "start a program",
+    "mcp_url": "connect to an MCP server",
+    "mcp_trusted": "run an MCP server's tools without asking",
+    "openapi": "load an OpenAPI document and call its operations",
+    "allow_host": "let HTTP tools reach an internal host",
+    "base_url": "send questions and tool results to a model server",
+}
+
+
+@dataclass(frozen=True)
+class TrustItem:
+    """One thing a flow would start or reach; `subject` is exactly what a grant covers."""
+
+    kind: str
+    subject: dict[str, Any] = field(hash=False)
+    summary: str = ""
+
+    @property
+    def key(self) -> str:
+        canonical = json.dumps({"kind": self.kind, "subject": self.subject}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Grants(Protocol):
+    def granted_keys(self) -> set[str]: ...
+
+
+class TrustRequired(ConfigError):
+    """The flow would start or reach something nobody on this machine granted."""
+
+    def __init__(self, flow_name: str, items: list[TrustItem], grant_command: str):
+        self.items = items
+        listing = "; ".join(f"({i}) {item.summary}" for i, item in enumerate(items, 1))
+        super().__init__(
+            f"flow {flow_name!r} would {listing}, and nobody on this machine has granted "
+            f"{'that' if len(items) == 1 else 'these'}. Nothing was started or sent. Read the flow, then grant with: "
+            f"{grant_command}"
+        )
+
+
+def attached_servers(flow: Flow) -> list[MCPServerConfig]:
+    """The MCP servers whose tools the flow attaches: only these are ever started."""
+    return [s for s in flow.mcp_servers if any(ref.startswith(f"{s.name}/mcp/") for ref in flow.tools)]
+
+
+def attached_http_sources(flow: Flow) -> list[HTTPToolSource]:
+    """The OpenAPI documents whose operations the flow attaches: only these are loaded."""
+    return [s for s in flow.http_tools if any(ref.startswith(f"{s.name}/http/") for ref in flow.tools)]
+
+
+def normal_url(url: str) -> str:
+    """Scheme and host lower-case, no trailing slash: the form grants compare."""
+    parts = urlsplit(url.strip())
+    netloc = parts.netloc.lower()
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}" + (f"?{parts.query}" if parts.query else "")
+
+
+def _server_items(server: MCPServerConfig) -> list[TrustItem]:
+    if server.command:
+        where = {"command": list(server.command), "env": dict(sorted(server.env.items()))}
+        # literal values are shown (LD_PRELOAD=... matters); $VAR references are read from this machine
+        env = f" with environment {', '.join(f'{k}={v}' for k, v in sorted(server.env.items()))}" if server.env else ""
+        items = [TrustItem("mcp_command", where, f"start the program {json.dumps(server.command)}{env} "
+                                                 f"(MCP server '{server.name}')")]
+        what = f"`{' '.join(server.command)}`"
+    else:
+        where = {"url": normal_url(str(server.url))}
+        items = [TrustItem("mcp_url", where, f"connect to the MCP server at {where['url']} ('{server.name}')")]
+        what = where["url"]
+    if server.trusted:
+        items.append(TrustItem("mcp_trusted", where, f"run the tools of MCP server '{server.name}' ({what}) "
+                                                     "without asking a person"))
+    return items
+
+
+def _http_items(source: HTTPToolSource) -> list[TrustItem]:
+    target = f", sending requests to {normal_url(source.base_url)}" if source.base_url else " and its servers"
+    subject = {"openapi": source.openapi, "base_url": normal_url(source.base_url) if source.base_url else None}
+    items = [TrustItem("openapi", subject, f"load the OpenAPI document {source.openapi}{target} "
+                                           f"(HTTP tools '{source.name}')")]
+    for host in sorted({h.lower() for h in source.allow_hosts}):
+        items.append(TrustItem("allow_host", {"host": host},
+                               f"let HTTP tools reach {host} although it may be an internal address"))
+    return items
+
+
+def _model_items(flow: Flow) -> list[TrustItem]:
+    items = []
+    configured = config.compatible_base_url()
+    for role, model in (("decision", flow.decision), ("polish", flow.polish)):
+        if model is None or model.provider != "openai-compatible" or not model.base_url:
+            continue
+        if configured and config.same_base_url(model.base_url, configured):
+            continue  # the server the person configured in the environment
+        url = normal_url(model.base_url)
+        items.append(TrustItem("base_url", {"url": url},
+                               f"send the question and tool results to the model server at {url} "
+                               f"({role} model; without your API key)"))
+    return items
+
+
+def trust_items(flow: Flow) -> list[TrustItem]:
+    """Everything the flow would start or reach that needs a person's grant, once each."""
+    items: list[TrustItem] = []
+    for server in attached_servers(flow):
+        items += _server_items(server)
+    for source in attached_http_sources(flow):
+        items += _http_items(source)
+    items += _model_items(flow)
+    unique: dict[str, TrustItem] = {}
+    for item in items:
+        unique.setdefault(item.key, item)
+    return list(unique.values())
+
+
+def ungranted(flow: Flow, grants: Grants) -> list[TrustItem]:
+    granted = grants.granted_keys()
+    return [item for item in trust_items(flow) if item.key not in granted]
+
+
+def require_granted(flow: Flow, grants: Grants, grant_command: str) -> None:
+    missing = ungranted(flow, grants)
+    if missing:
+        raise TrustRequired(flow.name, missing, grant_command)
+
+
+def describe(items: Iterable[TrustItem]) -> list[str]:
+    return [f"{KINDS.get(item.kind, item.kind)}: {item.summary}" for item in items]
