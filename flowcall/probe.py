@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
 from flowcall.providers import Provider, provider_for
+from flowcall.providers.base import redact_url
 from flowcall.spec import ModelConfig
 from flowcall.steps import utcnow
 
@@ -202,7 +203,9 @@ def probe(config: ModelConfig, provider_factory: ProviderFactory = provider_for,
     Building the provider can fail (no API key, no model file): that ConfigError is raised,
     since there is nothing to measure. Every failure after that is a check's result."""
     provider = provider_factory(config)
-    profile = ModelProfile(provider=config.provider, model=provider.model, base_url=config.base_url)
+    # a base URL's credentials are never stored (the Models page shows profiles)
+    profile = ModelProfile(provider=config.provider, model=provider.model,
+                           base_url=redact_url(config.base_url) if config.base_url else None)
     for name in CHECKS:
         check = run_check(provider, name, timeout_s)
         profile.checks.append(check)

@@ -25,3 +25,20 @@ def model_path():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return status["path"]
+
+
+@pytest.fixture(scope="module")
+def http_url(tmp_path_factory):
+    """FlowCall's own MCP test server (tests/tools/mcp_test_server.py) over streamable HTTP."""
+    import sys
+    from pathlib import Path
+
+    from tests.local_servers import free_port, serving
+
+    server = Path(__file__).resolve().parent / "tools" / "mcp_test_server.py"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    # a bare GET on the MCP endpoint is refused (it wants a session); any answer means it listens
+    with serving([sys.executable, str(server), "http", str(port)], url, tmp_path_factory.mktemp("mcp") / "server.log",
+                 within_s=30, name="the MCP test server", any_answer=True):
+        yield url

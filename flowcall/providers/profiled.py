@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowcall.messages import ModelRequest, ModelTurn
-from flowcall.providers.base import Capabilities, Provider
+from flowcall.providers.base import Capabilities, Provider, redact_url
 from flowcall.spec import ModelConfig
 
 if TYPE_CHECKING:
@@ -51,7 +51,9 @@ def with_profiles(factory: ProviderFactory, store: Store) -> ProviderFactory:
 
     def build(config: ModelConfig) -> Provider:
         provider = factory(config)
-        profile = get_profile(store, config.provider, provider.model, config.base_url)
+        # profiles are stored under the base URL without credentials (probe.py)
+        profile = get_profile(store, config.provider, provider.model,
+                              redact_url(config.base_url) if config.base_url else None)
         if profile is None:
             return provider
         return ProfiledProvider(provider, measured(provider.capabilities, profile))

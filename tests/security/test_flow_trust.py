@@ -4,10 +4,9 @@ approval cannot be switched off by the other side; an import never replaces a sa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,44 +16,17 @@ from flowcall.errors import ConfigError
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service import FlowCall
 from flowcall.spec import parse_flow
-from flowcall.steps import RunStatus, StepKind
+from flowcall.steps import RunStatus
 from flowcall.trust import TrustRequired, trust_items
+from tests.security.test_ssrf import Capture
 
 ROOT = Path(__file__).resolve().parents[2]
 LIAR = str(ROOT / "tests" / "security" / "lying_mcp_server.py")
 
 
 def flowcall(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
-    import os
-
     return subprocess.run([sys.executable, "-m", "flowcall.cli", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, env={**os.environ, **(env or {})}, input=stdin)
-
-
-class Capture:
-    """An HTTP server on 127.0.0.1 that counts what reaches it."""
-
-    def __init__(self) -> None:
-        seen = self.seen = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _any(self):
-                seen.append((self.command, self.path, dict(self.headers)))
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_POST = do_PUT = do_DELETE = _any
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 @pytest.fixture
@@ -68,6 +40,13 @@ def write_flow(tmp_path: Path, data: dict) -> Path:
     path = tmp_path / "shared_flow.json"
     path.write_text(json.dumps({"decision": {"provider": "local"}, **data}), encoding="utf-8")
     return path
+
+
+def liar_flow(name: str, marker: Path, **server: object):
+    """A flow attaching the lying server's `lookup` tool, which writes `marker` when called."""
+    return parse_flow({"name": name, "tools": ["liar/mcp/lookup"], "max_rounds": 1, "decision": {"provider": "scripted"},
+                       "mcp_servers": [{"name": "liar", "command": [sys.executable, LIAR],
+                                        "env": {"MARKER": str(marker)}, **server}]})
 
 
 def scripted_service(script) -> FlowCall:
@@ -106,8 +85,8 @@ def test_an_mcp_url_is_not_contacted_until_granted(tmp_path, capture, attack):
     path = write_flow(tmp_path, {"name": "remote", "tools": ["r/mcp/t"], "mcp_servers": [
         {"name": "r", "url": capture.url + "/mcp"}]})
     done = flowcall("run", str(path), "hello")
-    attack.observed(f"exit {done.returncode}; requests seen: {len(capture.seen)}")
-    assert done.returncode == 2 and capture.seen == [] and capture.url in done.stderr
+    attack.observed(f"exit {done.returncode}; requests seen: {len(capture.requests)}")
+    assert done.returncode == 2 and capture.requests == [] and capture.url in done.stderr
 
 
 def test_an_openapi_document_and_allow_hosts_are_not_fetched_until_granted(tmp_path, capture, attack):
@@ -117,8 +96,8 @@ def test_an_openapi_document_and_allow_hosts_are_not_fetched_until_granted(tmp_p
     path = write_flow(tmp_path, {"name": "metadata", "tools": ["m/http/getToken"], "http_tools": [
         {"name": "m", "openapi": capture.url + "/openapi.json", "allow_hosts": ["127.0.0.1", "169.254.169.254"]}]})
     done = flowcall("run", str(path), "hello")
-    attack.observed(f"exit {done.returncode}; requests seen: {len(capture.seen)}")
-    assert done.returncode == 2 and capture.seen == []
+    attack.observed(f"exit {done.returncode}; requests seen: {len(capture.requests)}")
+    assert done.returncode == 2 and capture.requests == []
     assert "169.254.169.254" in done.stderr and "openapi.json" in done.stderr
 
 
@@ -129,8 +108,8 @@ def test_a_model_base_url_is_not_contacted_until_granted(tmp_path, capture, atta
                                                                "base_url": capture.url + "/v1"}})
     done = flowcall("run", str(path), "hello", env={"OPENAI_COMPATIBLE_BASE_URL": "http://127.0.0.1:1/v1",
                                                     "OPENAI_COMPATIBLE_API_KEY": "sk-local-only"})
-    attack.observed(f"exit {done.returncode}; requests seen: {len(capture.seen)}")
-    assert done.returncode == 2 and capture.seen == [] and "model server" in done.stderr
+    attack.observed(f"exit {done.returncode}; requests seen: {len(capture.requests)}")
+    assert done.returncode == 2 and capture.requests == [] and "model server" in done.stderr
 
 
 def test_a_grant_covers_exactly_what_was_granted(tmp_path, attack):
@@ -183,10 +162,7 @@ def test_an_untrusted_servers_read_only_claim_does_not_skip_approval(tmp_path, a
     attack.tried("an untrusted MCP server marks its tool readOnlyHint=true, destructiveHint=false",
                  expected="the call waits for a person; the tool does not run")
     marker = tmp_path / "called"
-    flow = parse_flow({"name": "liar", "tools": ["liar/mcp/lookup"], "max_rounds": 1,
-                       "decision": {"provider": "scripted"},
-                       "mcp_servers": [{"name": "liar", "command": [sys.executable, LIAR],
-                                        "env": {"MARKER": str(marker)}}]})
+    flow = liar_flow("liar", marker)
     service = scripted_service([[("lookup", {"term": "x"})], "done"])
     service.grant(flow, by="test")  # the person allowed the server to start, not to act unasked
     run = service.run(flow, "look x up")
@@ -200,10 +176,7 @@ def test_runs_replay_and_rerun_need_the_grant_too(tmp_path, attack):
     attack.tried("a run of a granted flow is replayed or re-run after the grant was revoked",
                  expected="refused with the grant command; the server does not start")
     marker = tmp_path / "called"
-    flow = parse_flow({"name": "replayed", "tools": ["liar/mcp/lookup"], "max_rounds": 1,
-                       "decision": {"provider": "scripted"},
-                       "mcp_servers": [{"name": "liar", "command": [sys.executable, LIAR],
-                                        "env": {"MARKER": str(marker)}, "trusted": True}]})
+    flow = liar_flow("replayed", marker, trusted=True)
     service = scripted_service([[("lookup", {"term": "x"})], "done"])
     service.grant(flow, by="test")
     run = service.run(flow, "look x up")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from flowcall.approval import Decision
 from flowcall.engine import Engine
 from flowcall.providers.scripted import ScriptedProvider
@@ -17,21 +15,11 @@ from flowcall.steps import MemorySink, StepKind
 from flowcall.tools.base import RunContext
 from flowcall.tools.mcp_client import MCPConnection, tools_of
 from flowcall.tools.registry import ToolRegistry
-from tests.local_servers import free_port, serving
 from tests.security.test_ssrf import Capture
 
 SERVER = str(Path(__file__).resolve().parents[1] / "tools" / "mcp_test_server.py")
 OWN = MCPServerConfig(name="own", command=[sys.executable, SERVER, "stdio"], call_timeout_s=10)
 CTX = RunContext(run_id="mcp-attacks")
-
-
-@pytest.fixture(scope="module")
-def http_url(tmp_path_factory):
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    with serving([sys.executable, SERVER, "http", str(port)], url, tmp_path_factory.mktemp("mcp") / "server.log",
-                 within_s=30, name="the MCP test server", any_answer=True):
-        yield url
 
 
 def test_an_argument_named__name_cannot_switch_the_tool_that_runs(attack):

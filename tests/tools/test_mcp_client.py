@@ -20,7 +20,6 @@ from flowcall.tools.base import RunContext
 from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of
 from flowcall.tools.sources import run_registry
 from flowcall.tools.registry import ToolRegistry
-from tests.local_servers import free_port, serving
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 TIME = MCPServerConfig(name="time", command=[sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])
@@ -33,16 +32,6 @@ def _children() -> set[int]:
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         pids |= {int(p) for p in (task / "children").read_text().split()}
     return pids
-
-
-@pytest.fixture(scope="module")
-def http_url(tmp_path_factory):
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    # a bare GET on the MCP endpoint is refused (it wants a session); any answer means it listens
-    with serving([sys.executable, SERVER, "http", str(port)], url, tmp_path_factory.mktemp("mcp") / "server.log",
-                 within_s=30, name="the MCP test server", any_answer=True):
-        yield url
 
 
 def test_mcp_server_time_over_stdio():
