@@ -5,16 +5,23 @@ is drawn. Pages stay thin; everything that is not drawing lives in the flowcall 
 from __future__ import annotations
 
 import json
+import os
+import re
+import string
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import graphviz
 import streamlit as st
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowcall.errors import ConfigError
 from flowcall.service import FlowCall
-from flowcall.spec import load_flow
+from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, load_flow
 from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.trust import KINDS, TrustItem
 
+M = TypeVar("M", bound=BaseModel)
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "flows"
 # A question per example flow, so a newcomer can press Run at once.
 EXAMPLE_QUESTIONS = {
@@ -24,6 +31,30 @@ EXAMPLE_QUESTIONS = {
     "employee-lookup": "张三今年多大了?",
     "clean-data": "Load orders_sample.csv and drop the rows with missing values.",
 }
+
+
+# Set to 1 to let the Plugins page start an MCP server from a typed command. Off by default:
+# whoever can open the page could otherwise run any program on this machine.
+MCP_COMMANDS_VARIABLE = "FLOWCALL_STUDIO_MCP_COMMANDS"
+
+_PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
+# GFM turns bare URLs, www. names and e-mail addresses into links even when their punctuation is
+# escaped (remark-gfm links them after parsing), so a word joiner (U+2060, invisible) is put
+# inside each trigger: "://", "www." and "@".
+_AUTOLINK = re.compile(r"://|www(?=\.)|@", re.IGNORECASE)
+
+
+def md(value: Any) -> str:
+    """Text from a model, a tool, an MCP server, a flow or a run file, made safe to put into
+    Markdown (st.markdown, captions, alerts, labels, metrics): every ASCII punctuation
+    character is backslash-escaped, so it shows as written and makes no link, image, heading,
+    emoji, colour or formula, and bare URLs are kept from becoming links."""
+    text = _AUTOLINK.sub(lambda m: m.group(0) + "\u2060", str(value))
+    return _PUNCTUATION.sub(r"\\\1", text).replace("\n", "  \n")  # two spaces: keep the line break
+
+
+def mcp_commands_allowed() -> bool:
+    return os.environ.get(MCP_COMMANDS_VARIABLE) == "1"
 
 
 def service() -> FlowCall:
@@ -50,11 +81,12 @@ def as_json(value: Any) -> str:
 
 
 def step_label(step: Step) -> str:
+    """The step's heading, as Markdown: its name, arguments and error code are escaped."""
     what = step.name or ""
     if step.kind == StepKind.TOOL_CALL:
         what += "(" + json.dumps(step.arguments or {}, ensure_ascii=False)[:60] + ")"
-    flag = f" ⚠ {step.error_code}" if step.error_code else ""
-    return f"[{step.seq}] {step.kind.value} · {what}{flag}"
+    flag = f" ⚠ {md(step.error_code)}" if step.error_code else ""
+    return f"[{step.seq}] {step.kind.value} · {md(what)}{flag}"
 
 
 def steps_table(run: Run) -> list[dict[str, Any]]:
@@ -71,10 +103,10 @@ def show_step(step: Step) -> None:
     cols[1].metric("Tokens out", step.tokens_out)
     cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
     cols[3].metric("Round", step.round)
-    st.caption(f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
-               + (f" · {step.note}" if step.note else ""))
+    st.caption(md(f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
+                  + (f" · {step.note}" if step.note else "")))
     if step.error_code:
-        st.error(f"{step.error_code}: {step.error_message or ''}")
+        st.error(md(f"{step.error_code}: {step.error_message or ''}"))
     if step.request:
         request = step.request
         with st.expander("Request (exactly as sent)", expanded=step.kind != StepKind.TOOL_CALL):
@@ -112,43 +144,47 @@ def show_step(step: Step) -> None:
 
 
 def _card_value(value: Any) -> str:
+    """A value for Markdown: numbers and yes/no as FlowCall formats them, text escaped."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) and 0 <= value <= 1:
         return f"{value:.0%}"  # probabilities read better as percentages
-    return str(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return md(value)
 
 
-def answer_card(answer: Any) -> None:
+def answer_card(answer: dict[str, Any]) -> None:
     """A structured answer as a card (the seeds' commute weather card): short fields as
-    metrics, nested objects as their own rows, long text as text."""
+    metrics, nested objects as their own rows, long text as text. Every key and value is
+    the model's text, so all of it goes through `md`."""
     with st.container(border=True):
         flat = {k: v for k, v in answer.items() if not isinstance(v, (dict, list))}
         title_key = next((k for k in ("title", "location", "name", "city") if k in flat), None)
         if title_key:
-            st.subheader(f"{flat.pop(title_key)}" + (f" · {flat.pop('date')}" if "date" in flat else ""))
+            st.subheader(md(f"{flat.pop(title_key)}" + (f" · {flat.pop('date')}" if "date" in flat else "")))
         # metrics for numbers, yes/no and words; sentences as text (a metric cuts them off)
         short = {k: v for k, v in flat.items() if not isinstance(v, str) or len(v) <= 10}
         for chunk in range(0, len(short), 4):
             cols = st.columns(4)
             for col, (key, value) in zip(cols, list(short.items())[chunk:chunk + 4]):
-                col.metric(key.replace("_", " "), _card_value(value))
+                col.metric(md(key.replace("_", " ")), _card_value(value))
         for key, value in flat.items():
             if key not in short:
-                st.markdown(f"**{key.replace('_', ' ')}**: {value}")
+                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value)}")
         for key, value in answer.items():
             if isinstance(value, dict):
-                st.markdown(f"**{key.replace('_', ' ')}**")
+                st.markdown(f"**{md(key.replace('_', ' '))}**")
                 answer_card(value)
             elif isinstance(value, list):
-                st.markdown(f"**{key.replace('_', ' ')}**")
+                st.markdown(f"**{md(key.replace('_', ' '))}**")
                 for item in value:
-                    st.markdown(f"- {_card_value(item) if not isinstance(item, dict) else as_json(item)}")
+                    st.markdown(f"- {md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item)}")
 
 
 def show_answer(run: Run) -> None:
     if run.status == RunStatus.FAILED:
-        st.error(f"The run failed: {run.error}. Open it in Runs to see the step that failed.")
+        st.error(f"The run failed: {md(run.error)}. Open it in Runs to see the step that failed.")
         return
     if run.status != RunStatus.SUCCEEDED:
         return
@@ -162,4 +198,87 @@ def show_answer(run: Run) -> None:
     elif isinstance(run.final_answer, list):
         st.json(run.final_answer)
     else:
-        st.success(run.final_answer or "(empty answer)")
+        st.success(md(run.final_answer) if run.final_answer else "(empty answer)")
+
+
+# ------------------------------------------------------------------ the Flows page's diagram
+
+def _dot_label(*lines: str) -> graphviz.nohtml:
+    """A DOT label of lines of flow text: graphviz quotes it and escapes its quotes;
+    `graphviz.escape` keeps backslashes literal, and `nohtml` keeps a `<...>` name from being
+    read as an HTML label."""
+    return graphviz.nohtml("\\n".join(graphviz.escape(line) for line in lines))
+
+
+def flow_diagram(flow: Flow) -> graphviz.Digraph:
+    """The flow as a graph, drawn in the browser by st.graphviz_chart (no `dot` program needed).
+    Every name and label comes from the flow file, so none is pasted into DOT by hand."""
+    graph = graphviz.Digraph("flow", graph_attr={"rankdir": "LR", "labelloc": "t",
+                                                 "label": _dot_label(flow.name, flow.description[:80])},
+                             node_attr={"shape": "box", "style": "rounded,filled", "fillcolor": "#f5f7fb",
+                                        "fontname": "sans"})
+    graph.node("question", shape="oval", fillcolor="#e8f0fe")
+    graph.node("answer", shape="oval", fillcolor="#e6f4ea")
+    graph.node("decision", _dot_label("decision", f"{flow.decision.provider}/{flow.decision.model}",
+                                      f"way: {flow.decision.calling_way}"))
+    graph.edge("question", "decision")
+    tools = [ref.rsplit("/", 1)[-1] for ref in flow.tools] or ["(no tools)"]
+    for i, name in enumerate(tools):
+        gated = name in flow.needs_approval or any(ref.endswith("/" + name) for ref in flow.needs_approval)
+        graph.node(f"t{i}", _dot_label(name + (" ✋" if gated else "")), fillcolor="#fef7e0")
+        choice = f"tool_choice: {flow.tool_choice}" if i == 0 else ""
+        graph.edge("decision", f"t{i}", _dot_label(choice), dir="both")
+    if flow.polish:
+        schema = " + schema" if flow.polish.output_schema else ""
+        graph.node("polish", _dot_label("polish", f"{flow.polish.provider}/{flow.polish.model}{schema}"))
+        graph.edge("decision", "polish")
+        graph.edge("polish", "answer")
+    else:
+        graph.edge("decision", "answer")
+    return graph
+
+
+# ------------------------------------------------------------------ the Flows page's editor
+
+def parse_list(text: str, model: type[M], field: str) -> tuple[list[M] | None, str | None]:
+    """A JSON list typed in the editor, checked with the flow's own model: (items, None) or
+    (None, what is wrong, naming the field)."""
+    if not text.strip():
+        return [], None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"{field}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+    try:
+        return TypeAdapter(list[model]).validate_python(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        return None, f"{field}{where}: {first['msg']}"
+
+
+def reach_lines(servers: list[MCPServerConfig], sources: list[HTTPToolSource]) -> list[str]:
+    """What each MCP server and OpenAPI source of a flow would start or reach, plain text."""
+    lines = []
+    for server in servers:
+        what = (f"starts the program {json.dumps(server.command)}" if server.command
+                else f"connects to {server.url}")
+        env = f", environment {', '.join(sorted(server.env))}" if server.env else ""
+        trusted = "; TRUSTED: its tools run without asking a person" if server.trusted else ""
+        lines.append(f"MCP server '{server.name}' {what}{env}{trusted}")
+    for source in sources:
+        target = f", requests to {source.base_url}" if source.base_url else ""
+        hosts = (f"; ALLOW_HOSTS: may reach the internal hosts {', '.join(source.allow_hosts)}"
+                 if source.allow_hosts else "")
+        lines.append(f"HTTP tools '{source.name}' load {source.openapi}{target}{hosts}")
+    return lines
+
+
+# ------------------------------------------------------------------ consent (the Run page)
+
+def show_trust_items(items: list[TrustItem]) -> None:
+    """What a flow would start or reach, one line each, exactly as a grant would cover it."""
+    if not items:
+        st.caption("Everything it needs is granted now.")
+        return
+    st.markdown("\n".join(f"- **{md(KINDS.get(item.kind, item.kind))}**: {md(item.summary)}" for item in items))

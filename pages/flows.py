@@ -12,33 +12,13 @@ import streamlit as st
 
 from flowcall.errors import ConfigError
 from flowcall.providers import PROVIDER_NAMES
-from flowcall.spec import Flow, parse_flow
-from flowcall.studio import as_json, service
+from flowcall.spec import HTTPToolSource, MCPServerConfig, parse_flow
+from flowcall.studio import as_json, flow_diagram, md, parse_list, reach_lines, service
 
 WAYS = ["auto", "native", "schema", "prompt", "router"]
 app = service()
 st.title("Flows")
 st.caption("question → decision model → plugin tools → polish model → answer")
-
-
-def diagram(flow: Flow) -> str:
-    """Graphviz DOT of the flow, drawn by the browser."""
-    tools = [ref.rsplit("/", 1)[-1] for ref in flow.tools] or ["(no tools)"]
-    lines = ['digraph { rankdir=LR; node [shape=box, style="rounded,filled", fillcolor="#f5f7fb", fontname="sans"];',
-             'question [shape=oval, fillcolor="#e8f0fe"]; answer [shape=oval, fillcolor="#e6f4ea"];',
-             f'decision [label="decision\\n{flow.decision.provider}/{flow.decision.model}\\nway: {flow.decision.calling_way}"];',
-             "question -> decision;"]
-    for i, name in enumerate(tools):
-        gated = name in flow.needs_approval or any(ref.endswith("/" + name) for ref in flow.needs_approval)
-        lines.append(f't{i} [label="{name}{" ✋" if gated else ""}", fillcolor="#fef7e0"]; '
-                     f'decision -> t{i} [dir=both, label="{"tool_choice: " + flow.tool_choice if i == 0 else ""}"];')
-    if flow.polish:
-        schema = " + schema" if flow.polish.output_schema else ""
-        lines += [f'polish [label="polish\\n{flow.polish.provider}/{flow.polish.model}{schema}"];',
-                  "decision -> polish; polish -> answer;"]
-    else:
-        lines.append("decision -> answer;")
-    return "\n".join(lines) + "\n}"
 
 
 def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -76,18 +56,20 @@ with right:
                 st.session_state["flow"] = new_name
                 st.rerun()
             except ConfigError as exc:
-                st.error(str(exc))
+                st.error(md(exc))
     upload = st.file_uploader("Import a flow (JSON)", type=["json"], key="import_flow")
     if upload is not None and upload.file_id != st.session_state.get("imported_file"):
         st.session_state["imported_file"] = upload.file_id  # import once, not on every rerun
         try:
             imported = parse_flow(upload.getvalue().decode("utf-8", errors="replace"), source=upload.name)
             app.registry.resolve(imported.plugin_refs())  # a tool that is not installed: say so now, not at run time
-            version_id, version = app.store.save_flow(imported)
-            st.success(f"Imported {imported.name!r} as version {version}.")
-            st.session_state["flow"] = imported.name
+            adopted = app.adopt(imported)  # never a new version of a saved flow someone else's file names
+            st.success(md(f"Imported {adopted.flow.name!r} as version {adopted.version}."))
+            if adopted.note:
+                st.warning(md(f"Stored under a new name: {adopted.note}."))
+            st.session_state["flow"] = adopted.flow.name
         except ConfigError as exc:
-            st.error(f"{exc}. Nothing was changed.")
+            st.error(f"{md(exc)}. Nothing was changed.")
 
 if not flows:
     st.stop()
@@ -102,19 +84,22 @@ tab_edit, tab_diagram, tab_versions, tab_json, tab_manage = st.tabs(
     ["Editor", "Diagram", "Versions", "JSON", "Duplicate / delete"])
 
 # ------------------------------------------------------------------ the editor
+# Saving starts from the saved flow's full JSON and changes only what these widgets edit, so a
+# field the editor does not show (router rules, timeouts, max_tokens...) is never dropped.
 with tab_edit:
     st.caption(f"Version {version}. Saving makes a new version only if something changed.")
     description = st.text_input("Description", flow.description, key=key + "description")
     st.subheader("Decision model")
     c1, c2, c3 = st.columns(3)
-    providers = list(PROVIDER_NAMES)
-    d_provider = c1.selectbox("Provider", providers, index=providers.index(flow.decision.provider)
-                              if flow.decision.provider in providers else 0, key=key + "d_provider")
+    providers = list(dict.fromkeys([*PROVIDER_NAMES, flow.decision.provider]))  # keep one the list lacks
+    d_provider = c1.selectbox("Provider", providers, index=providers.index(flow.decision.provider),
+                              key=key + "d_provider")
     d_model = c2.text_input("Model", flow.decision.model, key=key + "d_model")
     d_way = c3.selectbox("Calling way", WAYS, index=WAYS.index(flow.decision.calling_way), key=key + "d_way",
                          help="auto picks per model (native → schema → prompt) and records each fallback")
-    d_base = st.text_input("Base URL (openai-compatible only)", flow.decision.base_url or "", key=key + "d_base") \
-        if d_provider == "openai-compatible" else ""
+    d_base = st.text_input("Base URL (openai-compatible only)", flow.decision.base_url or "", key=key + "d_base",
+                           help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant before "
+                                "the first run, on the Run page.")
     d_prompt = st.text_area("System prompt", flow.decision.system_prompt, key=key + "d_prompt",
                             help="{{today}}, {{tomorrow}}, {{now}} and {{weekday}} are filled in at run time")
     d_temp = st.slider("Temperature", 0.0, 2.0, float(flow.decision.temperature), 0.1, key=key + "d_temp")
@@ -123,15 +108,35 @@ with tab_edit:
     available = sorted({t.version for t in app.registry.all()} | set(flow.tools))
     tools = st.multiselect("Attached tools (type to search)", available, default=flow.tools, key=key + "tools")
     short_names = [ref.rsplit("/", 1)[-1] for ref in tools]
-    approval = st.multiselect("Needs approval (besides destructive tools and untrusted MCP servers)", tools,
-                              default=[r for r in flow.needs_approval if r in tools], key=key + "approval")
+    # entries that name a tool another way (its short name) stay, and stay selected
+    approval_options = list(dict.fromkeys([*tools, *flow.needs_approval]))
+    approval = st.multiselect("Needs approval (besides destructive tools and untrusted MCP servers)",
+                              approval_options, default=flow.needs_approval, key=key + "approval")
     c1, c2, c3, c4 = st.columns(4)
-    choices = ["auto", "required", "none", *short_names]
-    tool_choice = c1.selectbox("tool_choice", choices, index=choices.index(flow.tool_choice)
-                               if flow.tool_choice in choices else 0, key=key + "choice")
+    choices = list(dict.fromkeys(["auto", "required", "none", *short_names, flow.tool_choice]))
+    tool_choice = c1.selectbox("tool_choice", choices, index=choices.index(flow.tool_choice), key=key + "choice")
     parallel = c2.checkbox("Parallel calls", flow.parallel_tool_calls, key=key + "parallel")
     max_rounds = c3.number_input("Max rounds", 1, 50, flow.max_rounds, key=key + "rounds")
     budget = c4.number_input("Retry budget", 0, 10, flow.retry_budget, key=key + "budget")
+
+    st.subheader("MCP servers and HTTP tools")
+    st.caption("JSON lists, as in the flow file (README: the flow JSON format). A server's tools are attached as "
+               "<server>/mcp/<tool>, an OpenAPI source's as <name>/http/<operationId>: pick them above.")
+    servers_text = st.text_area("MCP servers (JSON list)", as_json([s.model_dump(mode="json") for s in flow.mcp_servers]),
+                                height=160, key=key + "mcp_servers")
+    sources_text = st.text_area("HTTP tools (JSON list)", as_json([s.model_dump(mode="json") for s in flow.http_tools]),
+                                height=160, key=key + "http_tools")
+    servers, servers_problem = parse_list(servers_text, MCPServerConfig, "mcp_servers")
+    sources, sources_problem = parse_list(sources_text, HTTPToolSource, "http_tools")
+    for problem in (servers_problem, sources_problem):
+        if problem:
+            st.error(f"{md(problem)}. Fix it before saving.")
+    lines = reach_lines(servers or [], sources or [])
+    if lines:
+        risky = any(s.trusted for s in servers or []) or any(s.allow_hosts for s in sources or [])
+        (st.warning if risky else st.info)(
+            "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
+            + "\n".join(f"- {md(line)}" for line in lines))
 
     st.subheader("Polish model")
     use_polish = st.checkbox("Polish the tool results into the final answer", flow.polish is not None,
@@ -141,9 +146,13 @@ with tab_edit:
     if use_polish:
         base = flow.polish or flow.decision
         c1, c2 = st.columns(2)
-        p_provider = c1.selectbox("Provider ", providers, index=providers.index(base.provider)
-                                  if base.provider in providers else 0, key=key + "p_provider")
+        p_providers = list(dict.fromkeys([*PROVIDER_NAMES, base.provider]))
+        p_provider = c1.selectbox("Provider ", p_providers, index=p_providers.index(base.provider),
+                                  key=key + "p_provider")
         p_model = c2.text_input("Model ", base.model, key=key + "p_model")
+        p_base = st.text_input("Base URL (openai-compatible only) ", base.base_url or "", key=key + "p_base",
+                               help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant before "
+                                    "the first run, on the Run page.")
         p_prompt = st.text_area("Polish system prompt (empty: FlowCall's default)",
                                 flow.polish.system_prompt if flow.polish else "", key=key + "p_prompt")
         schema_text = st.text_area(
@@ -152,20 +161,23 @@ with tab_edit:
             height=200, key=key + "p_schema")
         schema, problem = schema_problem(schema_text)
         if problem:
-            st.error(f"Output schema: {problem}. Fix it before saving.")
+            st.error(f"Output schema: {md(problem)}. Fix it before saving.")
             schema_ok = False
         elif schema is not None:
             st.success("The schema is valid (JSON Schema 2020-12).")
-        polish = {"provider": p_provider, "model": p_model, "system_prompt": p_prompt, "output_schema": schema,
-                  "temperature": flow.polish.temperature if flow.polish else 0.0,
-                  "max_tokens": flow.polish.max_tokens if flow.polish else 1024}
+        polish = flow.polish.model_dump(mode="json") if flow.polish else {"temperature": 0.0, "max_tokens": 1024}
+        polish.update(provider=p_provider, model=p_model, base_url=p_base.strip() or None, system_prompt=p_prompt,
+                      output_schema=schema)
 
-    if st.button("Save flow", type="primary", disabled=not schema_ok, key=key + "save"):
+    valid = schema_ok and servers is not None and sources is not None
+    if st.button("Save flow", type="primary", disabled=not valid, key=key + "save"):
         data = flow.model_dump(mode="json")
         data.update(description=description, tools=tools, needs_approval=approval, tool_choice=tool_choice,
-                    parallel_tool_calls=parallel, max_rounds=int(max_rounds), retry_budget=int(budget), polish=polish)
+                    parallel_tool_calls=parallel, max_rounds=int(max_rounds), retry_budget=int(budget), polish=polish,
+                    mcp_servers=[s.model_dump(mode="json") for s in servers],
+                    http_tools=[s.model_dump(mode="json") for s in sources])
         data["decision"].update(provider=d_provider, model=d_model, calling_way=d_way, system_prompt=d_prompt,
-                                temperature=d_temp, base_url=d_base or None)
+                                temperature=d_temp, base_url=d_base.strip() or None)
         try:
             saved = parse_flow(data, source=f"flow {name!r}")
             _, new_version = app.store.save_flow(saved)
@@ -175,13 +187,13 @@ with tab_edit:
                 st.session_state["saved_message"] = f"Saved {name!r} as version {new_version}."
                 st.rerun()
         except ConfigError as exc:
-            st.error(f"{exc}. Nothing was saved.")
+            st.error(f"{md(exc)}. Nothing was saved.")
     if message := st.session_state.pop("saved_message", None):
-        st.success(message)
+        st.success(md(message))
 
 # ------------------------------------------------------------------ diagram, versions, JSON
 with tab_diagram:
-    st.graphviz_chart(diagram(flow))
+    st.graphviz_chart(flow_diagram(flow))
 
 with tab_versions:
     versions = app.store.flow_versions(name)
@@ -215,9 +227,9 @@ with tab_manage:
             st.session_state["flow"] = copy_name
             st.rerun()
         except ConfigError as exc:
-            st.error(str(exc))
+            st.error(md(exc))
     st.divider()
-    sure = st.checkbox(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)",
+    sure = st.checkbox(md(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)"),
                        key=key + "sure")
     if st.button("Delete flow", disabled=not sure, key=key + "delete"):
         app.store.delete_flow(name)

@@ -14,7 +14,7 @@ from flowcall.errors import ConfigError
 from flowcall.probe import Check, ModelProfile, probe
 from flowcall.spec import ModelConfig
 from flowcall.store.profiles import list_profiles, save_profile
-from flowcall.studio import service
+from flowcall.studio import md, service
 
 # provider -> (its key's variable, its base URL's variable); flowcall/config.py lists them
 KEYED_PROVIDERS = {
@@ -40,7 +40,8 @@ def check_rows(checks: list[Check]) -> list[dict[str, Any]]:
 
 def check_line(check: Check) -> str:
     icon = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}[check.outcome]
-    return f"{icon} **{check.name}** · {check.outcome} · {check.latency_ms / 1000:.1f} s · {check.detail}"
+    # the detail quotes the model server's answer or error: text, not Markdown
+    return f"{icon} **{md(check.name)}** · {check.outcome} · {check.latency_ms / 1000:.1f} s · {md(check.detail)}"
 
 
 st.title("Models")
@@ -110,7 +111,7 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
             profile = probe(config, service().provider_factory, on_check=lambda check: st.write(check_line(check)))
         except ConfigError as exc:
             box.update(label="The probe could not start", state="error")
-            st.error(f"{exc}")
+            st.error(md(exc))
             profile = None
     if profile is not None and profile.learned_anything():
         save_profile(service().store, profile)
@@ -120,20 +121,20 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
         st.session_state["last_probe"] = profile.model_dump(mode="json")
     elif profile is not None:
         box.update(label="No check reached the model", state="error")
-        st.error(f"{profile.checks[0].detail}. Check that the server is running, the base URL and the key, "
+        st.error(f"{md(profile.checks[0].detail)}. Check that the server is running, the base URL and the key, "
                  "then probe again. Nothing was stored.")
 
 if last := st.session_state.get("last_probe"):
     profile = ModelProfile.model_validate(last)
-    st.subheader(f"Last probe: {profile.provider}/{profile.model}")
+    st.subheader(md(f"Last probe: {profile.provider}/{profile.model}"))
     st.dataframe(check_rows(profile.checks), hide_index=True)
-    st.caption(f"`auto` now uses: {profile.capabilities_update()}")
+    st.caption(f"`auto` now uses: {md(profile.capabilities_update())}")
 
 st.subheader("Stored profiles")
 try:
     stored = list_profiles(service().store)
 except ConfigError as exc:
-    st.error(f"{exc}")
+    st.error(md(exc))
     st.stop()
 if not stored:
     st.info("No model has been probed yet: pick one above and run the probe, or `flowcall models probe --provider local`.")

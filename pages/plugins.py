@@ -1,6 +1,8 @@
 """Plugins: every tool FlowCall can attach, what it costs the model, trying one by hand, and
 attaching an MCP server's tools to a saved flow. Reaches tools and the database only through
-the flowcall package."""
+the flowcall package. Tool names, descriptions and results come from plugins and MCP servers,
+so they are shown as text (`md`), never as Markdown. Starting a server from a typed command is
+off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import streamlit as st
 
 from flowcall.errors import ConfigError
 from flowcall.spec import MCPServerConfig
-from flowcall.studio import service
+from flowcall.studio import MCP_COMMANDS_VARIABLE, mcp_commands_allowed, md, service
 from flowcall.tools.attach import add_server_to_flow
 from flowcall.tools.base import Tool
 from flowcall.tools.review import review
@@ -41,19 +43,19 @@ def show_tool(tool: Tool) -> None:
     """One tool in an expander: what it is, what it may do, what it costs the decision model."""
     checked = review(tool)
     cost = f"{checked.tokens} tokens" + ("" if checked.tokens_exact else " (estimated)")
-    with st.expander(f"{'⚠️ ' if checked.warnings else ''}{tool.version} · {cost}"):
-        st.markdown(f"**{tool.name}** · source `{tool.source}` · version `{tool.version}`")
-        st.write(tool.description or "(no description)")
+    with st.expander(f"{'⚠️ ' if checked.warnings else ''}{md(tool.version)} · {cost}"):
+        st.markdown(f"**{md(tool.name)}** · source {md(tool.source)} · version {md(tool.version)}")
+        st.markdown(md(tool.description) if tool.description else "(no description)")
         st.markdown(annotations_text(tool))
         st.caption(f"Its definition costs the decision model {cost} in every request it is attached to.")
         for warning in checked.warnings:
-            st.warning(f"Possible prompt injection: {warning}")
+            st.warning(f"Possible prompt injection: {md(warning)}")
         st.json(tool.parameters, expanded=False)
 
 
 def field_widget(f: FormField, key: str) -> Any:
     """The widget for one argument; its value goes to schema_form.collect as is."""
-    label, hint = f.label(), f.description or None
+    label, hint = md(f.label()), md(f.description) if f.description else None  # the schema is the server's text
     if f.kind == "boolean":
         return st.checkbox(label, value=bool(f.default), key=key, help=hint)
     if f.kind == "enum":
@@ -75,14 +77,14 @@ def field_widget(f: FormField, key: str) -> Any:
 
 def show_result(result: TrialResult) -> None:
     if result.ok:
-        st.success(f"{result.version} answered in {result.latency_ms:.0f} ms")
+        st.success(f"{md(result.version)} answered in {result.latency_ms:.0f} ms")
         if isinstance(result.result, (dict, list)):
             st.json(result.result)
         else:
             st.code(str(result.result))
         return
     what_next = _NEXT.get(result.error_code or "", "check the message and try again")
-    st.error(f"{result.error_code}: {result.error_message}. What to do: {what_next}.")
+    st.error(f"{md(result.error_code)}: {md(result.error_message)}. What to do: {what_next}.")
 
 
 def try_form(tool: Tool, key: str, run: Callable[[dict[str, Any]], TrialResult]) -> None:
@@ -91,25 +93,25 @@ def try_form(tool: Tool, key: str, run: Callable[[dict[str, Any]], TrialResult])
     with st.form(f"{key}:form"):
         raw = {f.name: field_widget(f, f"{key}:{f.name}") for f in fields}
         if not fields:
-            st.caption(f"{tool.name} takes no arguments.")
+            st.caption(f"{md(tool.name)} takes no arguments.")
         confirmed = True
         if tool.annotations.destructive:
-            confirmed = st.checkbox(f"{tool.name} is destructive: I understand it may change or delete things",
+            confirmed = st.checkbox(f"{md(tool.name)} is destructive: I understand it may change or delete things",
                                     key=f"{key}:confirm")
         submitted = st.form_submit_button("Run", type="primary", key=f"{key}:run")
     if submitted:
         st.session_state.pop(f"{key}:result", None)
         arguments, errors = collect(fields, raw, tool.parameters)
         if errors:
-            st.error("Nothing was run. " + " ".join(f"{e}." for e in errors))
+            st.error("Nothing was run. " + " ".join(f"{md(e)}." for e in errors))
         elif not confirmed:
-            st.error(f"Nothing was run: {tool.name} is destructive; tick the confirmation box first.")
+            st.error(f"Nothing was run: {md(tool.name)} is destructive; tick the confirmation box first.")
         else:
-            with st.spinner(f"Running {tool.name}…"):
+            with st.spinner(f"Running {md(tool.name)}…"):
                 try:
                     st.session_state[f"{key}:result"] = run(arguments)
                 except ConfigError as exc:
-                    st.error(str(exc))
+                    st.error(md(exc))
     if result := st.session_state.get(f"{key}:result"):
         show_result(result)
 
@@ -127,30 +129,38 @@ def try_tab(tools: list[Tool]) -> None:
     versions = [t.version for t in tools]
     picked = st.selectbox("Tool", versions, key="plugins:try_tool")
     tool = tools[versions.index(picked)]
-    st.caption(f"{tool.description.splitlines()[0] if tool.description else ''} · {annotations_text(tool)}")
+    st.caption(f"{md(tool.description.splitlines()[0]) if tool.description else ''} · {annotations_text(tool)}")
     try_form(tool, f"try:{tool.version}", lambda arguments: try_tool(service().registry, tool.version, arguments))
 
 
 def connect(name: str, command_line: str, url: str) -> None:
     """Start the server, list its tools, stop it; keep the server and tools in the session."""
     st.session_state.pop("mcp:server", None)
+    if command_line.strip() and not mcp_commands_allowed():
+        # checked here too, not only by the disabled box: nothing from the browser starts a program
+        st.error(f"Nothing was started: starting a program from the studio is off. Start the studio with "
+                 f"{MCP_COMMANDS_VARIABLE}=1 to allow it.")
+        return
     try:
         server = server_config(name, command_line, url)
     except ConfigError as exc:
-        st.error(str(exc))
+        st.error(md(exc))
         return
-    with st.status(f"Connecting to {server.describe()}…", expanded=True) as status:
+    with st.status(f"Connecting to {md(server.describe())}…", expanded=True) as status:
         try:
             tools = server_tools(server)
         except ConfigError as exc:
-            status.update(label=f"Could not connect to '{server.name}'", state="error")
-            st.error(f"{exc}. Check the command or URL, e.g. run it by hand in a terminal.")
+            status.update(label=f"Could not connect to '{md(server.name)}'", state="error")
+            st.error(f"{md(exc)}. Check the command or URL, e.g. run it by hand in a terminal.")
             return
-        status.update(label=f"Connected to '{server.name}': {len(tools)} tools", state="complete", expanded=False)
+        status.update(label=f"Connected to '{md(server.name)}': {len(tools)} tools", state="complete",
+                      expanded=False)
     st.session_state["mcp:server"] = (server, tools)
 
 
 def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
+    """Add the server and its tools to a saved flow. Nothing is granted here: the flow's first
+    run shows the exact command or URL on the Run page and asks for the grant there."""
     store = service().store
     flows = [f["name"] for f in store.list_flows()]
     if not flows:
@@ -161,31 +171,39 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
         try:
             version, skipped = add_server_to_flow(store, target, server, tools)
         except ConfigError as exc:
-            st.error(str(exc))
+            st.error(md(exc))
             return
-        st.success(f"Added '{server.name}' and its tools to {target}, now version {version}. Calls of its tools "
-                   "wait for approval unless the flow marks the server trusted.")
+        st.success(md(f"Added '{server.name}' and its tools to {target}, now version {version}. Its first run asks "
+                      "you (Run page) to grant starting or reaching the server; calls of its tools wait for "
+                      "approval unless the flow marks the server trusted."))
         if skipped:
-            st.warning("Not added, the flow already has a tool of that name: " + ", ".join(skipped))
+            st.warning(md("Not added, the flow already has a tool of that name: " + ", ".join(skipped)))
 
 
 def mcp_tab() -> None:
+    allowed = mcp_commands_allowed()
+    if not allowed:
+        st.info(f"Starting an MCP server from a command is off: it would run any program on this machine for "
+                f"whoever can open this page. To turn it on, start the studio with {MCP_COMMANDS_VARIABLE}=1 "
+                f"(e.g. `{MCP_COMMANDS_VARIABLE}=1 streamlit run app.py`). Servers by URL work as they are.")
     with st.form("mcp:connect"):
         name = st.text_input("Name", key="mcp:name", placeholder="time",
                              help="Lowercase; the tools' namespace: <name>/mcp/<tool>")
         command_line = st.text_input("stdio command", key="mcp:command", placeholder="uvx mcp-server-time",
-                                     help="One line, quoted as in a shell")
+                                     disabled=not allowed,
+                                     help="One line, quoted as in a shell" if allowed
+                                     else f"Off: start the studio with {MCP_COMMANDS_VARIABLE}=1 to allow it")
         url = st.text_input("or streamable HTTP URL", key="mcp:url", placeholder="http://127.0.0.1:8765/mcp")
         submitted = st.form_submit_button("Connect", key="mcp:connect")
     if submitted:
-        connect(name, command_line, url)
+        connect(name, command_line or "", url)
     if "mcp:server" not in st.session_state:
         return
     server, tools = st.session_state["mcp:server"]
-    st.subheader(f"{server.name}: {len(tools)} tools")
+    st.subheader(md(f"{server.name}: {len(tools)} tools"))
     for tool in tools:
         show_tool(tool)
-    st.subheader(f"Try a tool of {server.name}")
+    st.subheader(md(f"Try a tool of {server.name}"))
     names = [t.name for t in tools]
     tool = tools[names.index(st.selectbox("Tool", names, key="mcp:try_tool"))]
     try_form(tool, f"mcp:{server.name}:{tool.name}", lambda arguments: try_server_tool(server, tool.name, arguments))
@@ -197,7 +215,7 @@ st.title("Plugins")
 try:
     all_tools = service().registry.all()
 except ConfigError as exc:  # a plugin that fails to import
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 tools_view, try_view, mcp_view = st.tabs(["Tools", "Try it", "Attach an MCP server"])
 with tools_view:

@@ -1,17 +1,29 @@
 """Run: pick a flow, ask, watch the steps arrive; approve, deny or edit a call that waits for
-a person; see the answer (a structured one as a card, with its raw JSON beside it)."""
+a person; see the answer (a structured one as a card, with its raw JSON beside it). A flow that
+would start a program or reach a server nobody granted first shows what, and runs only after
+"Grant and run"."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import streamlit as st
 
 from flowcall.approval import Decision
 from flowcall.cli import describe_step
-from flowcall.errors import FlowCallError
+from flowcall.errors import ConfigError, FlowCallError
 from flowcall.steps import Run, RunStatus, Step, StepKind
-from flowcall.studio import EXAMPLE_QUESTIONS, as_json, service, show_answer, steps_table
+from flowcall.studio import (
+    EXAMPLE_QUESTIONS,
+    as_json,
+    md,
+    service,
+    show_answer,
+    show_trust_items,
+    steps_table,
+)
+from flowcall.trust import TrustRequired
 
 app = service()
 st.title("Run a flow")
@@ -23,22 +35,36 @@ if not flows:
 names = [f["name"] for f in flows]
 preferred = st.session_state.get("flow")
 name = st.selectbox("Flow", names, index=names.index(preferred) if preferred in names else 0)
-flow, _, version = app.store.get_flow(name)
-st.caption(f"version {version} · {flow.description}")
+flow, version_id, version = app.store.get_flow(name)
+st.caption(md(f"version {version} · {flow.description}"))
 question = st.text_area("Question", EXAMPLE_QUESTIONS.get(name, ""), height=80, key=f"question:{name}")
 
 
-def live(label: str, work) -> Run | None:
-    """Run `work(on_step)` inside a status box that fills with the steps as they end."""
+def ask_consent(flow_version_id: int, question: str | None) -> None:
+    """Show the consent panel for this flow version; `question` is what runs once granted
+    (None: a paused run, which the person continues after granting)."""
+    st.session_state["consent"] = {"version_id": flow_version_id, "question": question}
+
+
+def live(label: str, work: Callable, consent_for: tuple[int | None, str | None]) -> Run | None:
+    """Run `work(on_step)` inside a status box that fills with the steps as they end. A grant
+    missing meanwhile (revoked, or the flow changed) shows the consent panel instead."""
     with st.status(label, expanded=True) as status:
         def on_step(step: Step) -> None:
             st.text(describe_step(step))
 
         try:
             run = work(on_step)
-        except FlowCallError as exc:
+        except TrustRequired:
+            status.update(label="Nothing was run: it needs your grant", state="error")
+            if consent_for[0] is not None:
+                ask_consent(*consent_for)
+                st.rerun()
+            st.error("This run's flow version is gone, so there is nothing to grant. Nothing was run.")
+            return None
+        except (FlowCallError, ConfigError) as exc:
             status.update(label="Could not run", state="error")
-            st.error(f"{exc}")
+            st.error(md(exc))
             return None
         state = {"succeeded": "complete", "failed": "error"}.get(run.status.value, "running")
         status.update(label=f"Run {run.status.value} · {len(run.steps)} steps · "
@@ -49,7 +75,48 @@ def live(label: str, work) -> Run | None:
 
 
 if st.button("Run", type="primary", disabled=not question.strip()):
-    live("Running the flow…", lambda on_step: app.run(flow, question.strip(), on_step=on_step))
+    st.session_state.pop("consent", None)
+    if any(not granted for _, granted in app.trust_status(flow)):
+        ask_consent(version_id, question.strip())  # nothing starts before the person grants it
+    else:
+        live("Running the flow…", lambda on_step: app.run(flow, question.strip(), on_step=on_step),
+             (version_id, question.strip()))
+
+# ------------------------------------------------------------------ consent
+def consent_panel(consent: dict) -> None:
+    """What the flow version would start or reach, ungranted; runs nothing until "Grant and run"."""
+    try:
+        asked = app.store.get_flow_version(consent["version_id"])  # exactly the version shown, not a newer one
+    except ConfigError:  # deleted meanwhile: nothing left to grant or run
+        st.session_state.pop("consent", None)
+        return
+    missing = [item for item, granted in app.trust_status(asked) if not granted]
+    panel = st.empty()
+    with panel.container(border=True):
+        st.warning(f"Flow {md(asked.name)} would start or reach the following, and nobody on this machine has "
+                   "granted it. Nothing has been started or sent. Read it; grant only what you expect.")
+        show_trust_items(missing)
+        c1, c2, _ = st.columns([2, 1, 5])
+        grant = c1.button("Grant and run" if consent["question"] is not None else "Grant", type="primary",
+                          key="consent:grant")
+        cancel = c2.button("Cancel", key="consent:cancel")
+    if not (grant or cancel):
+        return
+    panel.empty()
+    st.session_state.pop("consent", None)
+    if cancel:
+        st.info("Cancelled: nothing was granted, started or run.")
+        return
+    app.grant(asked, by="studio")
+    if consent["question"] is None:
+        st.success("Granted. Continue the run below.")
+    else:
+        live("Running the flow…", lambda on_step: app.run(asked, consent["question"], on_step=on_step),
+             (consent["version_id"], consent["question"]))
+
+
+if consent := st.session_state.get("consent"):
+    consent_panel(consent)
 
 
 def waiting_calls(run: Run) -> list[Step]:
@@ -69,7 +136,7 @@ if run_id := st.session_state.get("run_id"):
         with st.form("approval"):
             choices: dict[str, tuple[str, str, str]] = {}
             for step in waiting_calls(run):
-                st.markdown(f"**{step.name}** (call `{step.tool_call_id}`)")
+                st.markdown(f"**{md(step.name)}** (call {md(step.tool_call_id)})")
                 action = st.radio("Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}")
                 args = st.text_area("Arguments (edit them, then choose edit)", as_json(step.arguments),
                                     key=f"args:{step.tool_call_id}")
@@ -92,10 +159,11 @@ if run_id := st.session_state.get("run_id"):
                 else:
                     decisions[call_id] = Decision(action=action, reason=reason)
             if problems:
-                st.error("Nothing was sent: " + "; ".join(problems) + ". Fix the arguments and continue again.")
+                st.error("Nothing was sent: " + md("; ".join(problems)) + ". Fix the arguments and continue again.")
             else:
                 live("Continuing the run…", lambda on_step: app.resume(
-                    run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step))
+                    run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step),
+                     (run.flow_version_id, None))
                 st.rerun()
     else:
         st.subheader("Answer")

@@ -12,10 +12,10 @@ import streamlit as st
 
 from flowcall.cli import describe_step
 from flowcall.compare import align, latency_ms, summary
-from flowcall.errors import FlowCallError
+from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rerun import RERUNNABLE
 from flowcall.steps import RunStatus, StepKind
-from flowcall.studio import as_json, service, show_answer, show_step, step_label, steps_table
+from flowcall.studio import as_json, md, service, show_answer, show_step, step_label, steps_table
 
 app = service()
 st.title("Runs & inspector")
@@ -28,9 +28,11 @@ with st.expander("Import a run (JSON exported from an inspector)"):
         try:
             imported = app.import_run(upload.getvalue().decode("utf-8", errors="replace"), source=upload.name)
             st.session_state["run_id"] = imported.id
-            st.success(f"Imported run {imported.id[:8]} ({len(imported.steps)} steps).")
-        except FlowCallError as exc:
-            st.error(f"{exc}. Nothing was imported.")
+            st.success(md(f"Imported run {imported.id[:8]} ({len(imported.steps)} steps)."))
+            if app.last_import_note:  # its flow's name was taken: stored beside it, the saved flow unchanged
+                st.warning(md(f"Its flow: {app.last_import_note}."))
+        except (FlowCallError, ConfigError) as exc:
+            st.error(f"{md(exc)}. Nothing was imported.")
 
 # ------------------------------------------------------------------ filters and list
 c0, c1, c2, c3, c4 = st.columns([2, 2, 2, 2, 2])
@@ -67,10 +69,10 @@ st.session_state["run_id"] = picked
 run = app.store.get_run(picked)
 
 # ------------------------------------------------------------------ the run
-st.subheader(f"Run {run.id[:8]}")
-st.markdown(f"**{run.flow_name}** · {run.status.value} · trace `{run.trace_id}` · "
+st.subheader(md(f"Run {run.id[:8]}"))  # a run file from elsewhere sets its id, flow name, trace and question
+st.markdown(f"**{md(run.flow_name)}** · {run.status.value} · trace {md(run.trace_id)} · "
             f"{run.tokens_in}+{run.tokens_out} tokens · {sum(s.latency_ms for s in run.steps) / 1000:.2f} s")
-st.markdown(f"Question: {run.question}")
+st.markdown(f"Question: {md(run.question)}")
 show_answer(run)
 st.download_button("Export run as JSON", json.dumps(app.export_run(run.id), ensure_ascii=False, indent=2),
                    file_name=f"run-{run.id[:8]}.json", mime="application/json")
@@ -124,15 +126,15 @@ with tab_timeline:
                         else:
                             edits["polish_prompt"] = text
                     except ValueError as exc:
-                        st.error(f"Nothing was run: {exc}. Fix the arguments (a JSON object) and try again.")
+                        st.error(f"Nothing was run: {md(exc)}. Fix the arguments (a JSON object) and try again.")
                     else:
                         with st.status(f"Re-running from step {step.seq}…", expanded=True) as status:
                             try:
                                 new = app.rerun_from(run.id, step.seq, on_step=lambda s: st.text(describe_step(s)),
                                                      **edits)
-                            except FlowCallError as exc:
+                            except (FlowCallError, ConfigError) as exc:
                                 status.update(label="Could not re-run", state="error")
-                                st.error(str(exc))
+                                st.error(md(exc))
                             else:
                                 status.update(label=f"New run {new.id[:8]}: {new.status.value}", state="complete")
                                 st.session_state["run_id"] = new.id
@@ -177,8 +179,8 @@ with tab_table:
         with st.spinner("Replaying…"):
             try:
                 original, replayed = app.replay(run.id)
-            except FlowCallError as exc:
-                st.error(str(exc))
+            except (FlowCallError, ConfigError) as exc:
+                st.error(md(exc))
             else:
                 st.session_state["run_id"], st.session_state["compare_with"] = replayed.id, original.id
                 st.rerun()

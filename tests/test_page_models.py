@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from flowcall import config
 from flowcall.store import open_store
 from flowcall.store.profiles import list_profiles
+from tests.test_studio import shown
 
 KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
 SECRET = "sk-test-Zq8wSECRETvalue42"
@@ -81,7 +82,8 @@ def test_a_missing_key_stops_the_probe_with_what_to_do():
     at.selectbox[0].set_value("openai").run()
     button(at, "Run the probe").click().run()
     assert not at.exception
-    assert any("OPENAI_API_KEY is not set" in e.value and "export OPENAI_API_KEY" in e.value for e in at.error)
+    errors = [shown(e.value) for e in at.error]  # the message is escaped: text, not Markdown
+    assert any("OPENAI_API_KEY is not set" in e and "export OPENAI_API_KEY" in e for e in errors)
     assert list_profiles(open_store()) == []
 
 

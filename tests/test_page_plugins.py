@@ -12,6 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from flowcall.service import FlowCall
 from flowcall.spec import Flow
+from flowcall.studio import MCP_COMMANDS_VARIABLE
+from tests.test_studio import shown
 from tests.tools.test_mcp_client import SERVER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +23,8 @@ WEATHER = "weather/v1/get_weather"
 @pytest.fixture(autouse=True)
 def _offline_weather(monkeypatch):
     monkeypatch.delenv("AMAP_API_KEY", raising=False)
+    # these tests start FlowCall's own test server from a command: the studio allows that only when asked
+    monkeypatch.setenv(MCP_COMMANDS_VARIABLE, "1")
 
 
 @pytest.fixture
@@ -43,12 +47,12 @@ def connect_own_server(app: AppTest) -> None:
 
 
 def test_lists_every_tool_with_its_token_cost_and_search_filters(app):
-    labels = [e.label for e in tab(app, "Tools").expander]
+    labels = [shown(e.label) for e in tab(app, "Tools").expander]
     weather = next(label for label in labels if WEATHER in label)
     assert "tokens" in weather and int(weather.split("· ")[1].split()[0]) > 50
     assert any("task/v1/create_task" in label for label in labels)
     app.text_input(key="plugins:search").input("天气").run()
-    assert [e.label.split(" · ")[0] for e in tab(app, "Tools").expander] == [WEATHER]
+    assert [shown(e.label).split(" · ")[0] for e in tab(app, "Tools").expander] == [WEATHER]
     assert "1 of" in tab(app, "Tools").caption[0].value
 
 
@@ -59,7 +63,7 @@ def test_trying_a_plugin_shows_its_result(app):
     app.button(key=f"try:{WEATHER}:run").click().run()
     view = tab(app, "Try it")
     assert not app.exception and not view.error
-    assert WEATHER in view.success[0].value and " ms" in view.success[0].value
+    assert WEATHER in shown(view.success[0].value) and " ms" in view.success[0].value
     result = json.loads(view.json[0].value)
     assert result["location"] == "成都" and len(result["forecasts"]) == 3  # "all" picked: the forecast
 
@@ -68,7 +72,7 @@ def test_an_empty_required_field_is_named_and_nothing_runs(app):
     app.selectbox(key="plugins:try_tool").select(WEATHER).run()
     app.button(key=f"try:{WEATHER}:run").click().run()
     view = tab(app, "Try it")
-    assert "Nothing was run" in view.error[0].value and "location is required" in view.error[0].value
+    assert "Nothing was run" in view.error[0].value and "location is required" in shown(view.error[0].value)
     assert not view.success and not view.json
 
 
@@ -76,7 +80,7 @@ def test_a_tool_failure_is_shown_with_what_to_do(app):
     app.selectbox(key="plugins:try_tool").select(WEATHER).run()
     app.text_input(key=f"try:{WEATHER}:location").input("Atlantis")
     app.button(key=f"try:{WEATHER}:run").click().run()
-    error = tab(app, "Try it").error[0].value
+    error = shown(tab(app, "Try it").error[0].value)
     assert error.startswith("TOOL_ERROR: get_weather failed") and "Atlantis" in error
     assert "What to do: the tool itself failed" in error
 
@@ -85,7 +89,7 @@ def test_attaching_the_test_server_lists_and_tries_its_tools(app):
     connect_own_server(app)
     view = tab(app, "Attach an MCP server")
     assert view.status[0].label == "Connected to 'own': 6 tools" and view.status[0].state == "complete"
-    assert [e.label.split(" · ")[0] for e in view.expander[-6:]] == [
+    assert [shown(e.label).split(" · ")[0] for e in view.expander[-6:]] == [
         f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash")]
     assert all("tokens" in e.label for e in view.expander[-6:])
     app.number_input(key="mcp:own:add:a").set_value(2)
@@ -105,7 +109,7 @@ def test_a_destructive_server_tool_needs_the_box_ticked(app):
     assert "tick the confirmation box" in view.error[0].value
     app.checkbox(key="mcp:own:fail:confirm").check()
     app.button(key="mcp:own:fail:run").click().run()
-    error = tab(app, "Attach an MCP server").error[0].value
+    error = shown(tab(app, "Attach an MCP server").error[0].value)
     assert error.startswith("TOOL_ERROR: fail failed") and "What to do" in error
 
 
@@ -115,7 +119,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error(app):
     app.button(key="mcp:connect").click().run()
     view = tab(app, "Attach an MCP server")
     assert not app.exception and view.status[0].state == "error"
-    assert "MCP server 'ghost' could not start (/nonexistent/mcp-server --stdio)" in view.error[0].value
+    assert "MCP server 'ghost' could not start (/nonexistent/mcp-server --stdio)" in shown(view.error[0].value)
     assert not view.subheader  # nothing connected
 
 

@@ -5,6 +5,7 @@ recorded beforehand through the service with a scripted model."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,13 @@ def page(name: str, timeout: float = 60) -> AppTest:
     return app
 
 
+def shown(markdown: str) -> str:
+    """What a person reads of Markdown the studio escaped (flowcall.studio.md): the text as written."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "").replace("  \n", "\n")
+
+
 def widget(elements, label: str):
-    found = [e for e in elements if e.label == label]
+    found = [e for e in elements if shown(e.label) == label]
     assert found, f"no widget labelled {label!r}; there are {[e.label for e in elements]}"
     return found[0]
 
@@ -39,7 +45,7 @@ def widget(elements, label: str):
 def texts(app: AppTest) -> str:
     parts = [e.value for kind in ("markdown", "caption", "success", "info", "error", "warning", "code", "text")
              for e in getattr(app, kind)]
-    return "\n".join(str(p) for p in parts)
+    return "\n".join(shown(p) for p in parts)
 
 
 # ------------------------------------------------------------------ the app and the Flows page
