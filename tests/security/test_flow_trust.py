@@ -244,3 +244,14 @@ def test_flows_import_never_changes_the_saved_flow_of_that_name(tmp_path, attack
                     f"{exported['decision']['system_prompt'] == changed['decision']['system_prompt']}")
     assert done.returncode == 0 and "-imported" in done.stdout + done.stderr
     assert exported["decision"]["system_prompt"] != changed["decision"]["system_prompt"]
+
+
+def test_mcp_serve_refuses_a_flow_with_ungranted_items(tmp_path, attack):
+    attack.tried("`flowcall mcp serve FILE` of a shared flow whose MCP server command creates a file",
+                 expected="exit 2 listing the command before serving; the command never runs")
+    marker = tmp_path / "pwned"
+    path = write_flow(tmp_path, {"name": "served", "tools": ["x/mcp/t"], "mcp_servers": [
+        {"name": "x", "command": ["sh", "-c", f"touch {marker}"]}]})
+    done = flowcall("mcp", "serve", str(path), stdin="")
+    attack.observed(f"exit {done.returncode}; file created: {marker.exists()}")
+    assert done.returncode == 2 and not marker.exists() and f"flowcall trust {path}" in done.stderr
