@@ -152,7 +152,10 @@ def runs() -> None:
 @click.option("--quiet", is_flag=True)
 @click.pass_context
 def runs_resume(ctx: click.Context, run_id: str, how: str | None, as_json: bool, quiet: bool) -> None:
-    """Go on with a run that waits for approval, also after a restart."""
+    """Go on with a run that waits for approval, also after a restart.
+
+    A run is resumed once: when another process (or the studio) already took it, this exits 2
+    and runs nothing."""
     from flowcall.approval import approve_all, deny_all
 
     if how is None:

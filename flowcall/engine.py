@@ -19,10 +19,12 @@ import json_repair
 
 from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
-from flowcall.calling.base import CallingWay
+from flowcall.calling.base import CallingWay, calls_from_text
+from flowcall.calling.relevance import RETRY_PREFIX
 from flowcall.calling.router import Rule
 from flowcall.errors import ErrorCode, FlowCallError, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
+from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider
 from flowcall.spec import Flow, ModelConfig
 from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
@@ -92,25 +94,37 @@ class _Loop:
     pending: list[ToolCall] = field(default_factory=list)  # calls waiting for a person
     pending_repairs: dict[str, dict] = field(default_factory=dict)
     done_records: list[dict[str, Any]] = field(default_factory=list)  # `done` as restored, before tools are known
+    # a re-run from a tool call: the outcomes (as `done` records) of the round's calls before
+    # it, kept from the earlier run; with the pending calls they make the round that is counted
+    kept: list[dict[str, Any]] = field(default_factory=list)
+
+    FORMAT = 1  # the checkpoint's "v": raise it when the layout changes, so a FlowCall refuses what it cannot read
 
     def checkpoint(self) -> dict[str, Any]:
         return {
-            "messages": [m.model_dump(mode="json") for m in self.messages], "budget": self.budget,
+            "v": self.FORMAT, "messages": [m.model_dump(mode="json") for m in self.messages], "budget": self.budget,
             "done": [{"call": o.call.model_dump(mode="json"), "result": o.result,
                       "error_code": o.error_code and str(o.error_code), "error_message": o.error_message,
                       "latency_ms": o.latency_ms} for o in self.done],
             "seen": sorted(self.seen), "last_text": self.last_text, "finished": self.finished,
             "round_no": self.round_no, "tool_rounds": self.tool_rounds,
             "pending": [c.model_dump(mode="json") for c in self.pending], "pending_repairs": self.pending_repairs,
+            **({"kept": self.kept} if self.kept else {}),  # optional: older checkpoints read the same
         }
 
     @classmethod
     def restore(cls, data: dict[str, Any]) -> _Loop:
+        version = data.get("v", 1)  # checkpoints saved before the field existed are version 1
+        if version != cls.FORMAT:
+            from flowcall.errors import ConfigError
+
+            raise ConfigError(f"the run's saved state has format version {version!r}, and this FlowCall reads "
+                              f"version {cls.FORMAT} only; resume it with the FlowCall version that paused it")
         return cls(messages=[Message.model_validate(m) for m in data["messages"]], budget=data["budget"],
                    seen=set(data["seen"]), last_text=data["last_text"], finished=data["finished"],
                    round_no=data["round_no"], tool_rounds=data["tool_rounds"],
                    pending=[ToolCall.model_validate(c) for c in data["pending"]],
-                   pending_repairs=data["pending_repairs"], done_records=data["done"])
+                   pending_repairs=data["pending_repairs"], done_records=data["done"], kept=data.get("kept", []))
 
 
 def _restored(record: dict[str, Any], tools: dict[str, Tool]) -> CallOutcome:
@@ -118,6 +132,19 @@ def _restored(record: dict[str, Any], tools: dict[str, Tool]) -> CallOutcome:
     return CallOutcome(call, tools.get(call.name), result=record["result"],
                        error_code=ErrorCode(record["error_code"]) if record["error_code"] else None,
                        error_message=record["error_message"], latency_ms=record["latency_ms"])
+
+
+@dataclass
+class _Models:
+    """A run's providers, built once: before anything is recorded where they can be
+    (Engine._models_before_run), else inside the run."""
+
+    decider: Provider
+    polisher: Provider | None
+
+    @classmethod
+    def build(cls, flow: Flow, provider_for: ProviderFactory) -> _Models:
+        return cls(provider_for(flow.decision), provider_for(flow.polish) if flow.polish is not None else None)
 
 
 class Engine:
@@ -136,26 +163,36 @@ class Engine:
         on_step: StepCallback | None = None,
         approver: Approver | None = None,
     ) -> Run:
+        """Run the flow. A provider missing a setting (an API key not set) raises NotConfigured
+        before anything is recorded: it is the person's to fix, not a failed run."""
+        models = self._models_before_run(flow)
         run = Run(id=str(uuid.uuid4()), flow_name=flow.name, flow_version_id=flow_version_id,
                   question=question, trace_id=uuid.uuid4().hex)
         self.sink.run_started(run)
-        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, None)
+        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, None, models)
 
     def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any], *, approver: Approver | None,
                on_step: StepCallback | None = None) -> Run:
         """Go on with a run that waited for approval, from its saved state: the pending calls are
         put to `approver`, then the loop continues. Hidden-context artifacts do not survive a
-        pause (they may be DataFrames); tools that need them must run again."""
-        run.status = RunStatus.RUNNING
+        pause (they may be DataFrames); tools that need them must run again.
+
+        `sink.run_resumed` claims the run (the store: a compare-and-set on its status), so of
+        two resumers only one goes on; the other gets a ConfigError. The state is read first:
+        a format this FlowCall cannot read is refused while the run still waits."""
+        state = _Loop.restore(checkpoint)
         self.sink.run_resumed(run)
-        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, _Loop.restore(checkpoint))
+        run.status = RunStatus.RUNNING
+        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, state)
 
     def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
                       flow_version_id: int | None = None, on_step: StepCallback | None = None,
                       approver: Approver | None = None) -> Run:
         """A new run that starts from a loop state instead of from the question: re-running
         from a step. `reused` are the earlier run's steps that led there; they are recorded
-        first (marked as reused), so the new run reads whole in the inspector."""
+        first (marked as reused), so the new run reads whole in the inspector. Their tokens
+        stay on them for display; the earlier run spent them (see steps.is_reused)."""
+        models = self._models_before_run(flow)  # as in run(): a missing key before any record
         run = Run(id=str(uuid.uuid4()), flow_name=flow.name, flow_version_id=flow_version_id,
                   question=question, trace_id=uuid.uuid4().hex)
         self.sink.run_started(run)
@@ -163,13 +200,24 @@ class Engine:
         for step in reused:
             fields = step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"})
             recorder.record(step.kind, **fields)
-        return self._execute(flow, run, recorder, approver, _Loop.restore(checkpoint))
+        return self._execute(flow, run, recorder, approver, _Loop.restore(checkpoint), models)
+
+    def _models_before_run(self, flow: Flow) -> _Models | None:
+        """The flow's providers, or NotConfigured naming the variable to set. Any other failure
+        to build one (no model file, a broken GGUF) is left to the run, which records it."""
+        try:
+            return _Models.build(flow, self.provider_for)
+        except NotConfigured:
+            raise
+        except Exception:  # built again inside the run, where the failure is recorded
+            return None
 
     def _execute(self, flow: Flow, run: Run, recorder: _Recorder, approver: Approver | None,
-                 state: _Loop | None) -> Run:
+                 state: _Loop | None, models: _Models | None = None) -> Run:
         try:
             with self._registry_for(flow) as registry:
-                run.final_answer = self._run(flow, run.question, run, recorder, registry, approver, state)
+                models = models or _Models.build(flow, self.provider_for)  # a failure here is recorded
+                run.final_answer = self._run(flow, run.question, run, recorder, registry, approver, state, models)
             run.status = RunStatus.SUCCEEDED
         except _Paused as paused:
             run.status = RunStatus.WAITING_APPROVAL
@@ -220,11 +268,11 @@ class Engine:
         return run_registry(self.registry, flow)
 
     def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder, registry: ToolRegistry,
-             approver: Approver | None, state: _Loop | None) -> Any:
+             approver: Approver | None, state: _Loop | None, models: _Models) -> Any:
         tools = {t.name: t for t in registry.resolve(flow.tools)}
-        decider = self.provider_for(flow.decision)
+        decider = models.decider
         way = _way_for(flow, decider)
-        context = RunContext(run_id=run.id)
+        context = RunContext(run_id=run.id, store=self.sink)  # tools that keep data use the run's store
         changed = self._check_pins(flow, tools, rec)
         if state is None:
             messages = []
@@ -261,7 +309,9 @@ class Engine:
                 state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
             calls, settled = self._approve(calls, repairs, tools, flow, approver, state, rec, changed)
             outcomes = self._run_tools(calls, repairs, tools, context, flow, state.round_no, rec, settled)
-            wrong = next((o for o in outcomes if o.error_code in NOT_RUN), None)
+            # the round is counted whole: with the calls a re-run kept from it (see rerun.py)
+            whole_round, state.kept = [*(_restored(r, tools) for r in state.kept), *outcomes], []
+            wrong = next((o for o in whole_round if o.error_code in NOT_RUN), None)
             for outcome in outcomes:
                 state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
                                               content=outcome.content_for_model()))
@@ -271,13 +321,13 @@ class Engine:
                         state.seen.add(self._signature(outcome.call))
             if wrong is not None:
                 state.budget = self._spend(state.budget, wrong.error_code, wrong.error_message or "", rec)
-            if any(o.error_code not in NOT_RUN for o in outcomes):
+            if any(o.error_code not in NOT_RUN for o in whole_round):
                 state.tool_rounds += 1
 
         messages, round_no, finished, last_text, done = (state.messages, state.round_no, state.finished,
                                                          state.last_text, state.done)
-        if flow.polish is not None:  # reaching max_rounds is the normal hand-off to the polish model
-            return self._polish(flow, question, done, last_text if finished else None, rec)
+        if models.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
+            return self._polish(flow, models.polisher, question, done, last_text if finished else None, rec)
         if finished and last_text:
             return last_text
         if not finished:
@@ -288,7 +338,9 @@ class Engine:
         request = ModelRequest(messages=list(messages), tool_choice="none", temperature=flow.decision.temperature,
                                max_tokens=flow.decision.max_tokens)
         turn = self._decide(decider, way, request, rec, round_no + 1)
-        return turn.content or ""
+        if finished:
+            return turn.content or ""
+        return _answer_after_max_rounds(turn, tools, flow, done)
 
     def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: _Recorder) -> frozenset[str]:
         """MCP and HTTP tools are pinned as first used; one whose definition changed since (a
@@ -438,9 +490,9 @@ class Engine:
         )
         return turn
 
-    def _polish(self, flow: Flow, question: str, done: list[CallOutcome], draft: str | None, rec: _Recorder) -> Any:
+    def _polish(self, flow: Flow, polisher: Provider, question: str, done: list[CallOutcome], draft: str | None,
+                rec: _Recorder) -> Any:
         assert flow.polish is not None
-        polisher = self.provider_for(flow.polish)
         schema = flow.polish.output_schema
         system = fill_variables(flow.polish.system_prompt or POLISH_SYSTEM)
         # Where the provider enforces the schema (grammar, json_schema), the schema text in the
@@ -479,12 +531,36 @@ class Engine:
 def parse_retry_messages(content: str | None, problem: str) -> list[Message]:
     """What the model reads after a tool call that could not be parsed: its own text, then why."""
     return [Message(role="assistant", content=content or ""),
-            Message(role="user", content=f"{ErrorCode.PARSE_FAILED}: your tool call could not be read ({problem}). "
+            Message(role="user", content=f"{RETRY_PREFIX}your tool call could not be read ({problem}). "
                                          "Write it again as valid JSON, or answer without a tool.")]
 
 
+def _answer_after_max_rounds(turn: ModelTurn, tools: dict[str, Tool], flow: Flow, done: list[CallOutcome]) -> str:
+    """The decision model's last word after max_rounds, with no polish model: it must be text.
+
+    Asked without tools, a model may still write a call (as text: a small model's habit) or
+    nothing. Neither is an answer, so the run fails with MAX_ROUNDS instead of succeeding with
+    an empty answer or a call's JSON; the message quotes the last tool result, so the person
+    still sees what the tools found. (A success made of a raw tool result would hand a client,
+    say an MCP host, something no model ever phrased as an answer.)"""
+    offered = ModelRequest(messages=[], tools=[t.spec() for t in tools.values()])
+    read = calls_from_text(turn, offered)
+    if (turn.content or "").strip() and not read.tool_calls and not read.parse_errors:
+        return turn.content or ""
+    wrote = "a tool call" if (turn.content or "").strip() else "nothing"
+    last = f"; the last tool result ({done[-1].call.name}): {done[-1].content_for_model()[:300]}" if done else ""
+    raise RunFailed(ErrorCode.MAX_ROUNDS, f"after {flow.max_rounds} rounds of tools, asked to answer without "
+                                          f"them, the decision model wrote {wrote} instead of an answer, and the "
+                                          f"flow has no polish model to write one{last}")
+
+
 def _way_for(flow: Flow, decider: Provider) -> CallingWay:
-    """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only."""
+    """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only.
+    A provider that brings its own way uses it: a replay answers whole decisions from its
+    record (replay.py), whatever way made them."""
+    own = getattr(decider, "decision_way", None)
+    if callable(own):
+        return own()
     rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
     return make_way(flow.decision.calling_way, decider.capabilities, rules)
 

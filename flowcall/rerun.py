@@ -5,9 +5,10 @@ results are not asked for again) and runs live from there, with the person's edi
 arguments for a tool call, another system prompt for a decision or for the polish model.
 
 Where the cut falls depends on the step:
-- a decision (model_call): its whole round is decided again;
+- a decision (model_call): its whole round is decided again (relevance scores included);
 - a tool call: the round's decision and the calls before it are kept; the chosen call (with
-  the edited arguments) and the calls after it run again;
+  the edited arguments) and the calls after it run again. The round's calls are read from
+  its tool steps, as they ran, so this holds in every calling way;
 - the polish step: every round is kept and only the polish model runs again.
 """
 
@@ -20,9 +21,23 @@ from flowcall.engine import NOT_RUN, fill_variables, parse_retry_messages
 from flowcall.errors import ConfigError, ErrorCode
 from flowcall.messages import Message, ToolCall
 from flowcall.spec import Flow
+from flowcall.steps import REUSED_NOTE as REUSED
 from flowcall.steps import Run, Step, StepKind
 
 RERUNNABLE = (StepKind.MODEL_CALL, StepKind.TOOL_CALL, StepKind.POLISH)
+
+
+def is_scoring(step: Step) -> bool:
+    """A scoring call (relevance, "another call?"): it weighs options, it decides nothing."""
+    return bool((step.request or {}).get("score_options"))
+
+
+def decision_step(steps: list[Step]) -> Step | None:
+    """The step that holds a round's decision: the round's last model call that wrote
+    something. The schema way's call-by-call writing ends with a scoring step, and each of its
+    "call N" steps holds the list so far (calling/schema.py), so the last written one is it."""
+    written = [s for s in steps if s.kind == StepKind.MODEL_CALL and not is_scoring(s)]
+    return written[-1] if written else None
 
 
 def cut_point(run: Run, seq: int) -> tuple[Step, int]:
@@ -35,13 +50,29 @@ def cut_point(run: Run, seq: int) -> tuple[Step, int]:
     if chosen.kind == StepKind.TOOL_CALL:
         return chosen, chosen.seq  # the round's earlier calls keep their results
     first = min(s.seq for s in run.steps if s.kind == chosen.kind and s.round == chosen.round)
+    before = next((s for s in run.steps if s.seq == first - 1), None)
+    if before is not None and before.kind == StepKind.ERROR and before.error_code == str(ErrorCode.MAX_ROUNDS):
+        first = before.seq  # the engine records it again on its way to the last, tool-less decision
     return chosen, first
 
 
-def _call_of(step: Step) -> ToolCall:
-    arguments = step.arguments
-    return ToolCall(id=step.tool_call_id or f"call_{step.seq}", name=step.name or "", arguments=arguments,
-                    raw_arguments=json.dumps(arguments, ensure_ascii=False) if arguments is not None else "")
+def _call_of(step: Step, arguments: dict[str, Any] | None = None) -> ToolCall:
+    """A tool step as the call that ran (after repairs and grounding), or with `arguments`."""
+    call_id, name = step.tool_call_id or f"call_{step.seq}", step.name or ""
+    if arguments is not None:  # a person's edit runs exactly as given
+        return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=json.dumps(arguments, ensure_ascii=False))
+    response = step.response or {}
+    raw = response.get("raw_arguments")
+    if raw is None:
+        raw = json.dumps(step.arguments, ensure_ascii=False) if step.arguments is not None else ""
+    return ToolCall(id=call_id, name=name, arguments=step.arguments, raw_arguments=raw,
+                    dropped_arguments=response.get("dropped_ungrounded") or {})
+
+
+def _repairs_of(step: Step) -> dict[str, Any]:
+    """What the engine dropped from the call before it ran, as its tool step said."""
+    dropped = (step.response or {}).get("dropped_schema_keys")
+    return {"dropped_schema_keys": dropped} if dropped else {}
 
 
 def _outcome_record(call: ToolCall, step: Step) -> dict[str, Any]:
@@ -70,28 +101,22 @@ def _tool_message(call: ToolCall, step: Step) -> Message:
     return Message(role="tool", tool_call_id=call.id, name=call.name, content=content)
 
 
-def _chosen_round(run: Run, decision: Step, reused_calls: list[Step], chosen: Step,
-                  arguments: dict[str, Any] | None, state: dict[str, Any]) -> list[Message]:
-    """The round of the chosen tool call: its decision is kept, the calls before the chosen one
-    keep their recorded results, and the chosen one (edited) and those after it run again."""
-    recorded = {s.tool_call_id: s for s in run.steps if s.round == chosen.round and s.kind == StepKind.TOOL_CALL}
-    kept = {s.tool_call_id for s in reused_calls}
-    calls, pending = [], []
-    for raw in decision.tool_calls or []:
-        call = ToolCall.model_validate(raw)
-        ran = recorded.get(call.id)
-        if ran is not None and ran.arguments is not None:  # as it ran (after repairs)
-            call = _call_of(ran)
-        if call.id == chosen.tool_call_id and arguments is not None:
-            call = call.model_copy(update={"arguments": arguments, "raw_arguments": json.dumps(arguments, ensure_ascii=False)})
-        calls.append(call)
-        if call.id not in kept:
-            pending.append(call)
-    messages = [Message(role="assistant", content=decision.result if isinstance(decision.result, str) else None,
-                        tool_calls=calls)]
-    for step in reused_calls:
-        messages.append(_keep(next(c for c in calls if c.id == step.tool_call_id), step, state))
-    state["pending"] = [c.model_dump(mode="json") for c in pending]
+def _chosen_round(run: Run, text: str | None, chosen: Step, arguments: dict[str, Any] | None,
+                  state: dict[str, Any]) -> list[Message]:
+    """The round of the chosen tool call, read from its tool steps (the calls as they ran, in
+    every calling way): the calls before the chosen one keep their recorded results, the chosen
+    one (with `arguments` if given) and those after it run again."""
+    steps = [s for s in run.steps if s.round == chosen.round and s.kind == StepKind.TOOL_CALL]
+    edited = {chosen.seq: arguments} if arguments is not None else {}
+    calls = [_call_of(s, edited.get(s.seq)) for s in steps]
+    messages = [Message(role="assistant", content=text, tool_calls=calls)]
+    messages += [_keep(call, step, state) for call, step in zip(calls, steps) if step.seq < chosen.seq]
+    # the engine counts the round (a tool ran? a wrong call to pay for?) with these
+    state["kept"] = [_outcome_record(call, step) for call, step in zip(calls, steps) if step.seq < chosen.seq]
+    again = [(call, step) for call, step in zip(calls, steps) if step.seq >= chosen.seq]
+    state["pending"] = [call.model_dump(mode="json") for call, _ in again]
+    state["pending_repairs"] = {call.id: _repairs_of(step) for call, step in again
+                                if step.seq not in edited and _repairs_of(step)}
     return messages
 
 
@@ -112,16 +137,16 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
                              "pending_repairs": {}}
 
     for round_no in sorted({s.round for s in reused if s.round > 0}):
-        decisions = [s for s in reused if s.round == round_no and s.kind == StepKind.MODEL_CALL]
-        tool_steps = [s for s in reused if s.round == round_no and s.kind == StepKind.TOOL_CALL]
+        steps = [s for s in reused if s.round == round_no]
+        decision = decision_step(steps)
+        tool_steps = [s for s in steps if s.kind == StepKind.TOOL_CALL]
         state["round_no"] = round_no
-        if not decisions:
+        if decision is None:
             continue
-        last = decisions[-1]
-        text = last.result if isinstance(last.result, str) else None
+        text = decision.result if isinstance(decision.result, str) else None
         state["last_text"] = text
         if chosen.kind == StepKind.TOOL_CALL and round_no == chosen.round:
-            messages += _chosen_round(run, last, tool_steps, chosen, arguments, state)
+            messages += _chosen_round(run, text, chosen, arguments, state)
         elif tool_steps:
             calls = [_call_of(s) for s in tool_steps]
             messages.append(Message(role="assistant", content=text, tool_calls=calls))
@@ -130,15 +155,15 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
                 state["budget"] = max(0, state["budget"] - 1)
             if any(s.error_code not in _NOT_RUN for s in tool_steps):
                 state["tool_rounds"] += 1
-        elif last.error_code == str(ErrorCode.PARSE_FAILED):
-            messages += parse_retry_messages(text, last.error_message or "unreadable tool call")
+        elif decision.error_code == str(ErrorCode.PARSE_FAILED):
+            messages += parse_retry_messages(text, decision.error_message or "unreadable tool call")
             state["budget"] = max(0, state["budget"] - 1)
         else:
-            state["finished"] = True  # the model answered without tools
+            state["finished"] = True  # the model answered without tools, or only repeated answered calls
 
     if chosen.kind == StepKind.POLISH:
         state["tool_rounds"] = max(state["tool_rounds"], flow.max_rounds)  # straight to the polish model
     state["messages"] = [m.model_dump(mode="json") for m in messages]
-    note = f"reused from run {run.id[:8]}"
+    note = f"{REUSED}{run.id[:8]}"
     reused = [s.model_copy(update={"note": f"{s.note} · {note}" if s.note else note}) for s in reused]
     return state, reused

@@ -109,11 +109,16 @@ class FlowCall:
                           approver=approver)
 
     def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
-        """Go on with a run that waits for approval (also after a restart: its state is stored)."""
+        """Go on with a run that waits for approval (also after a restart: its state is stored).
+
+        Exactly once: the engine claims the run in the database before anything runs, so of two
+        resumers (CLI and studio, two tabs) one goes on and the other gets a ConfigError."""
+        # The run (its steps) is read before its state: the claim checks the step count, so a
+        # state saved by a newer pause than these steps is never resumed (the claim fails).
         run = self.store.get_run(run_id)
         checkpoint = self.store.get_checkpoint(run.id)
         flow = self.flow_of(run)
-        self.require_trust(flow, run_id=run.id)
+        self.require_trust(flow, run_id=run.id)  # a refusal leaves the run waiting: nothing is claimed yet
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
 

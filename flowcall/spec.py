@@ -190,21 +190,38 @@ class Flow(BaseModel):
                                       "besides destructive ones and those of untrusted MCP servers.")
     polish: PolishConfig | None = None
 
+    # The engine, the calling ways and the model all know a tool by its bare name (read_csv), so a
+    # rule or a tool_choice that names an attached tool by its version (data/v1/read_csv) is
+    # stored as that name: every consumer sees one form, and dumping a loaded flow is stable.
+    # needs_approval keeps what was written: approval and the studio match a name or a version.
+    def _attached_name(self, ref: str) -> str | None:
+        """The bare name of the attached tool that `ref` names (its name or its version), or None."""
+        for attached in self.tools:
+            if attached == ref or attached.endswith("/" + ref):
+                return attached.split("/", 2)[2] if attached.count("/") >= 2 else attached
+        return None
+
     @model_validator(mode="after")
     def _rules_name_attached_tools(self) -> Flow:
+        rules = []
         for rule in self.router_rules:
-            if not any(ref == rule.tool or ref.endswith("/" + rule.tool) for ref in self.tools):
+            name = self._attached_name(rule.tool)
+            if name is None:
                 raise ValueError(f"router rule {rule.pattern!r} names '{rule.tool}', which is not attached")
+            rules.append(rule if name == rule.tool else rule.model_copy(update={"tool": name}))
+        self.router_rules = rules
         return self
 
     @model_validator(mode="after")
     def _named_choice_is_attached(self) -> Flow:
         if self.tool_choice not in ("auto", "required", "none"):
-            if not any(ref == self.tool_choice or ref.endswith("/" + self.tool_choice) for ref in self.tools):
+            name = self._attached_name(self.tool_choice)
+            if name is None:
                 raise ValueError(
                     f"tool_choice names '{self.tool_choice}', which is not among the attached tools "
                     f"{self.tools}; attach it or use auto, required or none"
                 )
+            self.tool_choice = name
         return self
 
     def plugin_refs(self) -> list[str]:

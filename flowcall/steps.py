@@ -76,11 +76,11 @@ class Run(BaseModel):
 
     @property
     def tokens_in(self) -> int:
-        return sum(s.tokens_in for s in self.steps)
+        return sum(s.tokens_in for s in self.steps if not is_reused(s))
 
     @property
     def tokens_out(self) -> int:
-        return sum(s.tokens_out for s in self.steps)
+        return sum(s.tokens_out for s in self.steps if not is_reused(s))
 
 
 class StepSink(Protocol):
@@ -117,3 +117,11 @@ class MemorySink:
 
     def run_finished(self, run: Run) -> None:
         pass
+
+
+REUSED_NOTE = "reused from run "  # in the note of a step a re-run took over from the run it re-ran (rerun.py)
+
+
+def is_reused(step: Step) -> bool:
+    """A step a re-run took over: it shows its tokens, but the earlier run spent them."""
+    return REUSED_NOTE in (step.note or "")

@@ -143,12 +143,24 @@ def show_step(step: Step) -> None:
             st.code(as_json(step.retries), language="json")
 
 
-def _card_value(value: Any) -> str:
-    """A value for Markdown: numbers and yes/no as FlowCall formats them, text escaped."""
+# Words in a key that say its number is a share of one (rain_probability, confidence): only
+# those read better as a percentage. A price of 0.5 or a distance of 0.7 km is not 50% or 70%.
+_SHARE_WORDS = {"probability", "probabilities", "prob", "ratio", "ratios", "percent", "percentage",
+                "pct", "share", "confidence"}
+
+
+def _is_share(key: str | None) -> bool:
+    words = re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key or "").lower())
+    return any(word in _SHARE_WORDS for word in words)
+
+
+def _card_value(value: Any, key: str | None = None) -> str:
+    """A value for Markdown: numbers and yes/no as FlowCall formats them, text escaped. A
+    number between 0 and 1 shows as a percentage only where `key` says it is a share of one."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float) and 0 <= value <= 1:
-        return f"{value:.0%}"  # probabilities read better as percentages
+    if isinstance(value, float) and 0 <= value <= 1 and _is_share(key):
+        return f"{value:.0%}"
     if isinstance(value, (int, float)):
         return str(value)
     return md(value)
@@ -168,10 +180,10 @@ def answer_card(answer: dict[str, Any]) -> None:
         for chunk in range(0, len(short), 4):
             cols = st.columns(4)
             for col, (key, value) in zip(cols, list(short.items())[chunk:chunk + 4]):
-                col.metric(md(key.replace("_", " ")), _card_value(value))
+                col.metric(md(key.replace("_", " ")), _card_value(value, key))
         for key, value in flat.items():
             if key not in short:
-                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value)}")
+                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}")
         for key, value in answer.items():
             if isinstance(value, dict):
                 st.markdown(f"**{md(key.replace('_', ' '))}**")
@@ -179,7 +191,7 @@ def answer_card(answer: dict[str, Any]) -> None:
             elif isinstance(value, list):
                 st.markdown(f"**{md(key.replace('_', ' '))}**")
                 for item in value:
-                    st.markdown(f"- {md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item)}")
+                    st.markdown(f"- {md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)}")
 
 
 def show_answer(run: Run) -> None:

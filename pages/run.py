@@ -161,10 +161,11 @@ if run_id := st.session_state.get("run_id"):
             if problems:
                 st.error("Nothing was sent: " + md("; ".join(problems)) + ". Fix the arguments and continue again.")
             else:
-                live("Continuing the run…", lambda on_step: app.resume(
+                resumed = live("Continuing the run…", lambda on_step: app.resume(
                     run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step),
                      (run.flow_version_id, None))
-                st.rerun()
+                if resumed is not None:  # else keep the error on screen, e.g. another tab or the CLI took the run
+                    st.rerun()
     else:
         st.subheader("Answer")
         show_answer(run)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import Any, Literal
 
-from flowcall.store import open_store
+from flowcall.store import Store, open_store
+from flowcall.tools.base import RunContext
 from flowcall.tools.python_plugins import tool
 
 MAX_TITLE = 200
@@ -13,6 +14,7 @@ MAX_TITLE = 200
 
 @tool("task/v1/create_task")
 def create_task(
+    context: RunContext,
     title: str,
     priority: Literal[1, 2, 3] = 2,
     due_date: datetime.date | None = None,
@@ -30,15 +32,21 @@ def create_task(
         raise ValueError("title is empty; give the task a short title such as 写周报")
     if len(cleaned) > MAX_TITLE:
         raise ValueError(f"title is {len(cleaned)} characters; keep it under {MAX_TITLE}")
-    return _jsonable(open_store().add_task(cleaned, priority, due_date))
+    return _jsonable(_store(context).add_task(cleaned, priority, due_date))
 
 
 @tool("task/v1/list_tasks", read_only=True)
-def list_tasks() -> dict[str, Any]:
+def list_tasks(context: RunContext) -> dict[str, Any]:
     """列出所有已创建的任务。用户问有哪些任务、待办时使用。
     List all saved to-do tasks, oldest first.
     """
-    return {"tasks": [_jsonable(task) for task in open_store().list_tasks()]}
+    return {"tasks": [_jsonable(task) for task in _store(context).list_tasks()]}
+
+
+def _store(context: RunContext) -> Store:
+    """The run's database, where its steps are recorded; without a run (the Plugins page's
+    "Try it") the configured one (FLOWCALL_DATABASE_URL)."""
+    return context.store if isinstance(context.store, Store) else open_store()
 
 
 def _jsonable(task: dict[str, Any]) -> dict[str, Any]:

@@ -191,14 +191,37 @@ def test_tool_exception_and_timeout_become_results(registry):
 
 
 def test_max_rounds_stops_the_loop_and_still_answers(registry):
-    script = [[("get_weather", {"location": c})] for c in ("成都", "北京", "上海")] + ["三个城市都查了。"]
+    script = [[("get_weather", {"location": c})] for c in ("成都", "北京")] + ["两个城市都查了。"]
     result, decision, _ = run(registry, make_flow(max_rounds=2), script)
     assert len(CALLS) == 2
     error = next(s for s in result.steps if s.kind == StepKind.ERROR)
     assert error.error_code == "MAX_ROUNDS"
     # with no polish model, one last decision call without tools gives the answer
     assert decision.requests[-1].tool_choice == "none" and decision.requests[-1].tools == []
-    assert result.status == RunStatus.SUCCEEDED
+    assert result.status == RunStatus.SUCCEEDED and result.final_answer == "两个城市都查了。"
+
+
+@pytest.mark.parametrize("last_word, wrote", [
+    ([("get_weather", {"location": "上海"})], "nothing"),  # a call where no tool is offered: dropped, no text
+    ("", "nothing"),
+    ('{"name": "get_weather", "arguments": {"location": "上海"}}', "a tool call"),  # a call written as text
+    ('<tool_call>{"name": "get_weather", "arguments": {"location": "上海"}}</tool_call>', "a tool call"),
+])
+def test_max_rounds_without_a_text_answer_fails_with_max_rounds(registry, last_word, wrote):
+    """No polish model and the last, tool-less decision is no answer: the run fails with
+    MAX_ROUNDS (and says what the tools found) instead of succeeding with "" or a call's JSON."""
+    script = [[("get_weather", {"location": "成都", "extensions": "all"})], last_word]
+    result, _, _ = run(registry, make_flow(max_rounds=1), script)
+    assert result.status == RunStatus.FAILED and result.final_answer is None
+    assert result.error.startswith("MAX_ROUNDS") and f"wrote {wrote} instead of an answer" in result.error
+    assert '"weather": "小雨"' in result.error  # the last tool result, for the person
+    assert [s.error_code for s in result.steps if s.kind == StepKind.ERROR] == ["MAX_ROUNDS"]
+
+
+def test_a_text_answer_that_mentions_json_is_still_an_answer(registry):
+    answer = '明天成都小雨: {"name": "成都", "rain": true}'  # JSON, but no call (no tool name, no arguments)
+    result, _, _ = run(registry, make_flow(max_rounds=1), [[("get_weather", {"location": "成都"})], answer])
+    assert result.status == RunStatus.SUCCEEDED and result.final_answer == answer
 
 
 def test_repeated_call_ends_the_loop(registry):

@@ -12,7 +12,10 @@ import pytest
 
 from flowcall.compare import align, summary
 from flowcall.errors import ConfigError
+from flowcall.messages import ModelTurn
+from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
+from flowcall.steps import is_reused
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
 from flowcall.steps import RunStatus, StepKind
@@ -148,3 +151,89 @@ def test_list_runs_filters_by_model_and_date(service, two_city_run):
     assert service.store.list_runs(since=two_city_run.started_at + timedelta(minutes=1)) == []
     assert len(service.store.list_runs(until=two_city_run.started_at + timedelta(minutes=1))) == 1
     assert service.store.run_models() == ["scripted/scripted"]
+
+
+# ------------------------------------------------------------------ calls written one at a time
+
+ONE_BY_ONE = Capabilities(json_schema_output=True, grammar=True, scoring=True, call_margin=0.5,
+                          more_calls_margin=-8.0)
+
+
+def writes(location: str):
+    """The schema way's model continuing the call list it is given with one call."""
+    return lambda request: request.assistant_prefix + json.dumps(
+        {"name": "get_weather", "arguments": {"location": location}}, ensure_ascii=False)
+
+
+def more(comma: float) -> ModelTurn:
+    return ModelTurn(scores={",": comma, "]": -0.1})
+
+
+@pytest.fixture
+def one_by_one_run(service):
+    """Two calls written one at a time; the round's last model step is the "another call?" score."""
+    deciding = ScriptedProvider([ModelTurn(scores={"yes": -0.1, "no": -3.0}), writes("成都"), more(-1.0),
+                                 writes("北京"), more(-12.0), '{"answer": "done"}'], capabilities=ONE_BY_ONE)
+    polishing = ScriptedProvider(["Chengdu and Beijing."])
+    service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
+    run = service.run(weather_flow(decision=DecisionConfig(provider="scripted", calling_way="schema")), "成都和北京天气?")
+    assert run.status == RunStatus.SUCCEEDED
+    assert [s.note for s in run.steps if s.kind == StepKind.MODEL_CALL][:5] == [
+        "relevance of get_weather", "call 1", "another call after call 1?", "call 2", "another call after call 2?"]
+    return run
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_rerun_from_a_call_written_one_at_a_time_runs_the_edited_arguments(service, one_by_one_run, which):
+    deciding, _ = scripted(service, ['{"answer": "done"}'], ["edited."])
+    tool_steps = [s for s in one_by_one_run.steps if s.kind == StepKind.TOOL_CALL]
+    new = service.rerun_from(one_by_one_run.id, tool_steps[which].seq, arguments={"location": "上海"})
+    assert new.status == RunStatus.SUCCEEDED, new.error
+    ran = [s for s in new.steps if s.kind == StepKind.TOOL_CALL]
+    expected = [{"location": "成都"}, {"location": "北京"}]
+    expected[which] = {"location": "上海"}
+    assert [s.arguments for s in ran] == expected
+    live = ran[which]
+    assert not is_reused(live) and live.response["executed"] and live.result["location"] == "上海"
+    assert all(is_reused(s) for s in new.steps[:tool_steps[which].seq - 1])
+    seen = deciding.requests[0].messages  # the next decision read the edited call and its result
+    assert "上海" in json.dumps([m.model_dump() for m in seen], ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ tokens of a re-run
+
+def test_a_rerun_counts_only_the_tokens_it_spent(service, two_city_run):
+    """The reused steps show their recorded tokens (marked reused); the run's totals, in the
+    Run and in the runs table, count only the steps that ran live."""
+    from sqlalchemy import text
+
+    scripted(service, ["answered"], ["Shanghai and Beijing."])
+    new = service.rerun_from(two_city_run.id, two_city_run.steps[2].seq, arguments={"location": "上海"})
+    reused = [s for s in new.steps if is_reused(s)]
+    assert [s.tokens_in for s in reused] == [s.tokens_in for s in two_city_run.steps[:2]] and reused[0].tokens_in > 0
+    live = [s for s in new.steps if not is_reused(s)]
+    spent = (sum(s.tokens_in for s in live), sum(s.tokens_out for s in live))
+    assert spent[0] > 0 and (new.tokens_in, new.tokens_out) == spent
+    stored = service.store.get_run(new.id)
+    assert (stored.tokens_in, stored.tokens_out) == spent
+    with service.store.engine.connect() as conn:
+        row = conn.execute(text("SELECT tokens_in, tokens_out FROM runs WHERE id = :id"), {"id": new.id}).one()
+    assert tuple(row) == spent
+
+
+# ------------------------------------------------------------------ the answer card
+
+def test_the_answer_card_shows_a_percentage_only_for_a_share_of_one():
+    from streamlit.testing.v1 import AppTest
+
+    from flowcall.studio import _card_value
+
+    def card() -> None:
+        from flowcall.studio import answer_card
+
+        answer_card({"city": "成都", "price": 0.5, "rain_probability": 0.7})
+
+    app = AppTest.from_function(card).run()
+    assert {m.label: m.value for m in app.metric} == {"price": "0.5", "rain probability": "70%"}
+    assert _card_value(0.25, "confidence") == "25%" and _card_value(0.9, "distance_km") == "0.9"
+    assert _card_value(1, "rain_probability") == "1" and _card_value(True, "ratio") == "yes"

@@ -146,7 +146,7 @@ class SchemaWay(SingleCallWay):
         choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)  # a named tool stays named
         item = decision_schema(request.tools, choice, True)["properties"]["tool_calls"]["items"]
         one_call = ResponseFormat(name="call", json_schema=item, strict=False)
-        prefix, best = OPEN_CALLS, None
+        prefix, calls, turn = OPEN_CALLS, [], None
         for index in range(MAX_CALLS):
             if index:
                 asked = sent.model_copy(update={"assistant_prefix": prefix, "response_format": None,
@@ -156,18 +156,29 @@ class SchemaWay(SingleCallWay):
                     break
                 prefix += ", "
             turn = call(self.name, sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
-                        lambda turn: self.read(turn.model_copy(update={"content": (turn.content or "") + "]}"}),
-                                               request, capabilities),
+                        lambda raw, earlier=calls: self._extended(raw, earlier, request, capabilities),
                         f"call {index + 1}")
-            if best is not None:  # the earlier calls as first read, with what was dropped from them
-                turn = turn.model_copy(update={"tool_calls": [*best.tool_calls, *turn.tool_calls[len(best.tool_calls):]]})
-            calls = turn.tool_calls
-            if len(calls) <= index or (best and _same_call(calls[-1], best.tool_calls)):
+            if len(turn.tool_calls) <= len(calls):
                 break  # unreadable, or a repeat of an earlier call: the list is complete
+            calls = turn.tool_calls
             # The list goes on from the calls as they will run (invented arguments dropped), so
             # the model sees the cleaned calls and is not led on by its own guesses.
-            best, prefix = turn, OPEN_CALLS + ", ".join(_as_json(c) for c in calls)
-        return best if best is not None else turn
+            prefix = OPEN_CALLS + ", ".join(_as_json(c) for c in calls)
+        assert turn is not None
+        return turn
+
+    def _extended(self, raw: ModelTurn, earlier: list[ToolCall], request: ModelRequest,
+                  capabilities: Capabilities) -> ModelTurn:
+        """One written call read as the whole list so far: the earlier calls as first read (with
+        what was dropped from them), then the new one unless it repeats one of them. So each
+        "call N" step holds the round's decision up to there, and the last one the decision:
+        re-runs and replays read it from the record as it was."""
+        turn = self.read(raw.model_copy(update={"content": (raw.content or "") + "]}"}), request, capabilities)
+        calls = list(earlier)
+        for written in turn.tool_calls[len(earlier):]:
+            if not _same_call(written, calls):
+                calls.append(written)
+        return turn.model_copy(update={"tool_calls": calls})
 
     def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
         calls, answer, errors = read_decision(turn.content)

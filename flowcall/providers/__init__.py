@@ -14,6 +14,11 @@ PROVIDER_NAMES = ("local", "openai", "dashscope", "openai-compatible")
 _BASE_URL_VARIABLE = {"openai": "OPENAI_BASE_URL", "dashscope": "DASHSCOPE_HTTP_BASE_URL"}
 
 
+class NotConfigured(ConfigError):
+    """A provider needs a setting the environment lacks (an API key, a base URL); the message
+    names the variable to set. The engine raises it before a run records anything (CLI exit 2)."""
+
+
 def provider_for(config: ModelConfig) -> Provider:
     if config.provider in ("openai", "dashscope") and config.base_url:
         # their keys (OPENAI_API_KEY, DASHSCOPE_API_KEY) go only where the environment says:
@@ -46,4 +51,4 @@ def provider_for(config: ModelConfig) -> Provider:
     )
 
 
-__all__ = ["Capabilities", "Provider", "provider_for", "PROVIDER_NAMES"]
+__all__ = ["Capabilities", "NotConfigured", "Provider", "provider_for", "PROVIDER_NAMES"]

@@ -20,8 +20,9 @@ import dashscope
 import requests
 from dashscope.common.error import DashScopeException, TimeoutException
 
-from flowcall.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, Usage
+from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.openai_compat import parse_tool_call, tool_choice_to_wire
 from flowcall.providers.retry import with_retries
@@ -181,7 +182,7 @@ class DashScopeProvider:
     ):
         key = api_key or os.environ.get("DASHSCOPE_API_KEY")
         if not key:
-            raise ConfigError(
+            raise NotConfigured(
                 "DASHSCOPE_API_KEY is not set. Export it (export DASHSCOPE_API_KEY=sk-...) to use Qwen on "
                 "DashScope, or pick another provider (the embedded local model needs no key)."
             )

@@ -18,6 +18,7 @@ import openai
 from flowcall import config
 from flowcall.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.retry import with_retries
 
@@ -275,7 +276,7 @@ def openai_provider(model: str, *, timeout_s: float = 60.0) -> OpenAICompatibleP
     """OpenAI itself: OPENAI_API_KEY, and OPENAI_BASE_URL if set (e.g. a proxy)."""
     key = os.environ.get("OPENAI_API_KEY")
     if not key:
-        raise ConfigError(
+        raise NotConfigured(
             "OPENAI_API_KEY is not set. Export it (export OPENAI_API_KEY=sk-...) to use OpenAI models, "
             "or pick another provider (the embedded local model needs no key)."
         )
@@ -290,7 +291,7 @@ def dashscope_compatible_provider(model: str, *, timeout_s: float = 60.0) -> Ope
     Set DASHSCOPE_BASE_URL for another region, e.g. https://dashscope-intl.aliyuncs.com/compatible-mode/v1."""
     key = os.environ.get("DASHSCOPE_API_KEY")
     if not key:
-        raise ConfigError(
+        raise NotConfigured(
             "DASHSCOPE_API_KEY is not set. Export it (export DASHSCOPE_API_KEY=sk-...) to use Qwen on "
             "DashScope, or pick another provider (the embedded local model needs no key)."
         )
@@ -316,7 +317,7 @@ def compatible_provider(
     configured = config.compatible_base_url()
     base_url = base_url or configured
     if not base_url:
-        raise ConfigError(
+        raise NotConfigured(
             "an openai-compatible model needs a base URL: set base_url in the flow or export "
             "OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)"
         )

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from flowcall import config
 from flowcall.errors import ConfigError
 from flowcall.spec import Flow
-from flowcall.steps import Run, RunStatus, Step, utcnow
+from flowcall.steps import REUSED_NOTE, Run, RunStatus, Step, utcnow
 from flowcall.store.db import make_engine
 from flowcall.store.migrate import upgrade
 from flowcall.store.models import FlowRow, FlowVersionRow, GrantRow, RunRow, StepRow, TaskRow, ToolPinRow
@@ -67,6 +67,12 @@ def _task_dict(row: TaskRow) -> dict[str, Any]:
         "due_date": row.due_date,
         "created_at": row.created_at,
     }
+
+
+def _not_resumable(run_id: str, status: str | None = None) -> str:
+    """Why a run cannot be resumed now: another resumer has it, or it ended."""
+    now = f" (it is {status}, not waiting for approval)" if status else ""
+    return f"run {run_id} is already being resumed (or finished); see `flowcall runs show {run_id}`{now}"
 
 
 class Store:
@@ -123,7 +129,8 @@ class Store:
         with self._session() as s, s.begin():
             totals = select(
                 func.coalesce(func.sum(StepRow.tokens_in), 0), func.coalesce(func.sum(StepRow.tokens_out), 0)
-            ).where(StepRow.run_id == run.id)
+            ).where(StepRow.run_id == run.id,  # a re-run's reused steps were spent by the run it re-ran
+                    ~func.coalesce(StepRow.note, "").contains(REUSED_NOTE, autoescape=True))
             tokens_in, tokens_out = s.execute(totals).one()
             result = s.execute(
                 update(RunRow)
@@ -135,26 +142,49 @@ class Store:
                     ended_at=run.ended_at or utcnow(),
                     tokens_in=tokens_in,
                     tokens_out=tokens_out,
+                    checkpoint=None,  # a finished run has no paused state left to resume from
                 )
             )
             if result.rowcount == 0:
                 raise ConfigError(f"run {run.id} was never started; call run_started(run) first")
 
     def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None:
+        """Save the loop's state; it replaces the state of an earlier pause of the same run."""
         with self._session() as s, s.begin():
             s.execute(update(RunRow).where(RunRow.id == run.id).values(status=str(run.status), checkpoint=checkpoint))
 
     def run_resumed(self, run: Run) -> None:
+        """Claim a paused run for this process: one compare-and-set on its status, so of two
+        resumers (CLI and studio, two tabs) exactly one goes on and the other gets a ConfigError.
+
+        The step count pins the pause the caller read: a run resumed and paused again meanwhile
+        has more steps, and is not claimed with the older state. The checkpoint is kept: it is
+        replaced when the run pauses again and cleared when it finishes, so a process that dies
+        after claiming leaves the paused state in the database (the run stays `running`; nothing
+        detects the dead process yet, so `runs resume` refuses it like any claimed run)."""
+        recorded = select(func.count()).select_from(StepRow).where(StepRow.run_id == run.id).scalar_subquery()
+        claim = (
+            update(RunRow)
+            .where(RunRow.id == run.id, RunRow.status == str(RunStatus.WAITING_APPROVAL), recorded == len(run.steps))
+            .values(status=str(RunStatus.RUNNING))
+            .execution_options(synchronize_session=False)  # a plain UPDATE: no read before it
+        )
         with self._session() as s, s.begin():
-            s.execute(update(RunRow).where(RunRow.id == run.id).values(status=str(run.status), checkpoint=None))
+            claimed = s.execute(claim).rowcount
+        if claimed != 1:
+            raise ConfigError(_not_resumable(run.id))
 
     def get_checkpoint(self, run_id: str) -> dict[str, Any]:
-        """The saved state of a run that waits for approval."""
-        run = self.get_run(run_id)
+        """The saved state of a run that waits for approval (read, not claimed: see run_resumed)."""
+        run_id = self.get_run(run_id).id  # a prefix becomes the whole id
         with self._session() as s:
-            checkpoint = s.get(RunRow, run.id).checkpoint
-        if run.status != RunStatus.WAITING_APPROVAL or not checkpoint:
-            raise ConfigError(f"run {run.id} is {run.status}, not waiting for approval; only such runs can be resumed")
+            row = s.get(RunRow, run_id)
+            status, checkpoint = row.status, row.checkpoint
+        if status != RunStatus.WAITING_APPROVAL:
+            raise ConfigError(_not_resumable(run_id, status))
+        if not checkpoint:
+            raise ConfigError(f"run {run_id} waits for approval but has no saved state to go on from; "
+                              "ask its question again")
         return checkpoint
 
     # --- Tool pins (ToolPins) -----------------------------------------------------------------

@@ -30,6 +30,10 @@ class RunContext:
     run_id: str
     artifacts: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    # The run's own database (a flowcall.store.Store; the engine's sink), so a tool that keeps
+    # data writes where the run is recorded. None, or another sink, when there is no such run
+    # (a tool tried on the Plugins page, a test): such a tool falls back to the configured store.
+    store: Any = None
 
 
 @dataclass

@@ -4,6 +4,7 @@ type hints and its docstring (Google, reST or NumPy style)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import inspect
 import sys
@@ -132,13 +133,21 @@ def tools_in_module(module: Any) -> list[Tool]:
     return [getattr(obj, _TOOL_ATTR) for obj in vars(module).values() if hasattr(obj, _TOOL_ATTR)]
 
 
+def plugin_module_name(path: Path) -> str:
+    """The name a plugin file is imported under. It holds a hash of the file's absolute path:
+    two folders both called plugins/ (or two files x.py in different folders) must not share a
+    sys.modules entry, or the second folder would silently get the first one's tools."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return f"flowcall_plugins.{path.parent.name}.{path.stem}_{digest}"
+
+
 def load_plugin_dir(directory: Path) -> list[Tool]:
     """Import every module in a plugin folder and collect its tools."""
     found: list[Tool] = []
     for path in sorted(directory.glob("*.py")):
         if path.name.startswith("_"):
             continue
-        module_name = f"flowcall_plugins.{directory.name}.{path.stem}"
+        module_name = plugin_module_name(path)
         module = sys.modules.get(module_name)
         if module is None:
             spec = importlib.util.spec_from_file_location(module_name, path)

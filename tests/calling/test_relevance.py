@@ -22,3 +22,48 @@ def test_last_user_text_tool_results_and_margin():
                 Message(role="user", content="weather in Rome?")]
     assert last_user_text(messages) == "weather in Rome?" and not has_tool_results(messages)
     assert margin({"yes": -0.2, "no": -1.7}) == 1.5 and margin(None) == float("-inf")
+
+
+def _scripted_run(way: str, first_reply: str, rules: list | None = None):
+    """A scoring provider whose first decision cannot be read (PARSE_FAILED), then is."""
+    from flowcall.engine import Engine
+    from flowcall.messages import ModelTurn
+    from flowcall.providers.base import Capabilities
+    from flowcall.providers.scripted import ScriptedProvider
+    from flowcall.spec import DecisionConfig, Flow
+    from flowcall.steps import MemorySink
+    from flowcall.tools.python_plugins import build_tool
+    from flowcall.tools.registry import ToolRegistry
+
+    def get_weather(location: str) -> dict:
+        """Weather for a city."""
+        return {"location": location, "weather": "小雨"}
+
+    def scores(request):  # yes for the weather tool, asked about the weather question only
+        fits = "Function: get_weather" in request.messages[-1].content and "成都天气" in request.messages[-1].content
+        return ModelTurn(scores={"yes": -0.1, "no": -3.0} if fits else {"yes": -3.0, "no": -0.1})
+
+    call = '{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'
+    provider = ScriptedProvider([scores, first_reply, scores, call, '{"answer": "小雨"}'],
+                                capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True))
+    flow = Flow(name="r", tools=["w/v1/get_weather"], router_rules=rules or [],
+                decision=DecisionConfig(provider="scripted", calling_way=way))
+    registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather")])
+    return Engine(registry, lambda cfg: provider, MemorySink()).run(flow, "成都天气?"), provider
+
+
+def test_after_a_parse_failed_retry_relevance_is_scored_against_the_question():
+    for way in ("schema", "router"):
+        run, provider = _scripted_run(way, "not json at all")
+        asked = [r.messages[-1].content for r in provider.requests if r.score_options == ["yes", "no"]]
+        assert len(asked) == 2 and all("User request: 成都天气?" in q for q in asked), asked
+        assert [s.error_code for s in run.steps if s.kind == "model_call"][1] == "PARSE_FAILED"
+        assert [s.arguments for s in run.steps if s.kind == "tool_call"] == [{"location": "成都"}], way
+        assert run.final_answer == "小雨"
+
+
+def test_the_retry_note_is_not_the_users_request():
+    from flowcall.engine import parse_retry_messages
+
+    messages = [Message(role="user", content="成都天气?"), *parse_retry_messages("{bad", "not JSON")]
+    assert last_user_text(messages) == "成都天气?"

@@ -10,7 +10,7 @@ from flowcall.calling.schema import decision_schema, read_decision
 from flowcall.cli import describe_step
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import ModelRequest, ModelTurn, ToolSpec
+from flowcall.messages import ModelTurn
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.spec import DecisionConfig, Flow, RouterRule
@@ -294,3 +294,23 @@ def test_a_run_with_relevance_scores_replays_from_its_decisions_only():
     original, _ = run(flow("auto"), script, VETO_CAPS)
     replayed = Engine(REGISTRY, replay_factory(original), MemorySink()).run(flow("auto"), original.question)
     assert differences(original, replayed) == [] and replayed.final_answer == "小雨"
+
+
+@pytest.mark.parametrize("way, caps, script", [
+    ("schema", GRAMMAR_CAPS, [calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}']),
+    ("schema", ONE_BY_ONE, [scores(-0.1, -2.0), scores(-2.0, -0.1), writes("get_weather", {"location": "成都"}),
+                            more(-3.0, -0.1), writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01),
+                            '{"answer": "都下雨"}']),
+    ("router", GRAMMAR_CAPS, ['{"tools": ["get_time"]}', calls_json(("get_time", {})), '{"answer": "10点"}']),
+    ("prompt", GRAMMAR_CAPS, ['<tool_call>{"name": "get_time", "arguments": {}}</tool_call>', "10点"]),
+])
+def test_a_run_replays_identically_in_the_ways_that_read_calls_from_text(way, caps, script):
+    """The schema and router ways record a call turn's content as None once read: the replay
+    must not read it again (it used to, and failed with PARSE_FAILED)."""
+    from flowcall.replay import differences, replay_factory
+
+    original, _ = run(flow(way), script, caps)
+    replayed = Engine(REGISTRY, replay_factory(original), MemorySink()).run(flow(way), original.question)
+    assert differences(original, replayed) == [] and replayed.final_answer == original.final_answer
+    assert [(s.kind, s.note, s.arguments, s.error_code) for s in replayed.steps] == \
+           [(s.kind, s.note, s.arguments, s.error_code) for s in original.steps]

@@ -10,6 +10,7 @@ import pytest
 
 from flowcall.config import REPO_ROOT
 from flowcall.tools.base import RunContext, Tool
+from flowcall.tools.python_plugins import plugin_module_name
 from flowcall.tools.registry import ToolRegistry
 
 PLUGINS_DIR: Path = REPO_ROOT / "plugins"
@@ -43,6 +44,6 @@ def plugin_module(registry: ToolRegistry):
     """The module objects the registry imported, to reach their module-level helpers."""
 
     def find(stem: str) -> ModuleType:
-        return sys.modules[f"flowcall_plugins.{PLUGINS_DIR.name}.{stem}"]
+        return sys.modules[plugin_module_name(PLUGINS_DIR / f"{stem}.py")]
 
     return find

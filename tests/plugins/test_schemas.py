@@ -16,7 +16,9 @@ EXPECTED = {
     "data/v1/drop_missing": (False, False),
     "data/v1/describe_data": (True, False),
 }
-WITH_CONTEXT = {"data/v1/read_csv", "data/v1/drop_missing", "data/v1/describe_data"}  # seed 003's hidden context
+# seed 003's hidden context; the task tools take it for the run's database
+WITH_CONTEXT = {"data/v1/read_csv", "data/v1/drop_missing", "data/v1/describe_data", "task/v1/create_task",
+                "task/v1/list_tasks"}
 
 
 def test_registry_loads_every_plugin(registry: ToolRegistry) -> None:

@@ -65,3 +65,25 @@ def test_bad_arguments_never_reach_the_database(call, arguments: dict) -> None:
     with pytest.raises(ValidationError):
         call("create_task", **arguments)
     assert call("list_tasks") == {"tasks": []}
+
+
+def test_a_run_writes_its_task_to_the_run_s_database(tmp_path) -> None:
+    """FLOWCALL_DATABASE_URL (the fixture above) names another database than the service's:
+    the task goes where the run is recorded, not to the process-wide store."""
+    from flowcall.providers.scripted import ScriptedProvider
+    from flowcall.service import FlowCall
+    from flowcall.spec import DecisionConfig, Flow
+    from flowcall.steps import RunStatus
+    from flowcall.store import open_store
+
+    run_db = FlowCall.open(f"sqlite:///{tmp_path / 'run.db'}").store
+    service = FlowCall(store=run_db, provider_factory=lambda cfg: ScriptedProvider(
+        [[("create_task", {"title": "写周报", "priority": 1})], "记好了"]))
+    flow = Flow(name="tasks", tools=["task/v1/create_task"], max_rounds=2, decision=DecisionConfig(provider="scripted"))
+    try:
+        run = service.run(flow, "添加任务:写周报")
+        assert run.status == RunStatus.SUCCEEDED and run.final_answer == "记好了"
+        assert [t["title"] for t in run_db.list_tasks()] == ["写周报"]
+        assert open_store().list_tasks() == []  # the environment's database got nothing
+    finally:
+        run_db.close()

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.engine import Engine
 from flowcall.providers.openai_compat import compatible_provider
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow

@@ -10,14 +10,14 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, select, text
 
 from flowcall.errors import ConfigError
 from flowcall.spec import Flow
 from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.store import Store, make_engine, open_store
 from flowcall.store.migrate import alembic_config
-from flowcall.store.models import Base
+from flowcall.store.models import Base, RunRow
 
 TABLES = {"flows", "flow_versions", "runs", "steps", "tasks", "alembic_version"}
 
@@ -301,3 +301,45 @@ def test_model_profiles_are_replaced_by_key(store: Store) -> None:
     stored = get_profile(store, "openai-compatible", "qwen", "http://127.0.0.1:8080/v1")
     assert stored is not None and stored.checks[0].passed and len(list_profiles(store)) == 1
     assert get_profile(store, "openai-compatible", "qwen") is None  # another base_url is another model
+
+
+# --- pausing and resuming -------------------------------------------------------------------
+
+
+def _raw_checkpoint(store: Store, run_id: str) -> object:
+    """The checkpoint column as stored, whatever the run's status."""
+    with store.engine.connect() as conn:
+        return conn.execute(select(RunRow.checkpoint).where(RunRow.id == run_id)).scalar_one()
+
+
+def test_claiming_a_paused_run_is_one_compare_and_set(open_stores: Callable[[], Store]) -> None:
+    first, second = open_stores(), open_stores()  # two engines, like the CLI and the studio
+    run = _run()
+    first.run_started(run)
+    first.step_recorded(Step(run_id=run.id, seq=1, kind=StepKind.APPROVAL, name="delete_file"))
+    run.steps = first.get_run(run.id).steps
+    run.status = RunStatus.WAITING_APPROVAL
+    first.run_paused(run, {"v": 1, "pending": ["a"]})
+    seen_by_second = second.get_run(run.id)
+
+    first.run_resumed(run)  # claimed: running, and the paused state is still there
+    assert first.get_run(run.id).status is RunStatus.RUNNING
+    assert _raw_checkpoint(first, run.id) == {"v": 1, "pending": ["a"]}
+    with pytest.raises(ConfigError, match=rf"run {run.id} is already being resumed \(or finished\); "
+                                          rf"see `flowcall runs show {run.id}`$"):
+        second.run_resumed(seen_by_second)
+    with pytest.raises(ConfigError, match=r"already being resumed \(or finished\).*\(it is running, not waiting"):
+        second.get_checkpoint(run.id)
+
+    first.step_recorded(Step(run_id=run.id, seq=2, kind=StepKind.APPROVAL, name="delete_file"))
+    run.steps = first.get_run(run.id).steps
+    run.status = RunStatus.WAITING_APPROVAL
+    first.run_paused(run, {"v": 1, "pending": ["b"]})  # paused again: the state is replaced
+    assert second.get_checkpoint(run.id) == {"v": 1, "pending": ["b"]}
+    with pytest.raises(ConfigError, match="already being resumed"):
+        second.run_resumed(seen_by_second)  # it read the first pause (one step): not claimed with that
+    second.run_resumed(second.get_run(run.id))
+    _finish(second, run)
+    assert _raw_checkpoint(second, run.id) is None  # finished: nothing left to resume from
+    with pytest.raises(ConfigError, match=r"\(it is succeeded, not waiting for approval\)"):
+        first.get_checkpoint(run.id[:8])

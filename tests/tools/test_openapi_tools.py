@@ -189,8 +189,10 @@ def test_a_tool_whose_definition_changed_is_flagged_and_waits_for_a_person(base,
 
     flow = Flow(name="pinned", tools=["notes/http/getItem"], max_rounds=1, http_tools=[source(base)],
                 decision=DecisionConfig(provider="scripted"))
-    script = [[("getItem", {"item_id": 1})], "ok"]
-    service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider(list(script)))
+    def model(request):  # the call while tools are offered, an answer once they are not
+        return [("getItem", {"item_id": 1})] if request.tools else "ok"
+
+    service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider([model] * 2))
     service.grant(flow, by="test")  # a person lets this flow load the document and reach 127.0.0.1 (flowcall/trust.py)
     first = service.run(flow, "item 1?")  # first use: pinned, no questions asked
     assert first.status == RunStatus.SUCCEEDED and not [s for s in first.steps if s.kind == StepKind.WARNING]
