@@ -340,7 +340,15 @@ class Engine:
         turn = self._decide(decider, way, request, rec, round_no + 1)
         if finished:
             return turn.content or ""
-        return _answer_after_max_rounds(turn, tools, flow, done)
+        try:
+            return _answer_after_max_rounds(turn, tools, flow, done)
+        except RunFailed:
+            # A small model asked without tools often writes a call anyway: say plainly once
+            # what is wanted, then judge that answer.
+            retry = ModelRequest(messages=[*messages, *_ANSWER_NOW], tool_choice="none",
+                                 temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
+            turn = self._decide(decider, way, retry, rec, round_no + 2)
+            return _answer_after_max_rounds(turn, tools, flow, done)
 
     def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: _Recorder) -> frozenset[str]:
         """MCP and HTTP tools are pinned as first used; one whose definition changed since (a
@@ -533,6 +541,10 @@ def parse_retry_messages(content: str | None, problem: str) -> list[Message]:
     return [Message(role="assistant", content=content or ""),
             Message(role="user", content=f"{RETRY_PREFIX}your tool call could not be read ({problem}). "
                                          "Write it again as valid JSON, or answer without a tool.")]
+
+
+_ANSWER_NOW = [Message(role="user", content="Do not call a tool now. Answer my question in plain sentences, "
+                                           "using only the tool results above.")]
 
 
 def _answer_after_max_rounds(turn: ModelTurn, tools: dict[str, Tool], flow: Flow, done: list[CallOutcome]) -> str:

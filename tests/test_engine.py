@@ -210,12 +210,22 @@ def test_max_rounds_stops_the_loop_and_still_answers(registry):
 def test_max_rounds_without_a_text_answer_fails_with_max_rounds(registry, last_word, wrote):
     """No polish model and the last, tool-less decision is no answer: the run fails with
     MAX_ROUNDS (and says what the tools found) instead of succeeding with "" or a call's JSON."""
-    script = [[("get_weather", {"location": "成都", "extensions": "all"})], last_word]
+    script = [[("get_weather", {"location": "成都", "extensions": "all"})], last_word, last_word]  # asked twice
     result, _, _ = run(registry, make_flow(max_rounds=1), script)
     assert result.status == RunStatus.FAILED and result.final_answer is None
     assert result.error.startswith("MAX_ROUNDS") and f"wrote {wrote} instead of an answer" in result.error
     assert '"weather": "小雨"' in result.error  # the last tool result, for the person
     assert [s.error_code for s in result.steps if s.kind == StepKind.ERROR] == ["MAX_ROUNDS"]
+
+
+def test_after_max_rounds_a_call_instead_of_an_answer_is_asked_for_an_answer_once(registry):
+    """A small model asked without tools often writes a call anyway; told plainly once, it answers."""
+    call_text = '{"name": "get_weather", "arguments": {"location": "成都"}}'
+    script = [[("get_weather", {"location": "成都"})], call_text, "明天成都小雨,记得带伞。"]
+    result, _, _ = run(registry, make_flow(max_rounds=1), script)
+    assert result.status == RunStatus.SUCCEEDED and result.final_answer == "明天成都小雨,记得带伞。"
+    last = [s for s in result.steps if s.kind == StepKind.MODEL_CALL][-1]
+    assert "Do not call a tool now" in json.dumps(last.request, ensure_ascii=False)
 
 
 def test_a_text_answer_that_mentions_json_is_still_an_answer(registry):
