@@ -14,8 +14,9 @@ import click
 
 from flowcall import local_model
 from flowcall.errors import ConfigError, FlowCallError
+from flowcall.rendering import answer_text, describe_step, run_line, run_totals, short, step_ref
 from flowcall.spec import load_flow, parse_flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.steps import Run, RunStatus, StepKind
 
 
 def _service(ctx: click.Context):
@@ -24,44 +25,6 @@ def _service(ctx: click.Context):
     if "service" not in ctx.obj:
         ctx.obj["service"] = FlowCall.open(ctx.obj.get("db"))
     return ctx.obj["service"]
-
-
-def _short(value: Any, limit: int = 90) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def describe_step(step: Step) -> str:
-    """One line per step, for live progress and `runs show`."""
-    head = f"[{step.seq}] {step.kind.value:<10} {step.latency_ms / 1000:6.2f}s"
-    if step.kind in (StepKind.MODEL_CALL, StepKind.POLISH):
-        tokens = f"{step.tokens_in}→{step.tokens_out} tok"
-        if step.response and step.response.get("scores"):
-            what = "scores " + json.dumps(step.response["scores"])
-        elif step.tool_calls:
-            what = ", ".join(f"{c['name']}({_short(c.get('arguments') or c.get('raw_arguments'), 60)})" for c in step.tool_calls)
-        else:
-            what = _short(step.result or "")
-        body = f"{step.name} [{step.calling_way or '-'}] {tokens}: {what}"
-    elif step.kind == StepKind.TOOL_CALL:
-        body = f"{step.name}({_short(step.arguments or {}, 60)}) -> {_short(step.result) if step.result is not None else ''}"
-        dropped = (step.response or {}).get("dropped_ungrounded")
-        if dropped:
-            body += f"  (dropped, not in the conversation: {_short(dropped, 60)})"
-    elif step.kind == StepKind.APPROVAL:
-        body = f"{step.name}({_short(step.arguments or {}, 60)})"
-    else:
-        body = step.name or ""
-    if step.note:
-        body += f"  ({_short(step.note, 100)})"
-    if step.error_code:
-        body += f"  !! {step.error_code}: {_short(step.error_message or '', 120)}"
-    return f"{head}  {body}"
-
-
-def _answer_text(answer: Any) -> str:
-    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False, indent=2)
 
 
 @click.group()
@@ -101,7 +64,7 @@ def ask_on_terminal(call: Any, tool: Any) -> Any:
 
     click.echo(f"\n{tool.version} wants to run with {json.dumps(call.arguments, ensure_ascii=False)}", err=True)
     marks = ", ".join(k for k, v in vars(tool.annotations).items() if v) or "no annotations"
-    click.echo(f"  ({marks}; {tool.source} tool) {_short(tool.description, 100)}", err=True)
+    click.echo(f"  ({marks}; {tool.source} tool) {short(tool.description, 100)}", err=True)
     action = click.prompt("  [a]pprove, [d]eny or [e]dit the arguments?", type=click.Choice(["a", "d", "e"]), err=True)
     if action == "a":
         return Decision(action="approve", by="terminal")
@@ -130,12 +93,15 @@ def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool) -> None:
     if as_json:
         click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
     elif run.status == RunStatus.SUCCEEDED:
-        click.echo(_answer_text(run.final_answer))
+        click.echo(answer_text(run.final_answer))
+    if run.status == RunStatus.CANCELLED:
+        click.echo(f"run {run.id} was cancelled: {run.error}", err=True)
+        ctx.exit(1)
     if run.status != RunStatus.SUCCEEDED:
         click.echo(f"error: run {run.id} failed: {run.error}", err=True)
         ctx.exit(1)
     if not as_json and not quiet:
-        click.echo(f"run {run.id} · {len(run.steps)} steps · {run.tokens_in}→{run.tokens_out} tokens", err=True)
+        click.echo(run_totals(run), err=True)
 
 
 @cli.group()
@@ -152,17 +118,30 @@ def runs() -> None:
 @click.option("--quiet", is_flag=True)
 @click.pass_context
 def runs_resume(ctx: click.Context, run_id: str, how: str | None, as_json: bool, quiet: bool) -> None:
-    """Go on with a run that waits for approval, also after a restart.
+    """Go on with a run that waits for approval, or was interrupted (its process died), from
+    its last committed step; also after a restart.
 
+    An interrupted run needs no option: a call that needs a person pauses it again (exit 3).
     A run is resumed once: when another process (or the studio) already took it, this exits 2
     and runs nothing."""
     from flowcall.approval import approve_all, deny_all
 
-    if how is None:
+    service = _service(ctx)
+    if how is None and service.store.get_run(run_id).status == RunStatus.WAITING_APPROVAL:
         raise click.UsageError("say how to answer the waiting calls: --approve, --approve-all or --deny-all")
-    approver = {"ask": ask_on_terminal, "approve": approve_all, "deny": deny_all}[how]
+    approver = {"ask": ask_on_terminal, "approve": approve_all, "deny": deny_all, None: None}[how]
     on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
-    _report(ctx, _service(ctx).resume(run_id, approver=approver, on_step=on_step), as_json, quiet)
+    _report(ctx, service.resume(run_id, approver=approver, on_step=on_step), as_json, quiet)
+
+
+@runs.command("cancel")
+@click.argument("run_id")
+@click.pass_context
+def runs_cancel(ctx: click.Context, run_id: str) -> None:
+    """Cancel a run that is running (its process stops at its next step), waits for approval or
+    was interrupted. A run that already ended exits 2 and stays as it is."""
+    run = _service(ctx).cancel(run_id, by=f"{os.environ.get('USER') or 'someone'} (flowcall runs cancel)")
+    click.echo(f"run {run.id} cancelled")
 
 
 @runs.command("list")
@@ -180,7 +159,7 @@ def runs_list(ctx: click.Context, flow_name: str | None, status: str | None, mod
         click.echo(json.dumps([r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2))
         return
     for r in found:
-        click.echo(f"{r.id}  {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status.value:<9}  {r.flow_name:<20}  {_short(r.question, 50)}")
+        click.echo(run_line(r))
 
 
 @runs.command("show")
@@ -199,7 +178,7 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
         click.echo(describe_step(step))
     if run.error:
         click.echo(f"error: {run.error}")
-    click.echo("answer: " + _answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
+    click.echo("answer: " + answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
 
 
 @runs.command("replay")
@@ -260,11 +239,11 @@ def runs_diff(ctx: click.Context, left: str, right: str) -> None:
     store = _service(ctx).store
     a, b = store.get_run(left), store.get_run(right)
     for name, (x, y) in summary(a, b).items():
-        click.echo(f"{name:<14} {_short(x, 40):<42} {_short(y, 40)}")
+        click.echo(f"{name:<14} {short(x, 40):<42} {short(y, 40)}")
     for pair in align(a, b):
-        this = f"{pair.left.seq} {pair.left.kind.value} {pair.left.name or ''}" if pair.left else "-"
-        that = f"{pair.right.seq} {pair.right.kind.value} {pair.right.name or ''}" if pair.right else "-"
-        click.echo(f"{_short(this, 40):<42} {_short(that, 40):<42} {'; '.join(pair.differences) or 'same'}")
+        this = step_ref(pair.left) if pair.left else "-"
+        that = step_ref(pair.right) if pair.right else "-"
+        click.echo(f"{short(this, 40):<42} {short(that, 40):<42} {'; '.join(pair.differences) or 'same'}")
 
 
 @runs.command("export")
@@ -304,7 +283,7 @@ def flows() -> None:
 @click.pass_context
 def flows_list(ctx: click.Context) -> None:
     for f in _service(ctx).store.list_flows():
-        click.echo(f"{f['name']:<24} v{f['version']:<3} {_short(f.get('description') or '', 70)}")
+        click.echo(f"{f['name']:<24} v{f['version']:<3} {short(f.get('description') or '', 70)}")
 
 
 @flows.command("import")
@@ -371,7 +350,7 @@ def plugins_list(ctx: click.Context, as_json: bool) -> None:
         checked = review(t)
         cost = f"{checked.tokens}{'' if checked.tokens_exact else '~'} tok"
         warn = f"  !! {len(checked.warnings)} warning(s)" if checked.warnings else ""
-        click.echo(f"{t.version:<32} {flags:<12} {cost:>8}  {_short(t.description, 60)}{warn}")
+        click.echo(f"{t.version:<32} {flags:<12} {cost:>8}  {short(t.description, 60)}{warn}")
 
 
 @plugins.command("show")
@@ -538,7 +517,7 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
         for tool in tools_of(connection):
             marks = [m for m, on in (("read_only", tool.annotations.read_only), ("destructive", tool.annotations.destructive),
                                      ("open_world", tool.annotations.open_world)) if on]
-            click.echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {_short(tool.description, 70)}")
+            click.echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {short(tool.description, 70)}")
             click.echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
             for warning in injection_warnings(tool):
                 click.echo(f"    WARNING: {warning}")
@@ -602,7 +581,7 @@ def _profile_lines(profile: Any) -> list[str]:
     where = f" @ {profile.base_url}" if profile.base_url else ""
     lines = [f"{profile.provider}/{profile.model}{where}  probed {profile.probed_at:%Y-%m-%d %H:%M:%S}"]
     for check in profile.checks:
-        lines.append(f"  {check.outcome:<12} {check.name:<20} {check.latency_ms / 1000:6.2f}s  {_short(check.detail, 90)}")
+        lines.append(f"  {check.outcome:<12} {check.name:<20} {check.latency_ms / 1000:6.2f}s  {short(check.detail, 90)}")
     return lines
 
 

@@ -1,7 +1,10 @@
-"""The loop: decide -> validate -> execute -> ... -> polish, emitting a step for each event.
+"""The loop: decide -> approve -> execute -> ... -> finish, emitting a step for each event.
 
-The engine knows nothing about storage or UI: it hands finished steps to a StepSink and an
-optional callback. Providers come from a factory, so tests run the whole loop scripted.
+A run goes through named phases over one scope (`_Scope`): `_begin`, then rounds of
+`_decide_round` (Answered | Retry | CallsDecided), `_approve` (Approved, or a pause) and
+`_execute_round` (RoundResult), then `_finish` (the answer). The engine knows nothing about
+storage or UI: it hands finished steps, with the loop state they lead to, to a StepSink and
+an optional callback. Providers come from a factory, so tests run the whole loop scripted.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import json
 import time
 import uuid
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, ContextManager
 
@@ -22,12 +25,13 @@ from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay, calls_from_text
 from flowcall.calling.relevance import RETRY_PREFIX
 from flowcall.calling.router import Rule
-from flowcall.errors import ErrorCode, FlowCallError, ProviderError
+from flowcall.errors import ConfigError, ErrorCode, FlowCallError, ProviderError
+from flowcall.loop_state import LoopState, restored_outcome
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider
 from flowcall.spec import Flow, ModelConfig
-from flowcall.steps import Run, RunStatus, Step, StepKind, StepSink, utcnow
+from flowcall.steps import Run, RunCancelled, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, run_calls
 from flowcall.tools.registry import ToolRegistry
@@ -58,80 +62,50 @@ class RunFailed(FlowCallError):
 
 
 class _Recorder:
-    """Numbers steps, stamps them with the run's trace id, and hands them on as they end."""
+    """Numbers steps, stamps them with the run's trace id, and hands them on as they end.
+
+    The loop state goes to the sink with the steps it belongs to: `mark` keeps a changed state
+    to be committed with the next step, `record_round` commits a tool round's steps with the
+    state after it, `save` commits a state alone (before tools start)."""
 
     def __init__(self, run: Run, sink: StepSink, callback: StepCallback | None):
         self.run, self.sink, self.callback = run, sink, callback
+        self._state: dict[str, Any] | None = None
 
-    def record(self, step_kind: StepKind, **fields: Any) -> Step:
+    def _step(self, step_kind: StepKind, fields: dict[str, Any]) -> Step:
         step = Step(run_id=self.run.id, seq=len(self.run.steps) + 1, kind=step_kind, trace_id=self.run.trace_id, **fields)
         self.run.steps.append(step)
-        self.sink.step_recorded(step)
+        return step
+
+    def record(self, step_kind: StepKind, **fields: Any) -> Step:
+        step = self._step(step_kind, fields)
+        state, self._state = self._state, None
+        self.sink.steps_recorded([step], state)
         if self.callback:
             self.callback(step)
         return step
+
+    def record_round(self, steps: list[tuple[StepKind, dict[str, Any]]], state: LoopState) -> None:
+        built = [self._step(kind, fields) for kind, fields in steps]
+        self._state = None
+        self.sink.steps_recorded(built, state.checkpoint())
+        for step in built:
+            if self.callback:
+                self.callback(step)
+
+    def mark(self, state: LoopState) -> None:
+        self._state = state.checkpoint()
+
+    def save(self, state: LoopState) -> None:
+        self._state = None
+        self.sink.state_saved(self.run, state.checkpoint())
 
 
 class _Paused(Exception):
     """A call waits for a person; the run stops here and keeps its state."""
 
-    def __init__(self, state: _Loop):
+    def __init__(self, state: LoopState):
         self.state = state
-
-
-@dataclass
-class _Loop:
-    """Where the loop is: all a paused run needs to go on (as JSON, in the runs table)."""
-
-    messages: list[Message]
-    budget: int
-    done: list[CallOutcome] = field(default_factory=list)  # executed calls, for the polish model
-    seen: set[str] = field(default_factory=set)  # calls already answered, to stop a model that repeats itself
-    last_text: str | None = None
-    finished: bool = False
-    round_no: int = 0  # decision calls made
-    tool_rounds: int = 0  # rounds in which a tool ran; wrong-only rounds are paid from the retry budget
-    pending: list[ToolCall] = field(default_factory=list)  # calls waiting for a person
-    pending_repairs: dict[str, dict] = field(default_factory=dict)
-    done_records: list[dict[str, Any]] = field(default_factory=list)  # `done` as restored, before tools are known
-    # a re-run from a tool call: the outcomes (as `done` records) of the round's calls before
-    # it, kept from the earlier run; with the pending calls they make the round that is counted
-    kept: list[dict[str, Any]] = field(default_factory=list)
-
-    FORMAT = 1  # the checkpoint's "v": raise it when the layout changes, so a FlowCall refuses what it cannot read
-
-    def checkpoint(self) -> dict[str, Any]:
-        return {
-            "v": self.FORMAT, "messages": [m.model_dump(mode="json") for m in self.messages], "budget": self.budget,
-            "done": [{"call": o.call.model_dump(mode="json"), "result": o.result,
-                      "error_code": o.error_code and str(o.error_code), "error_message": o.error_message,
-                      "latency_ms": o.latency_ms} for o in self.done],
-            "seen": sorted(self.seen), "last_text": self.last_text, "finished": self.finished,
-            "round_no": self.round_no, "tool_rounds": self.tool_rounds,
-            "pending": [c.model_dump(mode="json") for c in self.pending], "pending_repairs": self.pending_repairs,
-            **({"kept": self.kept} if self.kept else {}),  # optional: older checkpoints read the same
-        }
-
-    @classmethod
-    def restore(cls, data: dict[str, Any]) -> _Loop:
-        version = data.get("v", 1)  # checkpoints saved before the field existed are version 1
-        if version != cls.FORMAT:
-            from flowcall.errors import ConfigError
-
-            raise ConfigError(f"the run's saved state has format version {version!r}, and this FlowCall reads "
-                              f"version {cls.FORMAT} only; resume it with the FlowCall version that paused it")
-        return cls(messages=[Message.model_validate(m) for m in data["messages"]], budget=data["budget"],
-                   seen=set(data["seen"]), last_text=data["last_text"], finished=data["finished"],
-                   round_no=data["round_no"], tool_rounds=data["tool_rounds"],
-                   pending=[ToolCall.model_validate(c) for c in data["pending"]],
-                   pending_repairs=data["pending_repairs"], done_records=data["done"], kept=data.get("kept", []))
-
-
-def _restored(record: dict[str, Any], tools: dict[str, Tool]) -> CallOutcome:
-    call = ToolCall.model_validate(record["call"])
-    return CallOutcome(call, tools.get(call.name), result=record["result"],
-                       error_code=ErrorCode(record["error_code"]) if record["error_code"] else None,
-                       error_message=record["error_message"], latency_ms=record["latency_ms"])
 
 
 @dataclass
@@ -145,6 +119,73 @@ class _Models:
     @classmethod
     def build(cls, flow: Flow, provider_for: ProviderFactory) -> _Models:
         return cls(provider_for(flow.decision), provider_for(flow.polish) if flow.polish is not None else None)
+
+
+@dataclass
+class _Scope:
+    """Everything one run's phases share."""
+
+    flow: Flow
+    run: Run
+    rec: _Recorder
+    tools: dict[str, Tool]
+    models: _Models
+    way: CallingWay
+    context: RunContext
+    state: LoopState
+    approver: Approver | None
+    changed: frozenset[str]  # tools whose definition changed since accepted: their calls wait for a person
+    maybe_ran: frozenset[str]  # calls started before an interruption whose results were never committed
+
+
+# --- what each phase of a round returns ---------------------------------------------------
+@dataclass
+class Answered:
+    """The decision model answered (or only repeated answered calls): the loop ends."""
+
+    text: str | None
+
+
+@dataclass
+class Retry:
+    """The model's call could not be read; it is told why and decides again."""
+
+    problem: str
+
+
+@dataclass
+class CallsDecided:
+    calls: list[ToolCall]
+    repairs: dict[str, dict]
+
+
+@dataclass
+class Approved:
+    """The calls as they will run (edited ones with the person's arguments) and the denied
+    ones' outcomes by call id."""
+
+    calls: list[ToolCall]
+    repairs: dict[str, dict]
+    settled: dict[str, CallOutcome]
+
+
+@dataclass
+class RoundResult:
+    outcomes: list[CallOutcome]
+    tool_ran: bool
+    wrong: CallOutcome | None  # the first call the model got wrong, paid from the retry budget
+
+
+MAYBE_RAN_NOTE = ("waiting for a person: this call was started before the run was interrupted and its result "
+                  "was never recorded, so it may have run already: approve to run it again, or deny to go on "
+                  "without it")
+
+
+def safe_to_repeat(tool: Tool) -> bool:
+    """May a call whose result was lost run again unasked? Only a read-only tool whose
+    read-only hint comes from code this machine trusts (a plugin, a trusted server): an
+    untrusted server could call anything read-only."""
+    return tool.annotations.read_only and (tool.source == "python" or tool.trusted)
 
 
 class Engine:
@@ -171,16 +212,20 @@ class Engine:
         self.sink.run_started(run)
         return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, None, models)
 
-    def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any], *, approver: Approver | None,
+    def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any] | None, *, approver: Approver | None,
                on_step: StepCallback | None = None) -> Run:
-        """Go on with a run that waited for approval, from its saved state: the pending calls are
-        put to `approver`, then the loop continues. Hidden-context artifacts do not survive a
-        pause (they may be DataFrames); tools that need them must run again.
+        """Go on with a run that waited for approval or was interrupted, from its last committed
+        state: pending calls are put to `approver` (calls that may have run already wait for a
+        person unless safe to repeat), then the loop continues. An interrupted run with no
+        state stopped before its first tool round, and starts again from its question.
 
-        `sink.run_resumed` claims the run (the store: a compare-and-set on its status), so of
-        two resumers only one goes on; the other gets a ConfigError. The state is read first:
-        a format this FlowCall cannot read is refused while the run still waits."""
-        state = _Loop.restore(checkpoint)
+        `sink.run_resumed` claims the run (the store: a compare-and-set), so of two resumers
+        only one goes on; the other gets a ConfigError. The state is read first: a format this
+        FlowCall cannot read is refused while the run still waits."""
+        state = LoopState.restore(checkpoint) if checkpoint else None
+        if state is None and any(s.kind == StepKind.TOOL_CALL for s in run.steps):
+            raise ConfigError(f"run {run.id[:8]} ran tools but has no saved state (it was recorded by an older "
+                              "FlowCall or imported); re-run it from a step instead: `flowcall runs rerun`")
         self.sink.run_resumed(run)
         run.status = RunStatus.RUNNING
         return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, state)
@@ -193,6 +238,7 @@ class Engine:
         first (marked as reused), so the new run reads whole in the inspector. Their tokens
         stay on them for display; the earlier run spent them (see steps.is_reused)."""
         models = self._models_before_run(flow)  # as in run(): a missing key before any record
+        state = LoopState.restore(checkpoint)
         run = Run(id=str(uuid.uuid4()), flow_name=flow.name, flow_version_id=flow_version_id,
                   question=question, trace_id=uuid.uuid4().hex)
         self.sink.run_started(run)
@@ -200,7 +246,7 @@ class Engine:
         for step in reused:
             fields = step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"})
             recorder.record(step.kind, **fields)
-        return self._execute(flow, run, recorder, approver, _Loop.restore(checkpoint), models)
+        return self._execute(flow, run, recorder, approver, state, models)
 
     def _models_before_run(self, flow: Flow) -> _Models | None:
         """The flow's providers, or NotConfigured naming the variable to set. Any other failure
@@ -213,26 +259,54 @@ class Engine:
             return None
 
     def _execute(self, flow: Flow, run: Run, recorder: _Recorder, approver: Approver | None,
-                 state: _Loop | None, models: _Models | None = None) -> Run:
+                 state: LoopState | None, models: _Models | None = None) -> Run:
         try:
             with self._registry_for(flow) as registry:
                 models = models or _Models.build(flow, self.provider_for)  # a failure here is recorded
-                run.final_answer = self._run(flow, run.question, run, recorder, registry, approver, state, models)
+                scope = self._begin(flow, run, recorder, registry, approver, state, models)
+                run.final_answer = self._loop(scope)
             run.status = RunStatus.SUCCEEDED
         except _Paused as paused:
             run.status = RunStatus.WAITING_APPROVAL
             self.sink.run_paused(run, paused.state.checkpoint())
             return run
+        except RunCancelled as exc:  # cancelled by a person elsewhere, or taken over: the store says so
+            run.status, run.error, run.ended_at = RunStatus.CANCELLED, str(exc), utcnow()
+            return run
         except FlowCallError as exc:
             run.status, run.error = RunStatus.FAILED, f"{exc.code}: {exc.message}"
             if not isinstance(exc, RunFailed):
-                recorder.record(StepKind.ERROR, error_code=str(exc.code), error_message=exc.message)
+                self._record_end(recorder, StepKind.ERROR, error_code=str(exc.code), error_message=exc.message)
         except Exception as exc:  # a bug or an unexpected library error: keep the run, say what broke
             run.status, run.error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
-            recorder.record(StepKind.ERROR, error_code="INTERNAL", error_message=run.error)
+            self._record_end(recorder, StepKind.ERROR, error_code=str(ErrorCode.INTERNAL), error_message=run.error)
+        except BaseException as exc:  # Ctrl-C, the studio stopping its script: a person stopped it
+            self._stopped(run, exc)
+            raise
         run.ended_at = utcnow()
-        self.sink.run_finished(run)
+        if not self.sink.run_finished(run):
+            run.status = RunStatus.CANCELLED  # cancelled between its last step and now: it stays so
         return run
+
+    @staticmethod
+    def _record_end(recorder: _Recorder, kind: StepKind, **fields: Any) -> None:
+        try:
+            recorder.record(kind, **fields)
+        except RunCancelled:
+            pass  # the run is over either way; run_finished leaves a cancelled run cancelled
+
+    def _stopped(self, run: Run, exc: BaseException) -> None:
+        if isinstance(exc, KeyboardInterrupt):
+            reason = "stopped with Ctrl-C"
+        elif type(exc).__name__ in ("StopException", "RerunException"):  # Streamlit ends the page's script
+            reason = "stopped in the studio"
+        else:
+            reason = f"stopped ({type(exc).__name__})"
+        run.status, run.error, run.ended_at = RunStatus.CANCELLED, reason, utcnow()
+        try:
+            self.sink.run_cancelled(run, reason)
+        except Exception:  # the database may be what failed; the run then reads as interrupted
+            pass
 
     def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
                     label: str | None = None) -> tuple[Run, ModelTurn | None]:
@@ -258,7 +332,7 @@ class Engine:
         self.sink.run_finished(run)
         return run, turn
 
-    # ---------------------------------------------------------------- the loop
+    # ---------------------------------------------------------------- the phases
     def _registry_for(self, flow: Flow) -> ContextManager[ToolRegistry]:
         """The plugin registry, plus the flow's MCP and HTTP tools while the run lasts."""
         if not (flow.mcp_servers or flow.http_tools):
@@ -267,67 +341,160 @@ class Engine:
 
         return run_registry(self.registry, flow)
 
-    def _run(self, flow: Flow, question: str, run: Run, rec: _Recorder, registry: ToolRegistry,
-             approver: Approver | None, state: _Loop | None, models: _Models) -> Any:
+    def _begin(self, flow: Flow, run: Run, rec: _Recorder, registry: ToolRegistry, approver: Approver | None,
+               state: LoopState | None, models: _Models) -> _Scope:
+        """Phase 1: the run's tools, way and state (a new one from the question, or the one it
+        goes on from)."""
         tools = {t.name: t for t in registry.resolve(flow.tools)}
-        decider = models.decider
-        way = _way_for(flow, decider)
-        context = RunContext(run_id=run.id, store=self.sink)  # tools that keep data use the run's store
         changed = self._check_pins(flow, tools, rec)
         if state is None:
             messages = []
             if flow.decision.system_prompt:
                 messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
-            messages.append(Message(role="user", content=question))
-            state = _Loop(messages=messages, budget=flow.retry_budget)
+            messages.append(Message(role="user", content=run.question))
+            state = LoopState(messages=messages, budget=flow.retry_budget)
         else:
-            state.done = [_restored(o, tools) for o in state.done_records]
-        while state.pending or (state.tool_rounds < flow.max_rounds and not state.finished):
-            if state.pending:  # a resumed run: the calls that waited for a person
-                calls, repairs, state.pending, state.pending_repairs = state.pending, state.pending_repairs, [], {}
-            else:
-                state.round_no += 1
-                choice = flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
-                request = ModelRequest(
-                    messages=list(state.messages), tools=[t.spec() for t in tools.values()], tool_choice=choice,
-                    parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
-                    max_tokens=flow.decision.max_tokens,
-                )
-                turn = self._decide(decider, way, request, rec, state.round_no)
-                state.last_text = turn.content
-                if turn.parse_errors and not turn.tool_calls:
-                    state.budget = self._spend(state.budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], rec)
-                    state.messages += parse_retry_messages(turn.content, turn.parse_errors[0])
-                    continue
-                if not turn.tool_calls:
-                    state.finished = True
-                    break
-                calls, repairs = _repair(turn.tool_calls, tools)
-                if all(self._signature(c) in state.seen for c in calls):
-                    state.finished = True  # only repeats of answered calls: the model has what it needs
-                    break
-                state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
-            calls, settled = self._approve(calls, repairs, tools, flow, approver, state, rec, changed)
-            outcomes = self._run_tools(calls, repairs, tools, context, flow, state.round_no, rec, settled)
-            # the round is counted whole: with the calls a re-run kept from it (see rerun.py)
-            whole_round, state.kept = [*(_restored(r, tools) for r in state.kept), *outcomes], []
-            wrong = next((o for o in whole_round if o.error_code in NOT_RUN), None)
-            for outcome in outcomes:
-                state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
-                                              content=outcome.content_for_model()))
-                if outcome.error_code not in NOT_RUN:
-                    state.done.append(outcome)
-                    if outcome.error_code is None:
-                        state.seen.add(self._signature(outcome.call))
-            if wrong is not None:
-                state.budget = self._spend(state.budget, wrong.error_code, wrong.error_message or "", rec)
-            if any(o.error_code not in NOT_RUN for o in whole_round):
-                state.tool_rounds += 1
+            state.done = [restored_outcome(o, tools) for o in state.done_records]
+        # tools that keep data use the run's store; their artifacts live in the state, so they are saved with it
+        context = RunContext(run_id=run.id, store=self.sink, artifacts=state.artifacts)
+        return _Scope(flow=flow, run=run, rec=rec, tools=tools, models=models, way=_way_for(flow, models.decider),
+                      context=context, state=state, approver=approver, changed=changed,
+                      maybe_ran=frozenset(state.running))
 
+    def _loop(self, scope: _Scope) -> Any:
+        """Rounds of decide -> approve -> execute until the model answers or max_rounds, then finish."""
+        state, flow = scope.state, scope.flow
+        while state.pending or (state.tool_rounds < flow.max_rounds and not state.finished):
+            if state.pending:  # a resumed run: calls that waited for a person, or were started
+                decided = CallsDecided(state.pending, state.pending_repairs)
+            else:
+                decided = self._decide_round(scope)
+            if isinstance(decided, Retry):
+                continue
+            if isinstance(decided, Answered):
+                break
+            approved = self._approve(scope, decided)
+            self._execute_round(scope, approved)
+        return self._finish(scope)
+
+    def _decide_round(self, scope: _Scope) -> Answered | Retry | CallsDecided:
+        """Phase 2: one decision. The state changes only in memory here; it is committed with
+        the round's tool steps, so a crash during a decision decides that round again."""
+        state, flow = scope.state, scope.flow
+        state.round_no += 1
+        choice = flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
+        request = ModelRequest(
+            messages=list(state.messages), tools=[t.spec() for t in scope.tools.values()], tool_choice=choice,
+            parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
+            max_tokens=flow.decision.max_tokens,
+        )
+        turn = self._decide(scope.models.decider, scope.way, request, scope.rec, state.round_no)
+        state.last_text = turn.content
+        if turn.parse_errors and not turn.tool_calls:
+            state.budget = self._spend(state.budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], scope.rec)
+            state.messages += parse_retry_messages(turn.content, turn.parse_errors[0])
+            scope.rec.mark(state)  # the spent retry goes with the next step
+            return Retry(turn.parse_errors[0])
+        if not turn.tool_calls:
+            state.finished = True
+            return Answered(turn.content)
+        calls, repairs = _repair(turn.tool_calls, scope.tools)
+        if all(self._signature(c) in state.seen for c in calls):
+            state.finished = True  # only repeats of answered calls: the model has what it needs
+            return Answered(turn.content)
+        state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
+        return CallsDecided(calls, repairs)
+
+    def _approve(self, scope: _Scope, decided: CallsDecided) -> Approved:
+        """Phase 3: put the calls that need a person to the approver. With no answer, the run
+        pauses here (_Paused) with these calls pending. A call that may have run already (see
+        LoopState.running) needs a person too, unless its tool is safe to repeat."""
+        calls, repairs, tools, state, rec = decided.calls, decided.repairs, scope.tools, scope.state, scope.rec
+
+        def maybe_ran(call: ToolCall) -> bool:
+            return call.id in scope.maybe_ran and not safe_to_repeat(tools[call.name])
+
+        gated = [c for c in calls if check_call(c, tools) is None
+                 and (needs_approval(tools[c.name], scope.flow, scope.changed) or maybe_ran(c))]
+        decisions: dict[str, Decision] = {}
+        for call in gated:
+            decision = scope.approver(call, tools[call.name]) if scope.approver else None
+            if decision is None:
+                state.pending, state.pending_repairs = calls, repairs
+                for waiting in gated:
+                    note = MAYBE_RAN_NOTE if maybe_ran(waiting) else "waiting for a person to approve, deny or edit"
+                    rec.record(StepKind.APPROVAL, round=state.round_no, name=waiting.name, tool_call_id=waiting.id,
+                               arguments=waiting.arguments, note=note)
+                raise _Paused(state)
+            decisions[call.id] = decision
+            if decision.action != "deny" and tools[call.name].version in scope.changed:
+                tool = tools[call.name]
+                self.sink.pin_tool(scope.flow.name, tool.version, fingerprint(tool), definition(tool))  # accepted as it is now
+        kept, settled = [], {}
+        for call in calls:
+            decision = decisions.get(call.id)
+            if decision is not None and decision.action == "edit":
+                call = call.model_copy(update={"arguments": decision.arguments,
+                                               "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False)})
+            if decision is not None:
+                rec.record(StepKind.APPROVAL, round=state.round_no, name=call.name, tool_call_id=call.id,
+                           arguments=call.arguments, result={"action": decision.action, "by": decision.by,
+                                                              "reason": decision.reason or None},
+                           note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
+                           error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None)
+            if decision is not None and decision.action == "deny":
+                settled[call.id] = CallOutcome(call, tools[call.name], error_code=ErrorCode.APPROVAL_DENIED,
+                                               error_message="a person denied this call"
+                                               + (f": {decision.reason}" if decision.reason else "")
+                                               + "; do not call it again, answer without it")
+            kept.append(call)
+        return Approved(kept, repairs, settled)
+
+    def _execute_round(self, scope: _Scope, approved: Approved) -> RoundResult:
+        """Phase 4: run the approved calls and commit their steps with the state after them, in
+        one transaction. Before any tool starts, the state naming the calls about to run is
+        committed: after a crash, resume knows which calls may have run."""
+        state, tools, flow = scope.state, scope.tools, scope.flow
+        calls, settled = approved.calls, approved.settled
+        state.pending, state.pending_repairs = calls, approved.repairs
+        state.running = [c.id for c in calls if c.id not in settled and check_call(c, tools) is None]
+        if state.running:
+            scope.rec.save(state)
+        outcomes = self._run_tools(calls, tools, scope.context, flow, settled)
+        # the round is counted whole: with the calls a re-run kept from it (see rerun.py)
+        whole_round, state.kept = [*(restored_outcome(r, tools) for r in state.kept), *outcomes], []
+        wrong = next((o for o in whole_round if o.error_code in NOT_RUN), None)
+        tool_ran = any(o.error_code not in NOT_RUN for o in whole_round)
+        for outcome in outcomes:
+            state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
+                                          content=outcome.content_for_model()))
+            if outcome.error_code not in NOT_RUN:
+                state.done.append(outcome)
+                if outcome.error_code is None:
+                    state.seen.add(self._signature(outcome.call))
+        exhausted = wrong is not None and state.budget <= 0
+        if wrong is not None and not exhausted:
+            state.budget -= 1
+        if tool_ran:
+            state.tool_rounds += 1
+        state.pending, state.pending_repairs, state.running = [], {}, []
+        scope.rec.record_round([(StepKind.TOOL_CALL, _tool_step(o, state.round_no, approved.repairs))
+                                for o in outcomes], state)
+        scope.maybe_ran = frozenset()
+        if exhausted:
+            self._spend(0, wrong.error_code, wrong.error_message or "", scope.rec)
+        return RoundResult(outcomes, tool_ran, wrong)
+
+    def _finish(self, scope: _Scope) -> Any:
+        """Phase 5: the answer: the polish model's, the decision model's own, or (no polish
+        model, max_rounds reached) one more decision asked to answer without tools."""
+        state, flow, rec, tools = scope.state, scope.flow, scope.rec, scope.tools
+        decider, way = scope.models.decider, scope.way
         messages, round_no, finished, last_text, done = (state.messages, state.round_no, state.finished,
                                                          state.last_text, state.done)
-        if models.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
-            return self._polish(flow, models.polisher, question, done, last_text if finished else None, rec)
+        if scope.models.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
+            return self._polish(flow, scope.models.polisher, scope.run.question, done,
+                                last_text if finished else None, rec)
         if finished and last_text:
             return last_text
         if not finished:
@@ -374,56 +541,15 @@ class Engine:
                            result={"accepted": pin["definition"], "now": definition(tool)})
         return frozenset(changed)
 
-    def _approve(self, calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], flow: Flow,
-                 approver: Approver | None, state: _Loop, rec: _Recorder,
-                 changed: frozenset[str] = frozenset()) -> tuple[list[ToolCall], dict[str, CallOutcome]]:
-        """Put the calls that need a person to `approver`. Returns the calls as they will run
-        (edited ones with the person's arguments) and the denied ones' outcomes by call id.
-        With no answer, the run pauses here (_Paused) with these calls pending."""
-        gated = [c for c in calls if check_call(c, tools) is None and needs_approval(tools[c.name], flow, changed)]
-        decisions: dict[str, Decision] = {}
-        for call in gated:
-            decision = approver(call, tools[call.name]) if approver else None
-            if decision is None:
-                state.pending, state.pending_repairs = calls, repairs
-                for waiting in gated:
-                    rec.record(StepKind.APPROVAL, round=state.round_no, name=waiting.name, tool_call_id=waiting.id,
-                               arguments=waiting.arguments, note="waiting for a person to approve, deny or edit")
-                raise _Paused(state)
-            decisions[call.id] = decision
-            if decision.action != "deny" and tools[call.name].version in changed:
-                tool = tools[call.name]
-                self.sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))  # accepted as it is now
-        kept, settled = [], {}
-        for call in calls:
-            decision = decisions.get(call.id)
-            if decision is not None and decision.action == "edit":
-                call = call.model_copy(update={"arguments": decision.arguments,
-                                               "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False)})
-            if decision is not None:
-                rec.record(StepKind.APPROVAL, round=state.round_no, name=call.name, tool_call_id=call.id,
-                           arguments=call.arguments, result={"action": decision.action, "by": decision.by,
-                                                              "reason": decision.reason or None},
-                           note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
-                           error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None)
-            if decision is not None and decision.action == "deny":
-                settled[call.id] = CallOutcome(call, tools[call.name], error_code=ErrorCode.APPROVAL_DENIED,
-                                               error_message="a person denied this call"
-                                               + (f": {decision.reason}" if decision.reason else "")
-                                               + "; do not call it again, answer without it")
-            kept.append(call)
-        return kept, settled
-
     # ---------------------------------------------------------------- pieces
     @staticmethod
-    def _run_tools(calls: list[ToolCall], repairs: dict[str, dict], tools: dict[str, Tool], context: RunContext,
-                   flow: Flow, round_no: int, rec: _Recorder,
-                   settled: dict[str, CallOutcome] | None = None) -> list[CallOutcome]:
-        """Check every call, run the valid ones at once, record a step per call, in call order.
-        `settled` calls (denied by a person) are recorded with their outcome and not run."""
-        runnable, outcomes = [], list((settled or {}).values())
+    def _run_tools(calls: list[ToolCall], tools: dict[str, Tool], context: RunContext, flow: Flow,
+                   settled: dict[str, CallOutcome]) -> list[CallOutcome]:
+        """Check every call and run the valid ones at once; the outcomes in call order.
+        `settled` calls (denied by a person) keep their outcome and are not run."""
+        runnable, outcomes = [], list(settled.values())
         for call in calls:
-            if call.id in (settled or {}):
+            if call.id in settled:
                 continue
             problem = check_call(call, tools)
             if problem is None:
@@ -432,17 +558,6 @@ class Engine:
                 outcomes.append(problem)
         outcomes.extend(run_calls(runnable, context, flow.tool_timeout_s))
         outcomes.sort(key=lambda o: calls.index(o.call))
-        for outcome in outcomes:
-            rec.record(
-                StepKind.TOOL_CALL, round=round_no, name=outcome.call.name, tool_call_id=outcome.call.id,
-                arguments=outcome.call.arguments, result=outcome.result,
-                error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
-                latency_ms=outcome.latency_ms,
-                response={"executed": outcome.error_code not in NOT_RUN | {ErrorCode.APPROVAL_DENIED},
-                          "raw_arguments": outcome.call.raw_arguments,
-                          **({"dropped_ungrounded": outcome.call.dropped_arguments} if outcome.call.dropped_arguments else {}),
-                          **repairs.get(outcome.call.id, {})},
-            )
         return outcomes
 
     @staticmethod
@@ -575,6 +690,20 @@ def _way_for(flow: Flow, decider: Provider) -> CallingWay:
         return own()
     rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
     return make_way(flow.decision.calling_way, decider.capabilities, rules)
+
+
+def _tool_step(outcome: CallOutcome, round_no: int, repairs: dict[str, dict]) -> dict[str, Any]:
+    """A tool call's step: the call as it ran, its result or error, and what was repaired."""
+    return dict(
+        round=round_no, name=outcome.call.name, tool_call_id=outcome.call.id,
+        arguments=outcome.call.arguments, result=outcome.result,
+        error_code=outcome.error_code and str(outcome.error_code), error_message=outcome.error_message,
+        latency_ms=outcome.latency_ms,
+        response={"executed": outcome.error_code not in NOT_RUN | {ErrorCode.APPROVAL_DENIED},
+                  "raw_arguments": outcome.call.raw_arguments,
+                  **({"dropped_ungrounded": outcome.call.dropped_arguments} if outcome.call.dropped_arguments else {}),
+                  **repairs.get(outcome.call.id, {})},
+    )
 
 
 def _repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCall], dict[str, dict]]:

@@ -16,6 +16,7 @@ class ErrorCode(StrEnum):
     RATE_LIMITED = "RATE_LIMITED"
     APPROVAL_DENIED = "APPROVAL_DENIED"
     MAX_ROUNDS = "MAX_ROUNDS"
+    INTERNAL = "INTERNAL"  # a bug in FlowCall itself, not in the flow, the model or a tool
 
 
 class FlowCallError(Exception):
@@ -49,3 +50,8 @@ class ProviderError(FlowCallError):
 
 class ConfigError(Exception):
     """Bad configuration or input; the message names the problem and the fix."""
+
+
+class NotFoundError(ConfigError):
+    """The thing named (a run, a flow, a version) does not exist; the message says what exists.
+    A ConfigError, so the CLI reports it the same way: one line, exit 2."""

@@ -109,7 +109,8 @@ class FlowCall:
                           approver=approver)
 
     def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
-        """Go on with a run that waits for approval (also after a restart: its state is stored).
+        """Go on with a run that waits for approval or was interrupted (its process died), from
+        its last committed step; its state is in the database, so this works after a restart.
 
         Exactly once: the engine claims the run in the database before anything runs, so of two
         resumers (CLI and studio, two tabs) one goes on and the other gets a ConfigError."""
@@ -121,6 +122,11 @@ class FlowCall:
         self.require_trust(flow, run_id=run.id)  # a refusal leaves the run waiting: nothing is claimed yet
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
+
+    def cancel(self, run_id: str, *, by: str = "a person") -> Run:
+        """Cancel a run that is running (its process stops at its next step), waits for
+        approval or was interrupted. A run that ended is left as it is (ConfigError)."""
+        return self.store.cancel(run_id, by=by)
 
     def flow_of(self, run: Run) -> Flow:
         """The flow version a run ran."""
@@ -143,6 +149,9 @@ class FlowCall:
                 raise ConfigError(f"flow {flow.name!r} has no polish model whose prompt could change")
             flow = flow.model_copy(update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})})
         checkpoint, reused = checkpoint_before(original, flow, seq, arguments)
+        saved = self.store.artifacts_before(original.id, reused[-1].seq + 1 if reused else 1)
+        if saved:  # the hidden context (a loaded table) as it was at the cut
+            checkpoint["artifacts"] = saved
         self.registry.resolve(flow.plugin_refs())
         self.require_trust(flow, run_id=original.id)
         version_id, _ = self.store.save_flow(flow)
@@ -174,6 +183,7 @@ class FlowCall:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(top level)"
             raise ConfigError(f"{source} holds an invalid run at run.{where}: {first['msg']}") from exc
+        self.store.check_import(run, source)  # before the flow is adopted: a refused file stores nothing
         adopted = self.adopt(flow) if flow else None
         update: dict[str, Any] = {"flow_version_id": adopted.version_id if adopted else None}
         if adopted and adopted.flow.name != flow.name:

@@ -1,8 +1,9 @@
 """Step and run records: what the engine emits and the store keeps.
 
 A step is one event of a run (a model call, a tool call, an error) with everything needed
-to replay it. The engine hands each step to a `StepSink` when it ends, so a crash loses at
-most the step in flight.
+to replay it. The engine hands each step to a `StepSink` when it ends, with the loop's state
+when it changed, in one transaction: a crash loses at most the step in flight, and the run
+can go on from its last committed step (`flowcall runs resume`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     WAITING_APPROVAL = "waiting_approval"  # paused until a person approves, denies or edits a call
+    CANCELLED = "cancelled"  # stopped by a person (Stop, `runs cancel`, Ctrl-C)
+    # never stored: a `running` run whose owner is gone (its process died, or its lease ran
+    # out on another host) reads as interrupted, and can be resumed
+    INTERRUPTED = "interrupted"
 
 
 class Step(BaseModel):
@@ -72,6 +77,9 @@ class Run(BaseModel):
     trace_id: str
     started_at: datetime = Field(default_factory=utcnow)
     ended_at: datetime | None = None
+    # which process runs it ("host/pid/start") and until when it holds the run unless renewed
+    owner: str | None = None
+    lease_until: datetime | None = None
     steps: list[Step] = Field(default_factory=list)
 
     @property
@@ -83,22 +91,33 @@ class Run(BaseModel):
         return sum(s.tokens_out for s in self.steps if not is_reused(s))
 
 
+class RunCancelled(Exception):
+    """The run was cancelled (or taken over by a resumer) while this process ran it: stop."""
+
+
 class StepSink(Protocol):
-    """Where a run's records go. The store implements it; tests may collect in memory."""
+    """Where a run's records go. The store implements it; tests may collect in memory.
+
+    `state` is the loop's checkpoint (loop_state.LoopState) when it changed since the last
+    commit; it is committed with the steps, so steps and state never disagree."""
 
     def run_started(self, run: Run) -> None: ...
 
-    def step_recorded(self, step: Step) -> None: ...
+    def steps_recorded(self, steps: list[Step], state: dict[str, Any] | None = None) -> None: ...
 
-    def run_finished(self, run: Run) -> None: ...
+    def state_saved(self, run: Run, state: dict[str, Any]) -> None: ...
+
+    def run_finished(self, run: Run) -> bool: ...
 
     def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None: ...
 
     def run_resumed(self, run: Run) -> None: ...
 
+    def run_cancelled(self, run: Run, reason: str) -> None: ...
+
 
 class MemorySink:
-    """Keeps nothing beyond the Run object and paused runs' checkpoints: for tests and benchmarks."""
+    """Keeps nothing beyond the Run object and runs' last states: for tests and benchmarks."""
 
     def __init__(self) -> None:
         self.checkpoints: dict[str, dict[str, Any]] = {}
@@ -107,16 +126,27 @@ class MemorySink:
         self.checkpoints[run.id] = checkpoint
 
     def run_resumed(self, run: Run) -> None:
-        self.checkpoints.pop(run.id, None)
+        pass
 
     def run_started(self, run: Run) -> None:
         pass
 
-    def step_recorded(self, step: Step) -> None:
-        pass
+    def steps_recorded(self, steps: list[Step], state: dict[str, Any] | None = None) -> None:
+        if steps and state is not None:
+            self.checkpoints[steps[0].run_id] = state
 
-    def run_finished(self, run: Run) -> None:
-        pass
+    def step_recorded(self, step: Step) -> None:
+        self.steps_recorded([step])
+
+    def state_saved(self, run: Run, state: dict[str, Any]) -> None:
+        self.checkpoints[run.id] = state
+
+    def run_finished(self, run: Run) -> bool:
+        self.checkpoints.pop(run.id, None)
+        return True
+
+    def run_cancelled(self, run: Run, reason: str) -> None:
+        self.checkpoints.pop(run.id, None)
 
 
 REUSED_NOTE = "reused from run "  # in the note of a step a re-run took over from the run it re-ran (rerun.py)

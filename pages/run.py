@@ -11,8 +11,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from flowcall.approval import Decision
-from flowcall.cli import describe_step
 from flowcall.errors import ConfigError, FlowCallError
+from flowcall.rendering import describe_step, run_seconds
 from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
@@ -49,8 +49,12 @@ def ask_consent(flow_version_id: int, question: str | None) -> None:
 def live(label: str, work: Callable, consent_for: tuple[int | None, str | None]) -> Run | None:
     """Run `work(on_step)` inside a status box that fills with the steps as they end. A grant
     missing meanwhile (revoked, or the flow changed) shows the consent panel instead."""
+    # Streamlit ends the script on any click, and the engine marks a run ended that way
+    # `cancelled`: this button is that click, made on purpose (its rerun shows the run).
+    st.button("Stop", key="stop-run", help="Stop this run; it is recorded as cancelled")
     with st.status(label, expanded=True) as status:
         def on_step(step: Step) -> None:
+            st.session_state["run_id"] = step.run_id  # a stopped run is still shown
             st.text(describe_step(step))
 
         try:
@@ -66,9 +70,9 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
             status.update(label="Could not run", state="error")
             st.error(md(exc))
             return None
-        state = {"succeeded": "complete", "failed": "error"}.get(run.status.value, "running")
+        state = {"succeeded": "complete", "failed": "error", "cancelled": "error"}.get(run.status.value, "running")
         status.update(label=f"Run {run.status.value} · {len(run.steps)} steps · "
-                            f"{sum(s.latency_ms for s in run.steps) / 1000:.1f} s",
+                            f"{run_seconds(run):.1f} s",
                       state=state, expanded=run.status != RunStatus.SUCCEEDED)
     st.session_state["run_id"] = run.id
     return run
@@ -137,6 +141,8 @@ if run_id := st.session_state.get("run_id"):
             choices: dict[str, tuple[str, str, str]] = {}
             for step in waiting_calls(run):
                 st.markdown(f"**{md(step.name)}** (call {md(step.tool_call_id)})")
+                if step.note != "waiting for a person to approve, deny or edit":
+                    st.warning(md(step.note))  # e.g. it may have run already, before an interruption
                 action = st.radio("Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}")
                 args = st.text_area("Arguments (edit them, then choose edit)", as_json(step.arguments),
                                     key=f"args:{step.tool_call_id}")
@@ -166,6 +172,26 @@ if run_id := st.session_state.get("run_id"):
                      (run.flow_version_id, None))
                 if resumed is not None:  # else keep the error on screen, e.g. another tab or the CLI took the run
                     st.rerun()
+    elif run.status == RunStatus.INTERRUPTED:
+        done = sum(1 for s in run.steps if s.kind == StepKind.TOOL_CALL)
+        st.warning(f"Run {run.id[:8]} was interrupted: the process running it stopped after {len(run.steps)} steps "
+                   f"({done} tool calls). Resume goes on from its last committed step; a call that may have run "
+                   "already, and changes something, waits for your approval first.")
+        c1, c2, _ = st.columns([1, 1, 5])
+        if c1.button("Resume", type="primary", key=f"resume:{run.id}"):
+            resumed = live("Resuming the run…", lambda on_step: app.resume(run.id, approver=None, on_step=on_step),
+                           (run.flow_version_id, None))
+            if resumed is not None:
+                st.rerun()
+        if c2.button("Cancel the run", key=f"cancel:{run.id}"):
+            try:
+                app.cancel(run.id, by="studio")
+            except ConfigError as exc:
+                st.error(md(exc))
+            else:
+                st.rerun()
+    elif run.status == RunStatus.CANCELLED:
+        st.warning(f"Run {run.id[:8]} was cancelled: {md(run.error or '')}")
     else:
         st.subheader("Answer")
         show_answer(run)

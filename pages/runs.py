@@ -10,9 +10,9 @@ from datetime import datetime, time, timedelta
 
 import streamlit as st
 
-from flowcall.cli import describe_step
 from flowcall.compare import align, latency_ms, summary
 from flowcall.errors import ConfigError, FlowCallError
+from flowcall.rendering import describe_step, run_seconds, step_ref
 from flowcall.rerun import RERUNNABLE
 from flowcall.steps import RunStatus, StepKind
 from flowcall.studio import as_json, md, service, show_answer, show_step, step_label, steps_table
@@ -71,8 +71,26 @@ run = app.store.get_run(picked)
 # ------------------------------------------------------------------ the run
 st.subheader(md(f"Run {run.id[:8]}"))  # a run file from elsewhere sets its id, flow name, trace and question
 st.markdown(f"**{md(run.flow_name)}** · {run.status.value} · trace {md(run.trace_id)} · "
-            f"{run.tokens_in}+{run.tokens_out} tokens · {sum(s.latency_ms for s in run.steps) / 1000:.2f} s")
+            f"{run.tokens_in}+{run.tokens_out} tokens · {run_seconds(run):.2f} s")
 st.markdown(f"Question: {md(run.question)}")
+if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.RUNNING):
+    why = {RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go on "
+                                  "from its last committed step.",
+           RunStatus.WAITING_APPROVAL: "waits for a person to approve a tool call.",
+           RunStatus.RUNNING: "is running in another process or tab."}[run.status]
+    st.info(f"This run {why}")
+    go, stop, _ = st.columns([2, 1, 4])
+    if run.status != RunStatus.RUNNING and go.button("Continue it on the Run page", type="primary",
+                                                     key=f"continue:{run.id}"):
+        st.session_state["run_id"] = run.id
+        st.switch_page("pages/run.py")
+    if stop.button("Cancel the run", key=f"cancel:{run.id}"):
+        try:
+            app.cancel(run.id, by="studio")
+        except ConfigError as exc:  # it ended meanwhile
+            st.error(md(exc))
+        else:
+            st.rerun()
 show_answer(run)
 st.download_button("Export run as JSON", json.dumps(app.export_run(run.id), ensure_ascii=False, indent=2),
                    file_name=f"run-{run.id[:8]}.json", mime="application/json")
@@ -165,8 +183,8 @@ with tab_compare:
         pairs = align(run, other)
         st.caption(f"{sum(p.same for p in pairs)} of {len(pairs)} aligned steps are the same.")
         st.dataframe([{
-            "this": p.left and f"{p.left.seq} {p.left.kind.value} {p.left.name or ''}",
-            "other": p.right and f"{p.right.seq} {p.right.kind.value} {p.right.name or ''}",
+            "this": p.left and step_ref(p.left),
+            "other": p.right and step_ref(p.right),
             "differences": "; ".join(p.differences) or "same",
             "tokens": f"{p.left.tokens_in + p.left.tokens_out if p.left else '-'} / "
                       f"{p.right.tokens_in + p.right.tokens_out if p.right else '-'}",

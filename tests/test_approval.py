@@ -131,7 +131,7 @@ def test_a_paused_run_resumes_from_the_database_with_new_objects(tmp_path, monke
     assert [t["title"] for t in later.store.list_tasks()] == ["写周报"]
     stored = later.store.get_run(paused.id)
     assert stored.status == RunStatus.SUCCEEDED and [s.kind for s in stored.steps].count(StepKind.APPROVAL) == 2
-    with pytest.raises(Exception, match="not waiting for approval"):
+    with pytest.raises(Exception, match="it is succeeded: only a run that waits for approval or was interrupted"):
         later.resume(paused.id, approver=approve_all)
 
 
@@ -151,11 +151,19 @@ def test_the_terminal_approver_asks_and_accepts_only_a_json_object():
     assert json.loads(out.strip().splitlines()[-1])["reason"] == "too risky"
 
 
-def test_cli_resume_needs_to_be_told_how_to_answer():
+def test_cli_resume_needs_to_be_told_how_to_answer(tmp_path):
+    """A run waiting for approval needs --approve, --approve-all or --deny-all (an interrupted
+    one does not: tests/test_durable_runs.py)."""
     import subprocess
     import sys
     from pathlib import Path
 
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "runs", "resume", "abc"], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=60)
+    url = f"sqlite:///{tmp_path / 'flowcall.db'}"
+    paused = FlowCall(store=FlowCall.open(url).store,
+                      provider_factory=lambda cfg: ScriptedProvider([[("delete_file", {"path": "a.txt"})]]))
+    paused.registry = REGISTRY
+    run = paused.run(FLOW, "delete a.txt")
+    assert run.status == RunStatus.WAITING_APPROVAL
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "--db", url, "runs", "resume", run.id[:8]],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=60)
     assert done.returncode == 2 and "--approve, --approve-all or --deny-all" in done.stderr

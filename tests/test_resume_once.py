@@ -106,8 +106,8 @@ def test_a_resumer_killed_right_after_claiming_leaves_the_paused_state(db_url: s
                                                                        log: Path) -> None:
     """A process that dies (SIGKILL) after claiming a run, before anything ran, leaves the run
     `running` with its paused state (the checkpoint) still in the database, and the steps say
-    how far it got. Nothing notices the dead process yet, so `runs resume` refuses the run like
-    any claimed one; lease-based detection of such `interrupted` runs is not built."""
+    how far it got. Its owner is gone, so it reads `interrupted`, and a resume goes on from
+    that state: the call still needs a person, and runs once."""
     paused = _pause(flowcalls)
     flowcall = flowcalls(["done"])
     saved = flowcall.store.get_checkpoint(paused.id)
@@ -123,9 +123,12 @@ def test_a_resumer_killed_right_after_claiming_leaves_the_paused_state(db_url: s
     assert _raw_row(flowcall, paused.id) == (RunStatus.RUNNING, saved)
     assert saved["v"] == 1 and [c["name"] for c in saved["pending"]] == ["delete_report"]
     assert len(flowcall.store.get_run(paused.id).steps) == len(paused.steps)  # it was killed before any step
-    with pytest.raises(ConfigError, match=re.escape(TAKEN)):
-        flowcall.resume(paused.id, approver=approve_all)
+    assert flowcall.store.get_run(paused.id).status == RunStatus.INTERRUPTED
+    assert flowcall.resume(paused.id, approver=None).status == RunStatus.WAITING_APPROVAL  # asks again
     assert _executions(log) == []
+    resumed = flowcall.resume(paused.id, approver=approve_all)
+    assert resumed.status == RunStatus.SUCCEEDED, resumed.error
+    assert len(_executions(log)) == 1
 
 
 def test_the_checkpoint_has_a_version_and_an_unknown_one_is_refused(flowcalls, log: Path) -> None:

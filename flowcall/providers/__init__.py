@@ -46,6 +46,18 @@ def provider_for(config: ModelConfig) -> Provider:
 
         # no base_url in the flow: OPENAI_COMPATIBLE_BASE_URL (compatible_provider says if neither is set)
         return compatible_provider(config.model, config.base_url)
+    if config.provider == "scripted":
+        # Safe in a shared flow file: this model is a pure function of the request; it reads no
+        # file, holds no key and reaches nothing (base_url, if any, is ignored). It lets the CLI,
+        # tests and benchmarks run a flow without the embedded model.
+        from flowcall.testing import SCHEMA_MODEL, SchemaDrivenProvider
+
+        if config.model != SCHEMA_MODEL:
+            raise ConfigError(
+                f"provider 'scripted' has no model '{config.model}'; its one model is '{SCHEMA_MODEL}' "
+                "(a deterministic stand-in that calls each tool with arguments made from its schema)"
+            )
+        return SchemaDrivenProvider(SCHEMA_MODEL)
     raise ConfigError(
         f"provider '{config.provider}' cannot be built from a flow file; use one of {', '.join(PROVIDER_NAMES)}"
     )

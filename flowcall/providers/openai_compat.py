@@ -23,6 +23,22 @@ from flowcall.providers.base import Capabilities, redact, redact_text, redact_ur
 from flowcall.providers.retry import with_retries
 
 DASHSCOPE_COMPATIBLE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def default_timeout_s() -> float:
+    """How long one request may take: FLOWCALL_PROVIDER_TIMEOUT_S, else 60 s. A slow local
+    server (llama.cpp on a CPU) may need more; a caller that would rather fail fast, less."""
+    value = os.environ.get("FLOWCALL_PROVIDER_TIMEOUT_S", "").strip()
+    if not value:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise ConfigError(f"FLOWCALL_PROVIDER_TIMEOUT_S must be a number of seconds between 0 and 3600, not {value!r}")
+    return seconds
 NO_KEY = "not-needed"  # local servers ignore the key, but the SDK insists on one
 
 FULL_CAPABILITIES = Capabilities(
@@ -202,6 +218,22 @@ def _hint(status: int, model: str, base_url: str, no_key_reason: str | None = No
     return f"Check the model name '{model}', the API key and the base URL {base_url}."
 
 
+def _completion_data(response: Any, provider: str, base_url: str) -> tuple[dict[str, Any], str | None]:
+    """The fields a chat completion's server sent, and its request id; a ProviderError naming
+    what came instead when it is not a chat completion (an HTML page, JSON without choices):
+    otherwise that would read as an empty answer, and the run would "succeed" with nothing."""
+    if not hasattr(response, "model_dump"):  # the SDK hands over the text of a non-JSON answer
+        text = " ".join(str(response).split())[:200]
+        raise ProviderError(f"{provider} at {base_url} did not answer with a chat completion but with: {text!r}; "
+                            "is it an OpenAI-compatible server, and does the base URL end in /v1?")
+    data = response.model_dump(mode="json", exclude_unset=True)  # the fields the server sent
+    if not data.get("choices"):
+        text = json.dumps(data, ensure_ascii=False)[:200]
+        raise ProviderError(f"{provider} at {base_url} answered with no choices, not a chat completion: {text}",
+                            request_id=data.get("id") if isinstance(data.get("id"), str) else None)
+    return data, getattr(response, "_request_id", None)
+
+
 # ---------------------------------------------------------------- the provider
 
 
@@ -216,7 +248,7 @@ class OpenAICompatibleProvider:
         api_key: str | None = None,
         name: str = "openai-compatible",
         capabilities: Capabilities | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float | None = None,
         client: Any = None,
         no_key_reason: str | None = None,
     ):
@@ -226,7 +258,8 @@ class OpenAICompatibleProvider:
         self.capabilities = capabilities or FULL_CAPABILITIES.model_copy(deep=True)
         if client is None:
             try:
-                client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+                client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s or default_timeout_s(),
+                                       max_retries=0)
             except openai.OpenAIError as exc:
                 raise ConfigError(
                     f"{name}: cannot create the OpenAI client ({exc}). Pass an API key, e.g. "
@@ -246,24 +279,30 @@ class OpenAICompatibleProvider:
             nonlocal latency_ms
             started = time.perf_counter()
             try:
-                return self.client.chat.completions.create(**wire)
+                response = self.client.chat.completions.create(**wire)
             except openai.OpenAIError as exc:
                 raise error_from_exception(
                     exc, provider=self.name, model=self.model, base_url=self.base_url,
                     no_key_reason=self.no_key_reason,
                 ) from exc
+            except ValueError as exc:  # json.JSONDecodeError: a 200 whose JSON body is broken
+                raise ProviderError(
+                    f"{self.name} at {self.base_url} answered with a body that is not valid JSON ({exc}); "
+                    "is it an OpenAI-compatible server, and does the base URL end in /v1?"
+                ) from exc
             finally:
                 latency_ms = (time.perf_counter() - started) * 1000
+            return _completion_data(response, self.name, self.base_url)
 
         try:
             response = with_retries(attempt, retries)
         except ProviderError as exc:
             exc.details.update(wire_request=recorded, retries=retries)  # so the failed step keeps them
             raise
-        data = response.model_dump(mode="json", exclude_unset=True)  # the fields the server sent
+        data, request_id = response
         turn = parse_response(data)
         turn.wire_request = recorded
-        turn.request_id = getattr(response, "_request_id", None) or turn.request_id
+        turn.request_id = request_id or turn.request_id
         turn.latency_ms = round(latency_ms, 1)
         turn.retries = retries
         return turn
@@ -272,7 +311,7 @@ class OpenAICompatibleProvider:
 # ---------------------------------------------------------------- factories
 
 
-def openai_provider(model: str, *, timeout_s: float = 60.0) -> OpenAICompatibleProvider:
+def openai_provider(model: str, *, timeout_s: float | None = None) -> OpenAICompatibleProvider:
     """OpenAI itself: OPENAI_API_KEY, and OPENAI_BASE_URL if set (e.g. a proxy)."""
     key = os.environ.get("OPENAI_API_KEY")
     if not key:
@@ -286,7 +325,7 @@ def openai_provider(model: str, *, timeout_s: float = 60.0) -> OpenAICompatibleP
     )
 
 
-def dashscope_compatible_provider(model: str, *, timeout_s: float = 60.0) -> OpenAICompatibleProvider:
+def dashscope_compatible_provider(model: str, *, timeout_s: float | None = None) -> OpenAICompatibleProvider:
     """Qwen on DashScope through its OpenAI-compatible endpoint (DASHSCOPE_API_KEY).
     Set DASHSCOPE_BASE_URL for another region, e.g. https://dashscope-intl.aliyuncs.com/compatible-mode/v1."""
     key = os.environ.get("DASHSCOPE_API_KEY")
@@ -308,7 +347,7 @@ def dashscope_compatible_provider(model: str, *, timeout_s: float = 60.0) -> Ope
 
 def compatible_provider(
     model: str, base_url: str | None = None, *, capabilities: Capabilities | None = None,
-    timeout_s: float = 60.0,
+    timeout_s: float | None = None,
 ) -> OpenAICompatibleProvider:
     """A local or self-hosted server (Ollama, LM Studio, vLLM, llama.cpp) at `base_url` (a
     flow's), else at OPENAI_COMPATIBLE_BASE_URL. OPENAI_COMPATIBLE_API_KEY is sent only to

@@ -2,7 +2,8 @@
 
 A script item is a ModelTurn, a plain string (a text answer), a list of (name, arguments)
 pairs (tool calls), an Exception to raise, or a function of the request returning any of
-these. Every request it receives is kept in `requests`, so tests can see what was sent.
+these. Every request it receives is kept in `requests`, so tests can see what was sent;
+`assert_complete()` checks that the run used the whole script. Also exported by flowcall.testing.
 """
 
 from __future__ import annotations
@@ -53,6 +54,17 @@ class ScriptedProvider:
         self.model = model
         self.capabilities = capabilities
         self.requests: list[ModelRequest] = []
+
+    def assert_complete(self) -> None:
+        """Every scripted turn was used. A script longer than the run means the run ended
+        before the test thought it would, so what the test checks is not what it meant to."""
+        if self.script:
+            left = len(self.script)
+            raise AssertionError(
+                f"the scripted provider has {left} unused turn{'s' if left != 1 else ''} "
+                f"after {len(self.requests)} request{'s' if len(self.requests) != 1 else ''}; "
+                f"the run ended before the script did (next unused: {self.script[0]!r:.120})"
+            )
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         self.requests.append(request)

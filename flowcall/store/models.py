@@ -97,8 +97,12 @@ class RunRow(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     tokens_in: Mapped[int] = mapped_column(Integer, default=0)
     tokens_out: Mapped[int] = mapped_column(Integer, default=0)
-    # the loop's state while the run waits for approval (RunStatus.WAITING_APPROVAL), else None
+    # the loop's state (loop_state.LoopState) as last committed with a step, kept while the
+    # run is running or waits for approval; None once it ends
     checkpoint: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    # the process that runs it ("host/pid/start") and its lease (store/ownership.py)
+    owner: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class StepRow(Base):
@@ -130,6 +134,18 @@ class StepRow(Base):
     trace_id: Mapped[str | None] = mapped_column(String(255))
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ended_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class RunArtifactsRow(Base):
+    """The run context's artifacts as they were after step `seq`, saved when they changed:
+    a re-run from a later step starts with them (flowcall/artifacts.py has the format)."""
+
+    __tablename__ = "run_artifacts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    artifacts: Mapped[dict[str, Any]] = mapped_column(JSONType)
 
 
 class ToolPinRow(Base):

@@ -1,11 +1,16 @@
 """The repository: flows (versioned), runs and their steps, tasks.
 
-`Store` is the engine's StepSink. Each call is its own short transaction, so a step is on
-disk the moment `step_recorded` returns, and another process (the UI) can watch a run grow.
+`Store` is the engine's StepSink. Each call is its own short transaction, so a step (with the
+loop state it leads to) is on disk the moment `steps_recorded` returns, and another process
+(the UI) can watch a run grow. Every write to a running run checks that this process still
+owns it (store/ownership.py): a run cancelled or taken over elsewhere stops at its next step.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import threading
 import uuid
 from datetime import date, datetime
@@ -16,14 +21,25 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from flowcall import config
-from flowcall.errors import ConfigError
+from flowcall.errors import ConfigError, NotFoundError
 from flowcall.spec import Flow
-from flowcall.steps import REUSED_NOTE, Run, RunStatus, Step, utcnow
-from flowcall.store.db import make_engine
+from flowcall.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, utcnow
+from flowcall.store.db import fit_to_columns, make_engine, misfits, retry_on_disconnect
 from flowcall.store.migrate import upgrade
-from flowcall.store.models import FlowRow, FlowVersionRow, GrantRow, RunRow, StepRow, TaskRow, ToolPinRow
+from flowcall.store.models import (
+    FlowRow,
+    FlowVersionRow,
+    GrantRow,
+    RunArtifactsRow,
+    RunRow,
+    StepRow,
+    TaskRow,
+    ToolPinRow,
+)
+from flowcall.store.ownership import lease_seconds, lease_until, owner_gone, this_process
 
-_TIMES = {"started_at", "ended_at"}
+_TIMES = {"started_at", "ended_at", "lease_until"}
+_RUNNING = str(RunStatus.RUNNING)
 
 
 # --- The one place where ORM rows and pydantic records meet. ---------------------------------
@@ -33,7 +49,7 @@ _TIMES = {"started_at", "ended_at"}
 
 def _step_to_row(step: Step) -> StepRow:
     data = step.model_dump(mode="json", exclude=_TIMES)
-    return StepRow(**data, started_at=step.started_at, ended_at=step.ended_at)
+    return fit_to_columns(StepRow(**data, started_at=step.started_at, ended_at=step.ended_at))
 
 
 def _step_from_row(row: StepRow) -> Step:
@@ -42,11 +58,14 @@ def _step_from_row(row: StepRow) -> Step:
 
 def _run_to_row(run: Run) -> RunRow:
     data = run.model_dump(mode="json", exclude=_TIMES | {"steps"})
-    return RunRow(**data, started_at=run.started_at, ended_at=run.ended_at, tokens_in=0, tokens_out=0)
+    return fit_to_columns(RunRow(**data, started_at=run.started_at, ended_at=run.ended_at,
+                                 lease_until=run.lease_until, tokens_in=0, tokens_out=0))
 
 
 def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
     data = {name: getattr(row, name) for name in Run.model_fields if name != "steps"}
+    if data["status"] == _RUNNING and owner_gone(row.owner, row.lease_until):
+        data["status"] = RunStatus.INTERRUPTED  # derived on every read, never stored
     return Run.model_validate({**data, "steps": [_step_from_row(s) for s in steps or []]})
 
 
@@ -71,8 +90,53 @@ def _task_dict(row: TaskRow) -> dict[str, Any]:
 
 def _not_resumable(run_id: str, status: str | None = None) -> str:
     """Why a run cannot be resumed now: another resumer has it, or it ended."""
-    now = f" (it is {status}, not waiting for approval)" if status else ""
+    now = f" (it is {status}: only a run that waits for approval or was interrupted goes on)" if status else ""
     return f"run {run_id} is already being resumed (or finished); see `flowcall runs show {run_id}`{now}"
+
+
+_owner: tuple[int, str] | None = None
+
+
+def _me() -> str:
+    """This process as a run's owner; computed again after a fork (a Celery worker's child)."""
+    global _owner
+    if _owner is None or _owner[0] != os.getpid():
+        _owner = (os.getpid(), this_process())
+    return _owner[1]
+
+
+class _LeaseKeeper:
+    """Renews the leases of the runs this process runs, so that another host does not take a
+    run for interrupted while a long model call or tool holds it between steps."""
+
+    def __init__(self, store: Store):
+        self.store, self.runs, self.lock = store, set(), threading.Lock()
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def hold(self, run_id: str) -> None:
+        with self.lock:
+            self.runs.add(run_id)
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._renew, name="flowcall-leases", daemon=True)
+                self.thread.start()
+
+    def release(self, run_id: str) -> None:
+        with self.lock:
+            self.runs.discard(run_id)
+
+    def _renew(self) -> None:
+        while not self.stopped.wait(lease_seconds() / 3):
+            with self.lock:
+                runs = sorted(self.runs)
+            if not runs:
+                continue
+            try:
+                with self.store._session() as s, s.begin():
+                    s.execute(update(RunRow).where(RunRow.id.in_(runs), RunRow.owner == _me(),
+                                                   RunRow.status == _RUNNING).values(lease_until=lease_until()))
+            except Exception:  # a dropped connection: the next step's commit renews it too
+                pass
 
 
 class Store:
@@ -81,6 +145,8 @@ class Store:
     def __init__(self, engine: Engine):
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._leases = _LeaseKeeper(self)
+        self._artifact_digests: dict[str, str] = {}  # run id -> the artifacts last saved (see steps_recorded)
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:
@@ -103,6 +169,7 @@ class Store:
             for key, store in list(_stores.items()):
                 if store is self:
                     del _stores[key]
+        self._leases.stopped.set()
         self.engine.dispose()
 
     def _session(self) -> Session:
@@ -111,79 +178,196 @@ class Store:
     # --- StepSink -----------------------------------------------------------------------------
 
     def run_started(self, run: Run) -> None:
-        with self._session() as s, s.begin():
-            s.add(_run_to_row(run))
+        run.owner, run.lease_until = _me(), lease_until()
+
+        def insert() -> None:
+            with self._session() as s, s.begin():
+                s.add(_run_to_row(run))
+        retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == run.id)))
+        self._leases.hold(run.id)
+
+    def _exists(self, query: Any) -> Any:
+        """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?"""
+        def landed() -> bool:
+            with self._session() as s:
+                return s.scalar(query) is not None
+        return landed
 
     def step_recorded(self, step: Step) -> None:
-        """Insert and commit at once: a crash later in the run keeps this step."""
-        with self._session() as s, s.begin():
-            if s.get(RunRow, step.run_id) is None:
-                raise ConfigError(
-                    f"step {step.seq} belongs to run {step.run_id}, which was never started; "
-                    "call run_started(run) first"
-                )
-            s.add(_step_to_row(step))
+        self.steps_recorded([step])
 
-    def run_finished(self, run: Run) -> None:
-        """Close the run; token totals are summed from the steps actually stored."""
-        with self._session() as s, s.begin():
-            totals = select(
-                func.coalesce(func.sum(StepRow.tokens_in), 0), func.coalesce(func.sum(StepRow.tokens_out), 0)
-            ).where(StepRow.run_id == run.id,  # a re-run's reused steps were spent by the run it re-ran
-                    ~func.coalesce(StepRow.note, "").contains(REUSED_NOTE, autoescape=True))
-            tokens_in, tokens_out = s.execute(totals).one()
-            result = s.execute(
-                update(RunRow)
-                .where(RunRow.id == run.id)
-                .values(
-                    status=str(run.status),
-                    final_answer=run.model_dump(mode="json", include={"final_answer"})["final_answer"],
-                    error=run.error,
-                    ended_at=run.ended_at or utcnow(),
-                    tokens_in=tokens_in,
-                    tokens_out=tokens_out,
-                    checkpoint=None,  # a finished run has no paused state left to resume from
+    def steps_recorded(self, steps: list[Step], state: dict[str, Any] | None = None) -> None:
+        """Insert the steps and, if given, the loop state they lead to, in one transaction: a
+        crash keeps both or neither. The run must still be this process's: a run cancelled
+        meanwhile gets its steps (they happened) and then RunCancelled; a run another process
+        has taken over gets nothing and RunCancelled."""
+        if not steps:
+            return
+        run_id = steps[0].run_id
+        values: dict[str, Any] = {"lease_until": lease_until()}
+        if state is not None:
+            values["checkpoint"] = state
+        def insert() -> bool:
+            with self._session() as s, s.begin():
+                owned = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == _RUNNING,
+                                                       RunRow.owner == _me()).values(**values)).rowcount
+                if not owned:
+                    row = s.get(RunRow, run_id)
+                    if row is None:
+                        raise ConfigError(f"step {steps[0].seq} belongs to run {run_id}, which was never started; "
+                                          "call run_started(run) first")
+                    if row.status != str(RunStatus.CANCELLED):
+                        raise RunCancelled(f"run {run_id} is now {row.status} and owned by {row.owner}; "
+                                           "this process stops")
+                s.add_all(_step_to_row(step) for step in steps)
+                if owned and state is not None and state.get("artifacts"):
+                    self._save_artifacts(s, run_id, steps[-1].seq, state["artifacts"])
+                return bool(owned)
+
+        # A connection dropped at COMMIT: the steps may be stored already (then not twice).
+        stored = self._exists(select(StepRow.id).where(StepRow.run_id == run_id, StepRow.seq == steps[0].seq))
+        owned = retry_on_disconnect(insert, landed=stored)
+        if not owned:
+            self._leases.release(run_id)
+            raise RunCancelled(f"run {run_id} was cancelled")
+
+    def _save_artifacts(self, s: Session, run_id: str, seq: int, artifacts: dict[str, Any]) -> None:
+        """Keep the artifacts as of step `seq` when they changed (for re-runs from a later step)."""
+        digest = hashlib.sha256(json.dumps(artifacts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        if self._artifact_digests.get(run_id) != digest:
+            s.add(RunArtifactsRow(run_id=run_id, seq=seq, artifacts=artifacts))
+            self._artifact_digests[run_id] = digest
+
+    def artifacts_before(self, run_id: str, seq: int) -> dict[str, Any] | None:
+        """The artifacts (saved form) a run had before its step `seq`, or None."""
+        with self._session() as s:
+            return s.scalar(select(RunArtifactsRow.artifacts).where(RunArtifactsRow.run_id == run_id,
+                                                                    RunArtifactsRow.seq < seq)
+                            .order_by(RunArtifactsRow.seq.desc()).limit(1))
+
+    def state_saved(self, run: Run, state: dict[str, Any]) -> None:
+        """Commit the loop state alone: before tools start, so a crash while they run leaves a
+        state that says which calls may have run (LoopState.running)."""
+        def save() -> int:
+            with self._session() as s, s.begin():
+                return s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status == _RUNNING,
+                                                      RunRow.owner == _me())
+                                 .values(checkpoint=state, lease_until=lease_until())).rowcount
+        owned = retry_on_disconnect(save)  # the same values again: safe to repeat
+        if not owned:
+            self._leases.release(run.id)
+            raise RunCancelled(f"run {run.id} was cancelled or taken over before its tools ran")
+
+    def run_finished(self, run: Run) -> bool:
+        """Close the run; token totals are summed from the steps actually stored. False when
+        the run was cancelled meanwhile: it stays cancelled."""
+        self._leases.release(run.id)
+        self._artifact_digests.pop(run.id, None)
+
+        def close() -> bool:
+            with self._session() as s, s.begin():
+                totals = select(
+                    func.coalesce(func.sum(StepRow.tokens_in), 0), func.coalesce(func.sum(StepRow.tokens_out), 0)
+                ).where(StepRow.run_id == run.id,  # a re-run's reused steps were spent by the run it re-ran
+                        ~func.coalesce(StepRow.note, "").contains(REUSED_NOTE, autoescape=True))
+                tokens_in, tokens_out = s.execute(totals).one()
+                result = s.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
+                    .values(
+                        status=str(run.status),
+                        final_answer=run.model_dump(mode="json", include={"final_answer"})["final_answer"],
+                        error=run.error,
+                        ended_at=run.ended_at or utcnow(),
+                        tokens_in=tokens_in,
+                        tokens_out=tokens_out,
+                        checkpoint=None,  # a finished run has no state left to go on from
+                        lease_until=None,
+                    )
                 )
-            )
-            if result.rowcount == 0:
-                raise ConfigError(f"run {run.id} was never started; call run_started(run) first")
+                if result.rowcount == 0 and s.get(RunRow, run.id) is None:
+                    raise ConfigError(f"run {run.id} was never started; call run_started(run) first")
+                return result.rowcount == 1
+
+        # Cut off at COMMIT: the run may be closed already (its status is then the one written).
+        closed = self._exists(select(RunRow.id).where(RunRow.id == run.id, RunRow.status == str(run.status)))
+        return retry_on_disconnect(close, landed=closed)
 
     def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None:
         """Save the loop's state; it replaces the state of an earlier pause of the same run."""
+        self._leases.release(run.id)
+
+        def pause() -> None:  # safe to repeat: a second try matches nothing
+            with self._session() as s, s.begin():
+                s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
+                          .values(status=str(run.status), checkpoint=checkpoint, lease_until=None))
+        retry_on_disconnect(pause)
+
+    def run_cancelled(self, run: Run, reason: str) -> None:
+        """This process stops its own run (Ctrl-C, the studio's Stop): it ends `cancelled`."""
+        self._leases.release(run.id)
+
+        def stop() -> None:  # safe to repeat: a second try matches nothing
+            with self._session() as s, s.begin():
+                s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
+                          .values(status=str(RunStatus.CANCELLED), error=reason, ended_at=utcnow(),
+                                  checkpoint=None, lease_until=None))
+        retry_on_disconnect(stop)
+
+    def cancel(self, run_id: str, *, by: str) -> Run:
+        """A person cancels a run that is running (its process stops at its next step), waits
+        for approval or was interrupted. A run that ended is left as it is (ConfigError)."""
+        run = self.get_run(run_id)
+        ending = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED)
+        if run.status not in ending:
+            raise ConfigError(f"run {run.id} already ended ({run.status}); there is nothing to cancel")
         with self._session() as s, s.begin():
-            s.execute(update(RunRow).where(RunRow.id == run.id).values(status=str(run.status), checkpoint=checkpoint))
+            done = s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status.in_(
+                [_RUNNING, str(RunStatus.WAITING_APPROVAL)])).values(
+                status=str(RunStatus.CANCELLED), error=f"cancelled by {by}", ended_at=utcnow(), checkpoint=None,
+                lease_until=None)).rowcount
+        if not done:
+            raise ConfigError(f"run {run.id} ended while it was being cancelled; see `flowcall runs show {run.id[:8]}`")
+        return self.get_run(run.id)
 
     def run_resumed(self, run: Run) -> None:
-        """Claim a paused run for this process: one compare-and-set on its status, so of two
+        """Claim a paused or interrupted run for this process: one compare-and-set, so of two
         resumers (CLI and studio, two tabs) exactly one goes on and the other gets a ConfigError.
 
-        The step count pins the pause the caller read: a run resumed and paused again meanwhile
-        has more steps, and is not claimed with the older state. The checkpoint is kept: it is
-        replaced when the run pauses again and cleared when it finishes, so a process that dies
-        after claiming leaves the paused state in the database (the run stays `running`; nothing
-        detects the dead process yet, so `runs resume` refuses it like any claimed run)."""
+        A paused run is claimed on its status; an interrupted one on its owner as the caller
+        read it (that process is gone) and, for an owner on another host, an expired lease.
+        The step count pins the state the caller read: a run that went on meanwhile has more
+        steps. The state is kept until the next step commits a new one, so a resumer that dies
+        at once leaves the run interrupted, with its state, for the next resume."""
         recorded = select(func.count()).select_from(StepRow).where(StepRow.run_id == run.id).scalar_subquery()
-        claim = (
-            update(RunRow)
-            .where(RunRow.id == run.id, RunRow.status == str(RunStatus.WAITING_APPROVAL), recorded == len(run.steps))
-            .values(status=str(RunStatus.RUNNING))
-            .execution_options(synchronize_session=False)  # a plain UPDATE: no read before it
-        )
+        claim = update(RunRow).where(RunRow.id == run.id, recorded == len(run.steps))
+        if run.status == RunStatus.INTERRUPTED:
+            same_owner = RunRow.owner.is_(None) if run.owner is None else RunRow.owner == run.owner
+            claim = claim.where(RunRow.status == _RUNNING, same_owner)
+            if run.owner and not run.owner.startswith(this_process().split("/")[0] + "/"):
+                claim = claim.where((RunRow.lease_until.is_(None)) | (RunRow.lease_until < utcnow()))
+        else:
+            claim = claim.where(RunRow.status == str(RunStatus.WAITING_APPROVAL))
+        claim = claim.values(status=_RUNNING, owner=_me(), lease_until=lease_until()).execution_options(
+            synchronize_session=False)  # a plain UPDATE: no read before it
         with self._session() as s, s.begin():
             claimed = s.execute(claim).rowcount
         if claimed != 1:
             raise ConfigError(_not_resumable(run.id))
+        run.owner = _me()
+        self._leases.hold(run.id)
 
-    def get_checkpoint(self, run_id: str) -> dict[str, Any]:
-        """The saved state of a run that waits for approval (read, not claimed: see run_resumed)."""
-        run_id = self.get_run(run_id).id  # a prefix becomes the whole id
+    def get_checkpoint(self, run_id: str) -> dict[str, Any] | None:
+        """The saved state of a run that waits for approval or was interrupted (read, not
+        claimed: see run_resumed). An interrupted run may have none: it stopped before its
+        first tool round committed, and goes on from its question."""
+        run = self.get_run(run_id)  # a prefix becomes the whole id; the status is derived
+        if run.status not in (RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED):
+            raise ConfigError(_not_resumable(run.id, run.status))
         with self._session() as s:
-            row = s.get(RunRow, run_id)
-            status, checkpoint = row.status, row.checkpoint
-        if status != RunStatus.WAITING_APPROVAL:
-            raise ConfigError(_not_resumable(run_id, status))
-        if not checkpoint:
-            raise ConfigError(f"run {run_id} waits for approval but has no saved state to go on from; "
+            checkpoint = s.get(RunRow, run.id).checkpoint
+        if not checkpoint and run.status == RunStatus.WAITING_APPROVAL:
+            raise ConfigError(f"run {run.id} waits for approval but has no saved state to go on from; "
                               "ask its question again")
         return checkpoint
 
@@ -280,7 +464,7 @@ class Store:
             flow_id = s.scalar(select(FlowRow.id).where(FlowRow.name == name))
             if flow_id is None:
                 known = ", ".join(s.scalars(select(FlowRow.name).order_by(FlowRow.name))) or "none yet"
-                raise ConfigError(f"no flow named {name!r}; known flows: {known}")
+                raise NotFoundError(f"no flow named {name!r}; known flows: {known}")
             query = select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id)
             if version is None:
                 query = query.order_by(FlowVersionRow.version.desc()).limit(1)
@@ -295,7 +479,7 @@ class Store:
                         .order_by(FlowVersionRow.version)
                     )
                 )
-                raise ConfigError(f"flow {name!r} has no version {version}; it has versions {versions}")
+                raise NotFoundError(f"flow {name!r} has no version {version}; it has versions {versions}")
             return Flow.model_validate(row.spec), row.id, row.version
 
     def find_version(self, name: str, spec_hash: str) -> tuple[int, int] | None | bool:
@@ -315,7 +499,7 @@ class Store:
         with self._session() as s:
             row = s.get(FlowVersionRow, version_id)
             if row is None:
-                raise ConfigError(f"flow version {version_id} does not exist (its flow was deleted?)")
+                raise NotFoundError(f"flow version {version_id} does not exist (its flow was deleted?)")
             return Flow.model_validate(row.spec)
 
     def list_flows(self) -> list[dict[str, Any]]:
@@ -368,7 +552,7 @@ class Store:
         """
         with self._session() as s, s.begin():
             if s.execute(delete(FlowRow).where(FlowRow.name == name)).rowcount == 0:
-                raise ConfigError(f"no flow named {name!r} to delete")
+                raise NotFoundError(f"no flow named {name!r} to delete")
 
     # --- Runs ---------------------------------------------------------------------------------
 
@@ -379,14 +563,18 @@ class Store:
     ) -> list[Run]:
         """Newest first, without steps (use get_run for those). `model` matches runs with a
         model or polish step whose provider/model name contains it; `text`, runs whose question
-        contains it (any case)."""
-        query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id.desc()).limit(limit)
+        contains it (any case). `interrupted` and `running` are told apart on reading (a running
+        run's owner is alive or not), so both select the stored `running` rows and then filter."""
+        query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id.desc())
         if flow_name is not None:
             query = query.where(RunRow.flow_name == flow_name)
+        wanted = None
         if status is not None:
             if status not in set(RunStatus):
                 raise ConfigError(f"unknown run status {status!r}; use one of {[str(x) for x in RunStatus]}")
-            query = query.where(RunRow.status == str(RunStatus(status)))
+            wanted = RunStatus(status)
+            stored = _RUNNING if wanted == RunStatus.INTERRUPTED else str(wanted)
+            query = query.where(RunRow.status == stored)
         if since is not None:
             query = query.where(RunRow.started_at >= since)
         if until is not None:
@@ -397,14 +585,36 @@ class Store:
             used = select(StepRow.run_id).where(StepRow.kind.in_(["model_call", "polish"]),
                                                 StepRow.name.contains(model, autoescape=True))
             query = query.where(RunRow.id.in_(used))
+        if wanted not in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
+            query = query.limit(limit)  # else filtered after reading: the limit applies to what is kept
         with self._session() as s:
-            return [_run_from_row(r) for r in s.scalars(query)]
+            runs = (_run_from_row(r) for r in s.scalars(query))
+            return [r for r in runs if wanted is None or r.status == wanted][:limit]
 
     def run_models(self) -> list[str]:
         """Every provider/model name that answered in some run: the inspector's model filter."""
         with self._session() as s:
             names = s.scalars(select(StepRow.name).where(StepRow.kind.in_(["model_call", "polish"])).distinct())
             return sorted(n for n in names if n)
+
+    def check_import(self, run: Run, source: str = "run file") -> None:
+        """Refuse (ConfigError) a run that cannot be stored as it is, before anything is written:
+        a step that belongs to another run, two steps with one number, a key longer than its
+        column or an integer beyond the database's. So an import stores all of it or nothing."""
+        problems: list[str] = []
+        seqs: set[int] = set()
+        for step in run.steps:
+            if step.run_id != run.id:
+                problems.append(f"step {step.seq} belongs to run {step.run_id[:40]!r}, not to {run.id[:40]!r}")
+            if step.seq in seqs:
+                problems.append(f"two steps are numbered {step.seq}")
+            seqs.add(step.seq)
+        rows = [_run_to_row(run), *(_step_to_row(step) for step in run.steps[:10_000])]
+        problems += [problem for row in rows for problem in misfits(row)]
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise ConfigError(f"{source} cannot be imported: " + "; ".join(problems[:3]) + more
+                              + "; export the run again or fix the file")
 
     def import_run(self, run: Run) -> Run:
         """Store a run exported elsewhere (or here) with its steps. An id already taken gets a
@@ -432,7 +642,7 @@ class Store:
                 matches = s.scalars(by_prefix).all()
                 if len(matches) != 1:
                     problem = "no run" if not matches else "more than one run"
-                    raise ConfigError(
+                    raise NotFoundError(
                         f"{problem} has an id starting with {run_id!r}; "
                         "give the whole id or a longer prefix (`flowcall runs` lists them)"
                     )

@@ -213,17 +213,33 @@ def _invoker(connection: MCPConnection, tool_name: str) -> Callable[..., Any]:
     return invoke
 
 
+def _distinct_name(listed: str, taken: set[str]) -> str:
+    """The server's tool name as a model can call it (ASCII letters, digits, _ and -, at most 64),
+    distinct from the names already taken. "工具" and "数据" both clean to "__", "a.b" and "a_b"
+    to "a_b": such a name gets a short hash of the server's own name, so each stays callable."""
+    import hashlib
+
+    name = _SAFE_NAME.sub("_", listed)[:64]
+    if not name.strip("_") or name in taken:
+        digest = hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        stem = name.strip("_")[:55] or "tool"
+        name = f"{stem}_{digest}"
+    taken.add(name)
+    return name
+
+
 def tools_of(connection: MCPConnection) -> list[Tool]:
     """The server's tools as FlowCall tools: `<server>/mcp/<tool>`, annotations kept."""
     server = connection.server
-    tools = []
+    tools: list[Tool] = []
+    taken: set[str] = set()
     for listed in connection.list_tools():
         hints = listed.annotations
         read_only = bool(hints and hints.read_only_hint)
         # MCP's defaults: not read-only, destructive unless said otherwise, open world
         destructive = (hints.destructive_hint if hints and hints.destructive_hint is not None else True) and not read_only
         open_world = hints.open_world_hint if hints and hints.open_world_hint is not None else True
-        name = _SAFE_NAME.sub("_", listed.name)[:64]
+        name = _distinct_name(listed.name, taken)
 
         tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
                           parameters=listed.input_schema or {"type": "object", "properties": {}},

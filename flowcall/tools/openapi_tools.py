@@ -99,7 +99,9 @@ def _base_url(document: dict[str, Any], source: HTTPToolSource, origin: str | No
     if source.base_url:
         return source.base_url
     servers = document.get("servers") or []
-    url = servers[0].get("url", "") if servers and isinstance(servers[0], dict) else ""
+    first = servers[0] if isinstance(servers, list) and servers else None
+    url = first.get("url") if isinstance(first, dict) else ""
+    url = url if isinstance(url, str) else ""
     if origin:
         url = urljoin(origin, url or "/")
     if not re.match(r"^https?://", url):
@@ -110,20 +112,33 @@ def _base_url(document: dict[str, Any], source: HTTPToolSource, origin: str | No
 def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
     document, origin = load_document(source)
     base = _base_url(document, source, origin).rstrip("/")
+    paths = document.get("paths") or {}
+    if not isinstance(paths, dict):
+        raise ConfigError(f"{source.openapi}: 'paths' must map each path to its operations, not be a "
+                          f"{type(paths).__name__}")
     tools = []
-    for path, item in (document.get("paths") or {}).items():
+    for path, item in paths.items():
         item = _inline(item, document)
+        if not isinstance(item, dict):
+            continue  # a path with no operations (null, a list ...): nothing to call
         for method in METHODS:
             operation = item.get(method)
             if not isinstance(operation, dict):
                 continue
-            name = _SAFE_NAME.sub("_", operation.get("operationId") or f"{method}_{path.strip('/')}").strip("_")[:64]
+            given = operation.get("operationId")
+            label = given if isinstance(given, str) and given else f"{method}_{str(path).strip('/')}"
+            name = _SAFE_NAME.sub("_", label).strip("_")[:64] or method
             if source.operations and name not in source.operations:
                 continue
-            tools.append(_tool(source, base, path, method, name, operation, item.get("parameters", [])))
+            tools.append(_tool(source, base, str(path), method, name, operation, _list(item.get("parameters"))))
     if not tools:
         raise ConfigError(f"{source.openapi} has no operations{' named ' + str(source.operations) if source.operations else ''}")
     return tools
+
+
+def _list(value: Any) -> list[Any]:
+    """A document's list (parameters ...), or none when it is something else."""
+    return value if isinstance(value, list) else []
 
 
 def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, operation: dict[str, Any],
@@ -131,19 +146,26 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
     properties: dict[str, Any] = {}
     required: list[str] = []
     where: dict[str, str] = {}  # argument -> path | query | header
-    for param in [*shared, *operation.get("parameters", [])]:
+    for param in [*shared, *_list(operation.get("parameters"))]:
         if not isinstance(param, dict) or param.get("in") not in ("path", "query", "header"):
             continue
-        schema = dict(param.get("schema") or {"type": "string"})
-        if param.get("description"):
+        if not isinstance(param.get("name"), str) or not param["name"]:
+            raise ConfigError(f"{source.openapi}: a {param['in']} parameter of {method.upper()} {path} has no "
+                              "name (OpenAPI requires one); fix the document or leave the operation out")
+        given = param.get("schema")
+        schema = dict(given) if isinstance(given, dict) and given else {"type": "string"}
+        if isinstance(param.get("description"), str) and param["description"]:
             schema["description"] = param["description"]
         properties[param["name"]], where[param["name"]] = schema, param["in"]
-        if param.get("required") or param["in"] == "path":
+        if param.get("required") is True or param["in"] == "path":
             required.append(param["name"])
-    body = ((operation.get("requestBody") or {}).get("content") or {}).get("application/json")
-    if body is not None:
-        properties["body"] = body.get("schema") or {"type": "object"}
-        if operation["requestBody"].get("required"):
+    request_body = operation.get("requestBody")
+    content = request_body.get("content") if isinstance(request_body, dict) else None
+    body = content.get("application/json") if isinstance(content, dict) else None
+    if isinstance(body, dict):
+        given = body.get("schema")
+        properties["body"] = given if isinstance(given, dict) and given else {"type": "object"}
+        if request_body.get("required") is True:
             required.append("body")
     parameters = {"type": "object", "properties": properties, **({"required": required} if required else {})}
 
@@ -164,7 +186,8 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
                 return text
         return text
 
-    description = operation.get("summary") or operation.get("description") or f"{method.upper()} {path}"
+    texts = [operation.get("summary"), operation.get("description")]
+    description = next((t for t in texts if isinstance(t, str) and t), f"{method.upper()} {path}")
     # what the document says an operation does is the server's word; the method is what it can do
     read_only = method in READ_ONLY_METHODS
     return Tool(name=name, version=f"{source.name}/http/{name}", description=description, parameters=parameters,

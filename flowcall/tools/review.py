@@ -67,9 +67,11 @@ def count_tokens(text: str) -> tuple[int, bool]:
 
 
 def injection_warnings(tool: Tool) -> list[str]:
-    texts = [("description", tool.description)] + [
+    # a server writes the schema: its properties may be anything, not only a mapping
+    properties = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
+    texts = [("description", str(tool.description))] + [
         (f"parameter '{name}'", str(schema.get("description", "")))
-        for name, schema in (tool.parameters.get("properties") or {}).items() if isinstance(schema, dict)]
+        for name, schema in (properties.items() if isinstance(properties, dict) else ()) if isinstance(schema, dict)]
     found = []
     for where, text in texts:
         for pattern, why in _SUSPICIOUS:

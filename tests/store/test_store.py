@@ -328,7 +328,7 @@ def test_claiming_a_paused_run_is_one_compare_and_set(open_stores: Callable[[], 
     with pytest.raises(ConfigError, match=rf"run {run.id} is already being resumed \(or finished\); "
                                           rf"see `flowcall runs show {run.id}`$"):
         second.run_resumed(seen_by_second)
-    with pytest.raises(ConfigError, match=r"already being resumed \(or finished\).*\(it is running, not waiting"):
+    with pytest.raises(ConfigError, match=r"already being resumed \(or finished\).*\(it is running: only a run that waits for approval or was interrupted goes on\)"):
         second.get_checkpoint(run.id)
 
     first.step_recorded(Step(run_id=run.id, seq=2, kind=StepKind.APPROVAL, name="delete_file"))
@@ -341,5 +341,15 @@ def test_claiming_a_paused_run_is_one_compare_and_set(open_stores: Callable[[], 
     second.run_resumed(second.get_run(run.id))
     _finish(second, run)
     assert _raw_checkpoint(second, run.id) is None  # finished: nothing left to resume from
-    with pytest.raises(ConfigError, match=r"\(it is succeeded, not waiting for approval\)"):
+    with pytest.raises(ConfigError, match=r"\(it is succeeded: only a run that waits"):
         first.get_checkpoint(run.id[:8])
+
+
+def test_what_does_not_exist_is_a_not_found_error(open_stores: Callable[[], Store]) -> None:
+    from flowcall.errors import NotFoundError
+
+    store = open_stores()
+    for missing in (lambda: store.get_run("nope"), lambda: store.get_flow("nope"),
+                    lambda: store.get_flow_version(12345), lambda: store.delete_flow("nope")):
+        with pytest.raises(NotFoundError):
+            missing()

@@ -1,0 +1,88 @@
+"""Where a run's loop is: one versioned object, the only thing a paused, interrupted or
+re-run run needs to go on. The engine commits it with the steps it belongs to (Store), resume
+reads it back, and rerun.py builds one from a recorded run.
+
+The saved form is JSON with `"v": 1`; a version this FlowCall cannot read is refused with a
+clear error instead of being guessed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowcall import artifacts as artifact_codec
+from flowcall.errors import ConfigError, ErrorCode
+from flowcall.messages import Message, ToolCall
+from flowcall.tools.base import Tool
+from flowcall.tools.execute import CallOutcome
+
+FORMAT = 1  # raise it when the layout changes incompatibly; optional new fields keep it
+
+
+@dataclass
+class LoopState:
+    messages: list[Message]
+    budget: int
+    done: list[CallOutcome] = field(default_factory=list)  # executed calls, for the polish model
+    seen: set[str] = field(default_factory=set)  # calls already answered, to stop a model that repeats itself
+    last_text: str | None = None
+    finished: bool = False
+    round_no: int = 0  # decision calls made
+    tool_rounds: int = 0  # rounds in which a tool ran; wrong-only rounds are paid from the retry budget
+    pending: list[ToolCall] = field(default_factory=list)  # decided calls not yet run (waiting for a person, or started)
+    pending_repairs: dict[str, dict] = field(default_factory=dict)
+    # ids of pending calls whose tools were started when this state was committed: after a
+    # crash their results may be missing although they ran (see Engine, "may have run")
+    running: list[str] = field(default_factory=list)
+    done_records: list[dict[str, Any]] = field(default_factory=list)  # `done` as restored, before tools are known
+    # a re-run from a tool call: the outcomes (as `done` records) of the round's calls before
+    # it, kept from the earlier run; with the pending calls they make the round that is counted
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: dict[str, Any] = field(default_factory=dict)  # the run context's hidden data (DataFrames)
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {
+            "v": FORMAT, "messages": [m.model_dump(mode="json") for m in self.messages], "budget": self.budget,
+            "done": [outcome_record(o) for o in self.done],
+            "seen": sorted(self.seen), "last_text": self.last_text, "finished": self.finished,
+            "round_no": self.round_no, "tool_rounds": self.tool_rounds,
+            "pending": [c.model_dump(mode="json") for c in self.pending], "pending_repairs": self.pending_repairs,
+            # optional fields: a state without them reads the same
+            **({"running": self.running} if self.running else {}),
+            **({"kept": self.kept} if self.kept else {}),
+            **({"artifacts": artifact_codec.encode(self.artifacts)} if self.artifacts else {}),
+        }
+
+    @classmethod
+    def restore(cls, data: dict[str, Any]) -> LoopState:
+        if not isinstance(data, dict):
+            raise ConfigError("the run's saved state is not a JSON object; it cannot be resumed")
+        version = data.get("v", 1)  # states saved before the field existed are version 1
+        if version != FORMAT:
+            raise ConfigError(f"the run's saved state has format version {version!r}, and this FlowCall reads "
+                              f"version {FORMAT} only; resume it with the FlowCall version that saved it")
+        try:
+            return cls(messages=[Message.model_validate(m) for m in data["messages"]], budget=data["budget"],
+                       seen=set(data["seen"]), last_text=data["last_text"], finished=data["finished"],
+                       round_no=data["round_no"], tool_rounds=data["tool_rounds"],
+                       pending=[ToolCall.model_validate(c) for c in data["pending"]],
+                       pending_repairs=data["pending_repairs"], running=list(data.get("running", [])),
+                       done_records=data["done"], kept=data.get("kept", []),
+                       artifacts=artifact_codec.decode(data.get("artifacts")))
+        except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise ConfigError(f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
+                              "it cannot be resumed") from exc
+
+
+def outcome_record(o: CallOutcome) -> dict[str, Any]:
+    return {"call": o.call.model_dump(mode="json"), "result": o.result,
+            "error_code": o.error_code and str(o.error_code), "error_message": o.error_message,
+            "latency_ms": o.latency_ms}
+
+
+def restored_outcome(record: dict[str, Any], tools: dict[str, Tool]) -> CallOutcome:
+    call = ToolCall.model_validate(record["call"])
+    return CallOutcome(call, tools.get(call.name), result=record["result"],
+                       error_code=ErrorCode(record["error_code"]) if record["error_code"] else None,
+                       error_message=record["error_message"], latency_ms=record["latency_ms"])
