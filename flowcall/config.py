@@ -5,6 +5,8 @@ FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flo
 FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded Qwen model)
 FLOWCALL_THREADS       CPU threads for the local model (default: all cores; 1 each lets two runs share 2 cores)
 FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 600)
+FLOWCALL_PROVIDER_TIMEOUT_S  how long one request to a remote or OpenAI-compatible model may take (default 60)
+FLOWCALL_LEASE_S       how long a running run's lease lasts before another host may take it over (default 30)
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
 OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider

@@ -33,7 +33,7 @@ from flowcall.providers.base import Provider
 from flowcall.spec import Flow, ModelConfig
 from flowcall.steps import Run, RunCancelled, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
-from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, run_calls
+from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, drop_undeclared, run_calls
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import definition, fingerprint, injection_warnings, what_changed
 
@@ -707,13 +707,17 @@ def _tool_step(outcome: CallOutcome, round_no: int, repairs: dict[str, dict]) ->
 
 
 def _repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCall], dict[str, dict]]:
-    """Calls with copied schema keywords dropped, and per call id what was dropped."""
+    """Calls with copied schema keywords and undeclared keys dropped, and per call id what was
+    dropped."""
     repaired, notes = [], {}
     for call in calls:
         if call.name in tools:
             call, dropped = drop_schema_echo(call, tools[call.name])
             if dropped:
                 notes[call.id] = {"dropped_schema_keys": dropped}
+            call, unknown = drop_undeclared(call, tools[call.name])
+            if unknown:
+                notes.setdefault(call.id, {})["dropped_unknown_keys"] = unknown
         repaired.append(call)
     return repaired, notes
 

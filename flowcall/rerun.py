@@ -71,8 +71,8 @@ def _call_of(step: Step, arguments: dict[str, Any] | None = None) -> ToolCall:
 
 def _repairs_of(step: Step) -> dict[str, Any]:
     """What the engine dropped from the call before it ran, as its tool step said."""
-    dropped = (step.response or {}).get("dropped_schema_keys")
-    return {"dropped_schema_keys": dropped} if dropped else {}
+    response = step.response or {}
+    return {key: response[key] for key in ("dropped_schema_keys", "dropped_unknown_keys") if response.get(key)}
 
 
 def _outcome_record(call: ToolCall, step: Step) -> dict[str, Any]:

@@ -32,7 +32,21 @@ def get_current_time(timezone: str = "Asia/Shanghai") -> dict[str, Any]:
         "date": now.date().isoformat(),
         "weekday": WEEKDAYS[now.weekday()],
         "time": now.strftime("%H:%M:%S"),
+        # the answer written out: a small model turns "05:43" into "5:43 PM" or 下午 if left to convert
+        "text_zh": f"{_place_zh(zone)}{now.year}年{now.month}月{now.day}日 {WEEKDAYS[now.weekday()].split()[0]} "
+                   f"{now:%H:%M}({_day_part_zh(now.hour)})",
+        "text_en": f"{WEEKDAYS[now.weekday()].split()[1]}, {now:%B} {now.day}, {now.year}, {now:%H:%M} "
+                   f"({now:%I:%M %p}) in {zone}",
     }
+
+
+def _place_zh(zone: str) -> str:
+    return "北京时间 " if zone == "Asia/Shanghai" else f"{zone} 当地时间 "
+
+
+def _day_part_zh(hour: int) -> str:
+    return ("凌晨" if hour < 6 else "上午" if hour < 12 else "中午" if hour < 13 else "下午" if hour < 18
+            else "晚上")
 
 
 def resolve_zone(name: str) -> str:

@@ -35,6 +35,29 @@ def create_task(
     return _jsonable(_store(context).add_task(cleaned, priority, due_date))
 
 
+PRIORITY_NUMBER = {"high": 1, "normal": 2, "low": 3}
+
+
+@tool("task/v1/add_task")
+def add_task(
+    context: RunContext,
+    title: str,
+    priority: Literal["high", "normal", "low"] = "normal",
+    due_date: datetime.date | None = None,
+) -> dict[str, Any]:
+    """创建一个新的待办任务。用户要求添加、记下、安排某件事时使用。
+    Create a new to-do task.
+
+    Args:
+        title: 任务标题,简短,例如:写周报、Call Alice
+        priority: 优先级:high = 高/紧急/重要, normal = 普通, low = 低/不急
+        due_date: 截止日期 YYYY-MM-DD;用户没说日期就不填
+    """
+    # create_task takes 1/2/3: a small model mapped "优先级高" to 2 as often as to 1; words it maps as said.
+    # The store keeps the number, so both tools' tasks sort and list alike.
+    return create_task(context, title, PRIORITY_NUMBER[priority], due_date)
+
+
 @tool("task/v1/list_tasks", read_only=True)
 def list_tasks(context: RunContext) -> dict[str, Any]:
     """列出所有已创建的任务。用户问有哪些任务、待办时使用。

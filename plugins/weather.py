@@ -61,6 +61,48 @@ def get_weather(location: str, extensions: Literal["base", "all"] = "base") -> d
     return sample_live(city) if extensions == "base" else sample_forecast(city)
 
 
+@tool(
+    "weather/v1/get_day_weather",
+    read_only=True,
+    open_world=bool(os.environ.get("AMAP_API_KEY")),
+    timeout_s=AMAP_TIMEOUT_S + 5,
+)
+def get_day_weather(location: str, date: str) -> dict[str, Any]:
+    """获取城市某一天的天气预报(今天起3天内),今天的还带实况。用户问天气、下雨、气温、风时使用。
+    Get a city's weather for one day (today or the next two); today's includes the current conditions.
+
+    Args:
+        location: 城市名称,例如:成都、北京、London
+        date: 哪一天,YYYY-MM-DD,例如 2026-03-01;问现在或今天的天气写今天的日期
+    """
+    # get_weather gives three days at once: a small model writing tomorrow's card copied the first (today)
+    # on 10 of 10 questions. One day, with what a card needs said outright (rain by day and by
+    # night, the probability as a fraction), leaves nothing to pick or convert.
+    try:
+        wanted = dt.date.fromisoformat(date.strip())
+    except ValueError:
+        raise ValueError(f"date must be a day written YYYY-MM-DD, such as 2026-03-01, not {date!r}") from None
+    forecast = get_weather(location, "all")
+    days = [d for d in forecast.get("forecasts", []) if d.get("date") == wanted.isoformat()]
+    if not days:
+        known = ", ".join(str(d.get("date")) for d in forecast.get("forecasts", []))
+        raise ValueError(f"no forecast for {wanted.isoformat()} in {forecast.get('location')}: the forecast covers "
+                         f"{known}; ask for one of these days")
+    result = {**forecast, "forecasts": [_with_rain(days[0])]}
+    if days[0] is forecast["forecasts"][0]:  # today: the current conditions too
+        result["live"] = get_weather(location, "base").get("live")
+    return result
+
+
+def _with_rain(day: dict[str, Any]) -> dict[str, Any]:
+    probability = str(day.get("precipitation_probability") or "").rstrip("%")
+    extra: dict[str, Any] = {"rain_day": "雨" in str(day.get("dayweather") or ""),
+                             "rain_night": "雨" in str(day.get("nightweather") or "")}
+    if probability.replace(".", "", 1).isdigit():
+        extra["rain_probability"] = round(float(probability) / 100, 2)
+    return {**day, **extra}
+
+
 # --- the offline sample -------------------------------------------------------------------
 
 

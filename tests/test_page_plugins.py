@@ -51,7 +51,7 @@ def test_lists_every_tool_with_its_token_cost_and_search_filters(app):
     weather = next(label for label in labels if WEATHER in label)
     assert "tokens" in weather and int(weather.split("· ")[1].split()[0]) > 50
     assert any("task/v1/create_task" in label for label in labels)
-    app.text_input(key="plugins:search").input("天气").run()
+    app.text_input(key="plugins:search").input("3天预报").run()
     assert [shown(e.label).split(" · ")[0] for e in tab(app, "Tools").expander] == [WEATHER]
     assert "1 of" in tab(app, "Tools").caption[0].value
 

@@ -111,9 +111,8 @@ def test_run_page_runs_a_flow_on_the_embedded_model(model_path):
     assert not app.exception
     assert "36" in app.success[0].value
     steps = app.dataframe[0].value
-    # the relevance veto's score, the decision, then the call
-    assert list(steps["kind"])[:3] == ["model_call", "model_call", "tool_call"]
-    assert list(steps["note"])[0] == "relevance of lookup_employee"
+    # the decision (the schema way, tool_choice lookup_employee: no relevance veto), then the call
+    assert list(steps["kind"])[:2] == ["model_call", "tool_call"]
 
 
 @pytest.mark.model
@@ -224,3 +223,43 @@ def test_inspector_reruns_from_a_tool_call_with_edited_arguments(model_path):
     assert "reused" in new.steps[0].note
     assert [s.arguments for s in new.steps if s.kind == StepKind.TOOL_CALL] == [{"name": "李四"}]
     assert app.session_state["compare_with"] == original.id
+
+
+# ------------------------------------------------------------------ interrupted runs
+
+def test_run_page_resumes_an_interrupted_run_and_the_inspector_says_so():
+    """A run whose process died (here: owned by a host whose lease ran out) reads `interrupted`;
+    the Run page's Resume goes on with it, here from its question (no tool round was committed)."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from flowcall.steps import Run, utcnow
+    from flowcall.store.models import RunRow
+
+    service = FlowCall.open()
+    flow = Flow(name="clock", tools=["time/v1/get_current_time"], max_rounds=2,
+                decision=DecisionConfig(provider="scripted", model="schema"))
+    version_id, _ = service.store.save_flow(flow)
+    run = Run(id="0badc0de-0000-4000-8000-000000000001", flow_name="clock", flow_version_id=version_id,
+              question="what time is it?", trace_id="t")
+    service.store.run_started(run)
+    with service.store._session() as s, s.begin():
+        s.execute(update(RunRow).where(RunRow.id == run.id).values(owner="gone-host/1/1",
+                                                                   lease_until=utcnow() - timedelta(minutes=1)))
+    service.store._leases.release(run.id)
+
+    inspector = page("pages/runs.py")
+    inspector.session_state["run_id"] = run.id
+    inspector.run()
+    assert "This run was interrupted" in texts(inspector)
+
+    app = page("pages/run.py")
+    app.session_state["run_id"] = run.id
+    app.run()
+    assert "was interrupted" in texts(app)
+    widget(app.button, "Resume").click().run()
+    assert not app.exception, app.exception
+    resumed = service.store.get_run(run.id)
+    assert resumed.status == RunStatus.SUCCEEDED, resumed.error
+    assert [s.name for s in resumed.steps if s.kind == StepKind.TOOL_CALL] == ["get_current_time"]

@@ -20,6 +20,7 @@ from typing import Any
 from flowcall.messages import Message, ToolCall, ToolSpec
 
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
+_DIGITS_ONLY = re.compile(r"\d+(?:[-/.: ]\d+)+")  # 2026-12-05, 12/05, 10:30
 _WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4+ letters: short ones match too much
 
 
@@ -44,6 +45,8 @@ class Grounds:
                 self.numbers.add(float(match.replace(",", "")))
             except ValueError:
                 continue
+        # "2026-11-24" reads as 2026, -11, -24: the parts of a date are counted without sign
+        self.parts = {abs(n) for n in self.numbers}
 
     def has(self, value: Any) -> bool:
         if isinstance(value, bool) or isinstance(value, dict):
@@ -55,6 +58,10 @@ class Grounds:
             squashed = _squash(value)
             if squashed and squashed in self.squashed:
                 return True
+            if _DIGITS_ONLY.fullmatch(value.strip()):
+                # a date or time written another way ("12月5日" -> "2026-12-05", the year from
+                # {{today}}): grounded when each of its numbers was said
+                return all(float(part) in self.parts for part in re.findall(r"\d+", value))
             return any(w[:4] in self.stems for w in _WORD.findall(value.lower()))
         return False
 

@@ -189,7 +189,8 @@ def error_from_exception(exc: Exception, *, provider: str, model: str, base_url:
             status=status, request_id=exc.request_id,
         )
     if isinstance(exc, openai.APITimeoutError):
-        return ProviderError(f"{provider} did not answer in time at {base_url}", transient=True)
+        return ProviderError(f"{provider} did not answer in time at {base_url}; a slow server needs a longer "
+                             f"FLOWCALL_PROVIDER_TIMEOUT_S (now {default_timeout_s():g} s)", transient=True)
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError(
             f"could not reach {provider} at {base_url} ({redact_text(str(exc.__cause__ or exc))}); "

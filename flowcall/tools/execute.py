@@ -131,6 +131,23 @@ def drop_schema_echo(call: ToolCall, tool: Tool) -> tuple[ToolCall, list[str]]:
     return call.model_copy(update={"arguments": kept}), dropped
 
 
+def drop_undeclared(call: ToolCall, tool: Tool) -> tuple[ToolCall, list[str]]:
+    """Drop argument keys a tool that takes no others does not declare (additionalProperties
+    false): a small model adds a `description` or an `expires_in` and then repeats the refused
+    call until the retry budget is spent. The tool could not have used them; the schema way's
+    grammar never writes them. The caller records what was dropped in the step."""
+    parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
+    properties = parameters.get("properties")
+    if (not isinstance(call.arguments, dict) or parameters.get("additionalProperties") is not False
+            or not isinstance(properties, dict)):
+        return call, []
+    dropped = [k for k in call.arguments if k not in properties]
+    if not dropped:
+        return call, []
+    kept = {k: v for k, v in call.arguments.items() if k in properties}
+    return call.model_copy(update={"arguments": kept}), dropped
+
+
 def _path(error: jsonschema.ValidationError) -> str:
     return "/".join(map(str, error.absolute_path)) or "arguments"
 

@@ -55,3 +55,24 @@ def test_unknown_tools_and_unparsed_arguments_pass_through():
     odd = ToolCall(id="c2", name="nope", arguments={"x": 1})
     broken = ToolCall(id="c3", name="route", arguments=None, raw_arguments="{")
     assert ground_calls([odd, broken], [ROUTE], [Message(role="user", content="hi")]) == [odd, broken]
+
+
+def test_a_date_written_another_way_is_grounded_by_its_numbers() -> None:
+    """"12月5日" with today 2026-11-24 in the prompt grounds "2026-12-05"; a day nobody said does not."""
+    grounds = Grounds("Today is 2026-11-24.\n12月5日之前要交报销单")
+    assert grounds.has("2026-12-05") and grounds.has("12/05") and grounds.has("2026-11-24")
+    assert not grounds.has("2026-12-06") and not grounds.has("2026-10-05")
+
+
+def test_undeclared_keys_are_dropped_only_when_the_tool_takes_no_others() -> None:
+    from flowcall.tools.base import Tool
+    from flowcall.tools.execute import drop_undeclared
+
+    def tool(extra: bool) -> Tool:
+        schema = {"type": "object", "properties": {"title": {"type": "string"}}, "additionalProperties": extra}
+        return Tool(name="t", version="x/v1/t", description="", parameters=schema, func=lambda **a: a)
+
+    made = ToolCall(id="c", name="t", arguments={"title": "x", "description": "y"}, raw_arguments="")
+    kept, dropped = drop_undeclared(made, tool(extra=False))
+    assert kept.arguments == {"title": "x"} and dropped == ["description"]
+    assert drop_undeclared(made, tool(extra=True)) == (made, [])

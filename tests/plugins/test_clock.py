@@ -10,7 +10,7 @@ import pytest
 
 def test_default_is_beijing_time(call) -> None:
     result = call("get_current_time")
-    assert set(result) == {"timezone", "datetime", "date", "weekday", "time"}
+    assert set(result) == {"timezone", "datetime", "date", "weekday", "time", "text_zh", "text_en"}
     assert result["timezone"] == "Asia/Shanghai"
     moment = dt.datetime.fromisoformat(result["datetime"])
     assert moment.utcoffset() == dt.timedelta(hours=8)
@@ -19,6 +19,9 @@ def test_default_is_beijing_time(call) -> None:
     assert result["time"] == moment.strftime("%H:%M:%S")
     chinese, english = result["weekday"].split()
     assert english == moment.strftime("%A") and chinese.startswith("星期")
+    # the written-out answers hold the 24-hour time as it is, and the right half of the day
+    assert f"{moment:%H:%M}" in result["text_zh"] and result["text_zh"].startswith("北京时间")
+    assert f"{moment:%H:%M} ({moment:%I:%M %p})" in result["text_en"] and english in result["text_en"]
 
 
 @pytest.mark.parametrize(

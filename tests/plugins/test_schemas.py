@@ -9,7 +9,9 @@ from flowcall.tools.registry import ToolRegistry
 EXPECTED = {
     "time/v1/get_current_time": (True, False),
     "weather/v1/get_weather": (True, False),
+    "weather/v1/get_day_weather": (True, False),
     "task/v1/create_task": (False, False),
+    "task/v1/add_task": (False, False),
     "task/v1/list_tasks": (True, False),
     "hr/v1/lookup_employee": (True, False),
     "data/v1/read_csv": (True, False),
@@ -18,7 +20,7 @@ EXPECTED = {
 }
 # seed 003's hidden context; the task tools take it for the run's database
 WITH_CONTEXT = {"data/v1/read_csv", "data/v1/drop_missing", "data/v1/describe_data", "task/v1/create_task",
-                "task/v1/list_tasks"}
+                "task/v1/add_task", "task/v1/list_tasks"}
 
 
 def test_registry_loads_every_plugin(registry: ToolRegistry) -> None:

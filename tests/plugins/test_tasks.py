@@ -87,3 +87,17 @@ def test_a_run_writes_its_task_to_the_run_s_database(tmp_path) -> None:
         assert open_store().list_tasks() == []  # the environment's database got nothing
     finally:
         run_db.close()
+
+
+def test_add_task_takes_the_priority_as_a_word_and_stores_the_number(call) -> None:
+    high = call("add_task", title="写周报", priority="high", due_date="2026-12-05")
+    plain = call("add_task", title="买牛奶")
+    assert (high["priority"], high["due_date"], plain["priority"]) == (1, "2026-12-05", 2)
+    assert call("add_task", title="整理书架", priority="low")["priority"] == 3
+    assert [t["title"] for t in call("list_tasks")["tasks"]] == ["写周报", "买牛奶", "整理书架"]
+
+
+def test_add_task_refuses_a_number_for_the_priority(call) -> None:
+    with pytest.raises(Exception, match="priority"):
+        call("add_task", title="x", priority=1)
+    assert call("list_tasks") == {"tasks": []}

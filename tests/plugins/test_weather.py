@@ -137,3 +137,21 @@ def test_data_dir_setting_is_honoured(call, monkeypatch, tmp_path) -> None:
     one = {"cities": [CITIES[0] | {"live": CITIES[0]["live"] | {"temperature": 99}}]}
     (tmp_path / "weather.json").write_text(json.dumps(one), encoding="utf-8")
     assert call("get_weather", location=CITIES[0]["name"])["live"]["temperature"] == 99
+
+
+@pytest.mark.parametrize("city", CITIES[:3] + CITIES[-3:], ids=lambda c: c["name_en"])
+def test_get_day_weather_gives_one_day_with_rain_said_outright(call, city: dict) -> None:
+    for offset, day in enumerate(city["forecast"]):
+        date = (local_today(city) + dt.timedelta(days=offset)).isoformat()
+        result = call("get_day_weather", location=city["name"], date=date)
+        [cast] = result["forecasts"]
+        assert cast["date"] == date and cast["daytemp"] == day["daytemp"]
+        assert cast["rain_day"] == ("雨" in day["dayweather"]) and cast["rain_night"] == ("雨" in day["nightweather"])
+        assert cast["rain_probability"] == round(day["precipitation_probability"] / 100, 2)
+        assert ("live" in result) == (offset == 0)  # today's comes with the current conditions
+
+
+@pytest.mark.parametrize("date", ["tomorrow", "2026-13-01", "1999-01-01"])
+def test_get_day_weather_refuses_a_day_it_cannot_give_and_says_which_it_can(call, date: str) -> None:
+    with pytest.raises(Exception, match="YYYY-MM-DD|the forecast covers"):
+        call("get_day_weather", location="成都", date=date)
