@@ -38,7 +38,7 @@ class Case:
     flow: str  # the key in the data file, e.g. commute_weather
     file: str  # the flow file in flows/
     id: str
-    split: str  # calibration | held_out
+    split: str  # calibration | held_out | fresh (a new held-out set, see the data file's _about)
     style: str
     question: str
     expect: dict[str, Any] = field(default_factory=dict)

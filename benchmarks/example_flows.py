@@ -130,7 +130,7 @@ def report(rows: list[dict], repeat: int) -> str:
         first = [r for r in mine if r["attempt"] == 0]
         passed, count = _rate(first)
         splits = []
-        for split in ("calibration", "held_out"):
+        for split in ("calibration", "held_out", "fresh"):
             ok, n = _rate([r for r in first if r["case"].split == split])
             if n:
                 totals[split][0] += ok
@@ -141,7 +141,7 @@ def report(rows: list[dict], repeat: int) -> str:
         for attempt in range(1, repeat):
             ok, n = _rate([r for r in mine if r["attempt"] == attempt])
             lines.append(f"  run {attempt + 1}: {ok}/{n}")
-        if passed * 10 < TARGET * count:
+        if passed * 10 < TARGET * count:  # over every phrasing the flow has (10, or 15 with fresh ones)
             below.append(flow)
         for r in mine:
             if r["failures"]:
@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="at most this many phrasings per flow")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each phrasing this many times (checks they repeat)")
-    parser.add_argument("--split", choices=["calibration", "held_out"],
+    parser.add_argument("--split", choices=["calibration", "held_out", "fresh"],
                         help="only this half of the phrasings")
     parser.add_argument("--ids", help="only these phrasing ids, comma-separated (e.g. cw1,cw7)")
     parser.add_argument("--show", action="store_true", help="print each run's calls and answer as it ends")

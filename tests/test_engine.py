@@ -307,4 +307,15 @@ def test_schema_keywords_copied_into_arguments_are_dropped_and_recorded(registry
     step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
     assert step.error_code is None and step.arguments == {"location": "成都"}
     assert step.response["dropped_schema_keys"] == ["required", "additionalProperties"]
+
+
+def test_keys_the_tool_does_not_take_are_dropped_and_recorded(registry):
+    """A small model adds keys of its own (`description`, `expires_in`); the tool takes no
+    others, so the call runs without them rather than being refused until the budget is spent."""
+    script = [[("get_weather", {"location": "成都", "description": "commute", "expires_in": 3})], "ok"]
+    result, decision, _ = run(registry, make_flow(), script)
+    step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
+    assert step.error_code is None and step.arguments == {"location": "成都"}
+    assert step.response["dropped_unknown_keys"] == ["description", "expires_in"]
+    assert result.status == RunStatus.SUCCEEDED and len(decision.requests) == 2  # no retry spent
     assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]

@@ -119,7 +119,7 @@ def test_run_page_runs_a_flow_on_the_embedded_model(model_path):
 def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
     service = FlowCall.open()
     flow = load_flow(ROOT / "flows" / "create_task.json")
-    service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/create_task"]}))
+    service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/add_task"]}))
     app = page("pages/run.py", timeout=300)
     widget(app.selectbox, "Flow").select("create-task").run()
     widget(app.button, "Run").click().run()
@@ -145,7 +145,7 @@ def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
 def test_run_page_deny_tells_the_model_and_runs_nothing(model_path):
     service = FlowCall.open()
     flow = load_flow(ROOT / "flows" / "create_task.json")
-    service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/create_task"]}))
+    service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/add_task"]}))
     app = page("pages/run.py", timeout=300)
     widget(app.button, "Run").click().run()
     widget(app.radio, "Decision").set_value("deny")
