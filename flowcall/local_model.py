@@ -13,6 +13,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -105,3 +106,22 @@ def require(path: Path | None = None) -> Path:
         raise ConfigError(f"no model file at {path}; run `flowcall model fetch` (or scripts/setup.sh), "
                           "or set FLOWCALL_MODEL_PATH to a GGUF file")
     return path
+
+
+def close_at_exit(llm: Any) -> Any:
+    """Free a loaded llama_cpp.Llama before the interpreter tears its modules down: left to
+    Llama.__del__ at exit, llama-cpp-python's free function is already gone and the process
+    ended with a "TypeError: 'NoneType' object is not callable" traceback on stderr. A weak
+    reference, so a model dropped earlier is freed then as usual. Returns `llm`."""
+    import atexit
+    import weakref
+
+    ref = weakref.ref(llm)
+
+    def close() -> None:
+        alive = ref()
+        if alive is not None:
+            alive.close()
+
+    atexit.register(close)
+    return llm

@@ -8,9 +8,6 @@ Structured output is enforced with a grammar built from the JSON Schema.
 
 from __future__ import annotations
 
-import atexit
-import weakref
-
 import json
 import os
 import threading
@@ -83,21 +80,6 @@ def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _close_at_exit(llm: Any) -> None:
-    """Free the model before the interpreter tears its modules down: left to Llama.__del__ at
-    exit, llama-cpp-python's free function is already gone and every CLI run ended with a
-    "TypeError: 'NoneType' object is not callable" traceback on stderr. A weak reference, so a
-    provider that is dropped earlier is still freed then."""
-    ref = weakref.ref(llm)
-
-    def close() -> None:
-        alive = ref()
-        if alive is not None:
-            alive.close()
-
-    atexit.register(close)
-
-
 class LocalProvider:
     name = "local"
     capabilities = CAPABILITIES
@@ -113,7 +95,7 @@ class LocalProvider:
         self._lock = threading.Lock()  # one llama context serves one call at a time
         self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or config.model_threads() or os.cpu_count(),
                          verbose=False, seed=42)
-        _close_at_exit(self.llm)
+        local_model.close_at_exit(self.llm)
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ProviderError(f"{self.path} has no chat template in its metadata; use a chat/instruct GGUF")

@@ -56,7 +56,7 @@ def _tokenizer():
     from llama_cpp._utils import suppress_stdout_stderr
 
     with suppress_stdout_stderr(disable=False):  # llama.cpp warns about the missing context size
-        return Llama(model_path=str(config.model_path()), vocab_only=True, verbose=False)
+        return local_model.close_at_exit(Llama(model_path=str(config.model_path()), vocab_only=True, verbose=False))
 
 
 def count_tokens(text: str) -> tuple[int, bool]:

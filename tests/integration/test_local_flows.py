@@ -57,5 +57,6 @@ def test_run_with_approve_asks_on_the_terminal(tmp_path):
                           cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "wants to run with" in done.stderr and "approval" in done.stderr
+    assert "Traceback" not in done.stderr  # not even llama-cpp-python's at exit
     service = FlowCall.open(db)
     assert [t["title"] for t in service.store.list_tasks()] == ["写周报(已审)"]
