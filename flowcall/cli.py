@@ -7,16 +7,30 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
-from flowcall import local_model
+from flowcall import local_model, progress
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import answer_text, describe_step, run_line, run_totals, short, step_ref
 from flowcall.spec import load_flow, parse_flow
-from flowcall.steps import Run, RunStatus, StepKind
+from flowcall.spinner import terminal_watcher
+from flowcall.steps import Run, RunStatus, Step, StepKind
+
+
+@contextmanager
+def _watch(show: bool) -> Iterator[Callable[[Step], None] | None]:
+    """Each step's line on stderr as it ends, and, on a terminal, a spinner with the running
+    step's elapsed time and the text its model is writing. Nothing when `show` is false."""
+    if not show:
+        yield None
+        return
+    with terminal_watcher() as spinner, progress.watching(spinner):
+        yield lambda step: click.echo(describe_step(step), err=True)
 
 
 def _service(ctx: click.Context):
@@ -50,8 +64,8 @@ def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, qui
     service = _service(ctx)
     flow = _flow(service, flow_ref)
     service.require_trust(flow, flow_ref)  # before anything is stored, started or sent
-    on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
-    run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
+    with _watch(not (quiet or as_json)) as on_step:
+        run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
     if run.flow_name != flow.name:
         click.echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
                    f"{run.flow_name!r}; the saved {flow.name!r} is unchanged", err=True)
@@ -130,8 +144,9 @@ def runs_resume(ctx: click.Context, run_id: str, how: str | None, as_json: bool,
     if how is None and service.store.get_run(run_id).status == RunStatus.WAITING_APPROVAL:
         raise click.UsageError("say how to answer the waiting calls: --approve, --approve-all or --deny-all")
     approver = {"ask": ask_on_terminal, "approve": approve_all, "deny": deny_all, None: None}[how]
-    on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
-    _report(ctx, service.resume(run_id, approver=approver, on_step=on_step), as_json, quiet)
+    with _watch(not (quiet or as_json)) as on_step:
+        resumed = service.resume(run_id, approver=approver, on_step=on_step)
+    _report(ctx, resumed, as_json, quiet)
 
 
 @runs.command("cancel")
@@ -189,8 +204,8 @@ def runs_replay(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Run RUN_ID again: models answer from the record, tools run for real; report what changed."""
     from flowcall.replay import differences
 
-    on_step = None if as_json else (lambda step: click.echo(describe_step(step), err=True))
-    original, replayed = _service(ctx).replay(run_id, on_step=on_step)
+    with _watch(not as_json) as on_step:
+        original, replayed = _service(ctx).replay(run_id, on_step=on_step)
     diffs = differences(original, replayed)
     if as_json:
         click.echo(json.dumps({"original": original.id, "replay": replayed.model_dump(mode="json"), "differences": diffs},
@@ -224,8 +239,9 @@ def runs_rerun(ctx: click.Context, run_id: str, seq: int, arguments: str | None,
     if prompt is not None:
         chosen = next((s for s in service.store.get_run(run_id).steps if s.seq == seq), None)
         edits["polish_prompt" if chosen is not None and chosen.kind == StepKind.POLISH else "decision_prompt"] = prompt
-    on_step = None if quiet or as_json else (lambda step: click.echo(describe_step(step), err=True))
-    _report(ctx, service.rerun_from(run_id, seq, on_step=on_step, **edits), as_json, quiet)
+    with _watch(not (quiet or as_json)) as on_step:
+        rerun = service.rerun_from(run_id, seq, on_step=on_step, **edits)
+    _report(ctx, rerun, as_json, quiet)
 
 
 @runs.command("diff")

@@ -20,6 +20,7 @@ from typing import Any, Callable, ContextManager
 import jsonschema
 import json_repair
 
+from flowcall import progress
 from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay, calls_from_text
@@ -460,7 +461,8 @@ class Engine:
         state.running = [c.id for c in calls if c.id not in settled and check_call(c, tools) is None]
         if state.running:
             scope.rec.save(state)
-        outcomes = self._run_tools(calls, tools, scope.context, flow, settled)
+        with progress.step(StepKind.TOOL_CALL.value, ", ".join(c.name for c in calls if c.id not in settled)):
+            outcomes = self._run_tools(calls, tools, scope.context, flow, settled)
         # the round is counted whole: with the calls a re-run kept from it (see rerun.py)
         whole_round, state.kept = [*(restored_outcome(r, tools) for r in state.kept), *outcomes], []
         wrong = next((o for o in whole_round if o.error_code in NOT_RUN), None)
@@ -592,7 +594,8 @@ class Engine:
         common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way_name, note=note,
                       started_at=started_at)
         try:
-            turn = provider.complete(sent)
+            with progress.step(kind.value, note or f"{provider.name}/{provider.model}"):
+                turn = provider.complete(sent)
         except ProviderError as exc:
             request_sent = exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True)
             rec.record(kind, **common, request=request_sent, error_code=str(exc.code), error_message=exc.message,

@@ -10,12 +10,14 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from flowcall import progress
 from flowcall.approval import Decision
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import describe_step, run_seconds
 from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
+    WritingBox,
     as_json,
     md,
     service,
@@ -58,7 +60,8 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
             st.text(describe_step(step))
 
         try:
-            run = work(on_step)
+            with progress.watching(WritingBox()):  # the running step's text, as it is written
+                run = work(on_step)
         except TrustRequired:
             status.update(label="Nothing was run: it needs your grant", state="error")
             if consent_for[0] is not None:

@@ -8,6 +8,10 @@ import pytest
 
 from flowcall import local_model
 
+# Every test process starts with an empty prompt cache: no states on disk from an earlier run or
+# from the user's own (the tests of the disk tier give it a folder of their own).
+os.environ["FLOWCALL_PROMPT_CACHE_DISK_MB"] = "0"
+
 
 @pytest.fixture(autouse=True)
 def _isolated_database(tmp_path, monkeypatch):

@@ -10,12 +10,27 @@ from flowcall.errors import ConfigError
 
 def test_model_threads(monkeypatch):
     monkeypatch.delenv("FLOWCALL_THREADS", raising=False)
-    assert config.model_threads() is None  # all cores
+    assert config.model_threads() == config.physical_cores()
     monkeypatch.setenv("FLOWCALL_THREADS", "1")
     assert config.model_threads() == 1
     monkeypatch.setenv("FLOWCALL_THREADS", "two")
     with pytest.raises(ConfigError, match="FLOWCALL_THREADS must be a whole number"):
         config.model_threads()
+
+
+def test_physical_cores_match_lscpu():
+    """Cores as lscpu counts them (socket, core pairs), among the CPUs this process may use."""
+    import os
+    import shutil
+    import subprocess
+
+    if not shutil.which("lscpu"):
+        pytest.fail("lscpu (util-linux) is on every Debian machine; without it this check has no reference")
+    rows = subprocess.run(["lscpu", "-p=CPU,SOCKET,CORE"], capture_output=True, text=True, check=True).stdout
+    usable = os.sched_getaffinity(0)
+    cores = {tuple(r.split(",")[1:]) for r in rows.splitlines() if r and not r.startswith("#")
+             and int(r.split(",")[0]) in usable}
+    assert config.physical_cores() == len(cores) >= 1
 
 
 @pytest.mark.parametrize(("a", "b"), [
@@ -55,3 +70,16 @@ def test_configured_base_urls(monkeypatch):
     assert config.configured_base_url("local") is None
     monkeypatch.delenv("OPENAI_COMPATIBLE_BASE_URL")
     assert config.compatible_base_url() is None
+
+
+def test_prompt_cache_size_defaults_to_a_gigabyte_and_refuses_what_is_not_a_size(monkeypatch):
+    from flowcall import config
+    from flowcall.errors import ConfigError
+
+    monkeypatch.delenv("FLOWCALL_PROMPT_CACHE_MB", raising=False)
+    assert config.prompt_cache_mb() == 1024
+    monkeypatch.setenv("FLOWCALL_PROMPT_CACHE_MB", "0")
+    assert config.prompt_cache_mb() == 0
+    monkeypatch.setenv("FLOWCALL_PROMPT_CACHE_MB", "lots")
+    with pytest.raises(ConfigError, match="FLOWCALL_PROMPT_CACHE_MB"):
+        config.prompt_cache_mb()

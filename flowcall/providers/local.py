@@ -8,19 +8,20 @@ Structured output is enforced with a grammar built from the JSON Schema.
 
 from __future__ import annotations
 
+import codecs
 import json
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from flowcall import config, local_model
+from flowcall import config, local_model, progress
 from flowcall.calling.base import new_call_id
 from flowcall.calling.parse import parse_tool_calls
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers.base import Capabilities
+from flowcall.providers.prefix_cache import CHUNK, DiskStates, PrefixCache
 
 CAPABILITIES = Capabilities(
     native_tools=True,  # through the chat template, parsed from <tool_call> tags
@@ -93,15 +94,32 @@ class LocalProvider:
         self.path = local_model.require(model_path or config.model_path())
         self.model = self.path.stem
         self._lock = threading.Lock()  # one llama context serves one call at a time
-        self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or config.model_threads() or os.cpu_count(),
-                         verbose=False, seed=42)
+        threads = n_threads or config.model_threads()  # both set: the library's defaults differ
+        self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                         verbose=False, seed=42, n_batch=CHUNK, n_ubatch=CHUNK)
         local_model.close_at_exit(self.llm)
+        # a call starts from the longest prompt prefix any earlier call read (a flow's system
+        # prompt and tools, the relevance prompts, the previous round), never changing an answer
+        self.prefix = PrefixCache(self.llm, config.prompt_cache_mb() * 2**20, disk=self._disk_states(n_ctx, threads))
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ProviderError(f"{self.path} has no chat template in its metadata; use a chat/instruct GGUF")
         detok = lambda tid: self.llm.detokenize([tid], special=True).decode("utf-8", "replace")  # noqa: E731
         self.formatter = Jinja2ChatFormatter(template=template, eos_token=detok(self.llm.token_eos()),
                                              bos_token=detok(self.llm.token_bos()))
+
+    def _disk_states(self, n_ctx: int, threads: int) -> DiskStates | None:
+        """Kept states on disk, for this model file, build and settings only."""
+        import llama_cpp
+
+        megabytes = config.prompt_cache_disk_mb()
+        if not megabytes:
+            return None
+        info = self.path.stat()
+        identity = (f"{self.path.resolve()}|{info.st_size}|{info.st_mtime_ns}|llama-cpp-python {llama_cpp.__version__}|"
+                    f"{llama_cpp.llama_print_system_info().decode(errors='replace')}|n_ctx {n_ctx}|threads {threads}|"
+                    f"chunk {CHUNK}")
+        return DiskStates(config.prompt_cache_folder(), megabytes * 2**20, identity)
 
     @classmethod
     def shared(cls, model_path: Path | None = None) -> LocalProvider:
@@ -127,6 +145,22 @@ class LocalProvider:
         return {"prompt_eval_ms": round(perf.t_p_eval_ms, 1), "prompt_tokens_evaluated": perf.n_p_eval,
                 "generation_ms": round(perf.t_eval_ms, 1), "generated_tokens": perf.n_eval}
 
+    def _streamer(self, prompt_length: int) -> Any:
+        """A stopping criterion that never stops: it passes each new token's text to whoever
+        watches (flowcall.progress). Generation itself is untouched, so the answer is the same
+        watched or not. llama-cpp-python calls it with the tokens read so far, which trail the
+        sampled ones by one: the last token shows with the finished step."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
+        shown = [prompt_length]
+
+        def observe(ids: Any, _logits: Any) -> bool:
+            if len(ids) > shown[0]:
+                progress.text(decoder.decode(self.llm.detokenize([int(t) for t in ids[shown[0]:]])))
+                shown[0] = len(ids)
+            return False
+
+        return observe
+
     def _first_token(self, prompt: str, option: str) -> int:
         """The token the model would produce first when it continues `prompt` with `option`."""
         head = self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
@@ -150,7 +184,9 @@ class LocalProvider:
         started = time.perf_counter()
         with self._lock:
             llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)  # else the timings add up across calls
-            out = self.llm.create_completion(prompt=prompt, max_tokens=1, temperature=0.0, logits_processor=[capture])
+            tokens = self.prefix.tokens(prompt)
+            self.prefix.prepare(tokens)
+            out = self.llm.create_completion(prompt=tokens, max_tokens=1, temperature=0.0, logits_processor=[capture])
             out["timings"] = self._timings()
         logits = captured[0]
         logprobs = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
@@ -191,11 +227,14 @@ class LocalProvider:
                         stopped.append(True)
                     return bool(stopped)
 
-                self.llm.set_seed(request.seed if request.seed is not None else 42)
                 llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
-                out = self.llm.create_completion(prompt=prompt, max_tokens=request.max_tokens, temperature=request.temperature,
+                tokens = self.prefix.tokens(prompt)
+                self.prefix.prepare(tokens)
+                self.llm.set_seed(request.seed if request.seed is not None else 42)  # a loaded state brings its own
+                watch = [too_long, self._streamer(len(tokens))] if progress.watched() else [too_long]
+                out = self.llm.create_completion(prompt=tokens, max_tokens=request.max_tokens, temperature=request.temperature,
                                                  seed=request.seed, stop=_STOP, grammar=grammar,
-                                                 stopping_criteria=llama_cpp.StoppingCriteriaList([too_long]))
+                                                 stopping_criteria=llama_cpp.StoppingCriteriaList(watch))
                 out["timings"] = self._timings()
         except ValueError as exc:  # e.g. the prompt is longer than the context window
             raise ProviderError(f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",

@@ -5,6 +5,7 @@ A screenshot of every page is kept (test-artifacts/screenshots/)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -127,7 +128,14 @@ def test_plugins_and_models_pages_render(studio, page, shots):
 def test_structured_answer_shows_as_a_card_beside_its_json(studio, page, shots, model_path):
     go(page, studio.url, "/ask", "Run a flow")
     choose(page, "Flow", "commute-weather")  # an example flow, with the seeds' weather card schema
-    click(page, "Run")
+    page.get_by_role("button", name="Run", exact=True).click()
+    # while the polish model writes, its text shows as it comes (issue 12, point 6)
+    writing = page.get_by_text(re.compile(r"^polish · .+ · writing$"))
+    expect(writing).to_be_visible(timeout=300_000)
+    screenshot(page, shots / "run-writing.png", page.get_by_role("heading", name="Run a flow"))
+    expect(page.locator('[data-testid="stText"]', has_text="{").first).to_be_visible()  # the JSON being written
+    settle(page)
+    expect(writing).to_have_count(0)  # gone once the step's record is in
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()
     expect(text(page, "Raw JSON (valid against the polish schema)")).to_be_visible()
     expect(page.locator('[data-testid="stMetric"]').first).to_be_visible()

@@ -1,0 +1,66 @@
+"""The local model's prompt-prefix cache changes speed, never output (issue 12): at temperature 0,
+every example flow gives the same steps with the cache off, with it on and cold, and with it on
+and warm (the same question again, every prompt then starts from a cached state)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.example_checks import users_clock
+from flowcall.providers.local import LocalProvider
+from flowcall.service import FlowCall
+from flowcall.spec import load_flow
+from flowcall.steps import StepKind
+from flowcall.store import Store
+from flowcall.studio import EXAMPLE_QUESTIONS
+
+pytestmark = pytest.mark.model
+FLOWS = Path(__file__).resolve().parents[2] / "flows"
+
+
+def _what_happened(run, clock: bool) -> list[tuple]:
+    """Each step as what it decided: calls with arguments, results, answers (not timings or
+    ids). With `clock`, the time read (and so the answer written from it) differs between runs
+    by the seconds that passed: the clock's result and the polish text are left out."""
+    seen = []
+    for step in run.steps:
+        if step.kind == StepKind.TOOL_CALL:
+            result = None if clock else step.result
+            if isinstance(result, dict):
+                result = {k: v for k, v in result.items() if k not in ("id", "created_at")}
+            seen.append(("tool", step.name, step.arguments, result, step.error_code))
+        elif step.kind in (StepKind.MODEL_CALL, StepKind.POLISH):
+            text = ((step.response or {}).get("choices") or [{}])[0].get("text")
+            if clock and step.kind == StepKind.POLISH:
+                text = None
+            seen.append((str(step.kind), text, (step.response or {}).get("scores"), step.error_code))
+    return seen
+
+
+@pytest.fixture(scope="module")
+def providers(model_path):
+    plain = LocalProvider(Path(model_path))
+    plain.prefix.capacity = 0  # every prompt read from scratch (in the same aligned chunks)
+    cached = LocalProvider(Path(model_path))
+    assert cached.prefix.capacity > 0, "the local provider should keep prompt prefixes by default"
+    return plain, cached
+
+
+@pytest.mark.parametrize("file", sorted(p.name for p in FLOWS.glob("*.json")))
+def test_the_cache_changes_no_step(tmp_path, providers, file):
+    plain, cached = providers
+    flow = load_flow(FLOWS / file)
+    question = EXAMPLE_QUESTIONS[flow.name]
+    runs = []
+    with users_clock():
+        for provider in (plain, cached, cached):
+            service = FlowCall(store=Store.open(f"sqlite:///{tmp_path / f'{len(runs)}.db'}"),
+                               provider_factory=lambda cfg, p=provider: p)
+            runs.append(service.run(flow, question))
+            service.store.close()
+    uncached, cold, warm = (_what_happened(r, clock=file == "current_time.json") for r in runs)
+    assert uncached == cold == warm
+    assert runs[2].steps and all(r.status == runs[0].status for r in runs)
+    assert cached.prefix.hits > 0  # the warm run did start from kept states
