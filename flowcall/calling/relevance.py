@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from flowcall.calling.shortlist import shortlist
 from flowcall.errors import ErrorCode
 from flowcall.messages import Message, ModelRequest, ToolSpec
 
@@ -54,11 +55,12 @@ def margin(scores: dict[str, float] | None) -> float:
 
 
 def score_tools(request: ModelRequest, call: ModelCall, way: str) -> list[tuple[float, ToolSpec]]:
-    """Every tool's margin for the last user request, best first (one scoring call each,
-    recorded as a step like any model call)."""
+    """The margins for the last user request, best first (one scoring call each, recorded as a
+    step like any model call): of every tool, or of the model's shortlist when many are
+    attached (the others count as not fitting)."""
     text = last_user_text(request.messages)
     scored = []
-    for tool in request.tools:
+    for tool in shortlist(request.tools, text, call, way):
         turn = call(way, relevance_request(tool, text), None, f"relevance of {tool.name}")
         scored.append((margin(turn.scores), tool))
     return sorted(scored, key=lambda pair: -pair[0])

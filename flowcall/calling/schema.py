@@ -17,6 +17,7 @@ import json_repair
 from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice, new_call_id
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
+from flowcall.calling import shortlist
 from flowcall.calling.relevance import has_tool_results, score_tools
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
@@ -196,5 +197,8 @@ def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:
 
 
 def relevant_tools(request: ModelRequest, capabilities: Capabilities, call: ModelCall, way: str) -> list[ToolSpec]:
-    """The tools the model says can handle the request, best first (one scoring call each)."""
-    return [tool for value, tool in score_tools(request, call, way) if value > capabilities.call_margin]
+    """The tools the model says can handle the request, best first (one scoring call each), at
+    most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
+    overflow a small model's context."""
+    fitting = [tool for value, tool in score_tools(request, call, way) if value > capabilities.call_margin]
+    return fitting[:shortlist.SHORTLIST]

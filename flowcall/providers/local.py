@@ -169,6 +169,15 @@ class LocalProvider:
             return full[len(head)]
         return self.llm.tokenize(option.encode(), add_bos=False, special=False)[0]
 
+    def _fits(self, tokens: list[int], max_tokens: int | None) -> None:
+        """A prompt too long for the context fails here, by name, not inside llama.cpp."""
+        room = self.llm.n_ctx()
+        if len(tokens) + (max_tokens or 0) > room:
+            raise ProviderError(
+                f"the prompt is {len(tokens)} tokens and the answer may take {max_tokens or 0}, but the local "
+                f"model's context holds {room}: attach fewer or shorter tools, shorten the conversation, "
+                "or lower max_tokens", code=ErrorCode.PROVIDER_ERROR)
+
     def _score(self, request: ModelRequest, prompt: str) -> ModelTurn:
         """Log-probabilities of each option's first token after the prompt: one forward pass,
         no sampling, so the decision does not hinge on a greedy first token."""
@@ -185,6 +194,7 @@ class LocalProvider:
         with self._lock:
             llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)  # else the timings add up across calls
             tokens = self.prefix.tokens(prompt)
+            self._fits(tokens, 1)
             self.prefix.prepare(tokens)
             out = self.llm.create_completion(prompt=tokens, max_tokens=1, temperature=0.0, logits_processor=[capture])
             out["timings"] = self._timings()
@@ -229,6 +239,7 @@ class LocalProvider:
 
                 llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
                 tokens = self.prefix.tokens(prompt)
+                self._fits(tokens, request.max_tokens)
                 self.prefix.prepare(tokens)
                 self.llm.set_seed(request.seed if request.seed is not None else 42)  # a loaded state brings its own
                 watch = [too_long, self._streamer(len(tokens))] if progress.watched() else [too_long]

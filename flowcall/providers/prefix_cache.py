@@ -4,8 +4,9 @@ llama.cpp's numbers depend on how a prompt is cut into batches: the same prompt 
 batch of 700 tokens, or as 600 cached tokens plus a batch of 100, gives slightly different
 logits, and at temperature 0 a near-tie flips (a different call, a different card). So every
 prompt, cached or not, is read in the same aligned chunks: [0, B), [B, 2B), ... and a tail.
-A model state is kept (and reused) only at a chunk boundary, and only for tokens that were
-read as a prompt: a reused prefix is then exactly what a fresh read would have computed.
+A model state is kept only at a chunk boundary, and only for tokens that were read as a
+prompt; a kept state is reused up to any chunk boundary it shares with a new prompt. A reused
+prefix is then exactly what a fresh read would have computed.
 
 States are kept in memory, keyed by their tokens, least recently used first out when the
 size cap is reached; with a cap of 0 nothing is kept and every prompt is read from scratch
@@ -19,15 +20,20 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 CHUNK = 64  # tokens per aligned chunk: a reused prefix is a multiple of it
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two sequences of the same type share (compared a chunk at a
+    time first: this runs against every kept state on every call)."""
     n = min(len(a), len(b))
     i = 0
+    while i + CHUNK <= n and a[i:i + CHUNK] == b[i:i + CHUNK]:
+        i += CHUNK
     while i < n and a[i] == b[i]:
         i += 1
     return i
@@ -161,14 +167,25 @@ class PrefixCache:
         target = ((len(tokens) - 1) // size) * size
         live = llm.input_ids[: llm.n_tokens].tolist()
         have = (min(common_prefix(live, tokens), self.read_as_prompt) // size) * size if self.capacity else 0
-        best = None
+        # A state's first n cells are the state of its first n tokens (attention looks back
+        # only), so a kept prompt serves any prompt that shares a whole chunk with it: a new
+        # question after a flow's system prompt, a tool's relevance prompt with a new request.
+        best, wanted = None, tuple(tokens)
         for key in self.states:
-            if have < len(key) <= target and (best is None or len(key) > len(best)) and tuple(tokens[: len(key)]) == key:
-                best = key
+            if len(key) > have and key[:1] == wanted[:1]:
+                shared = min((common_prefix(key, wanted) // size) * size, target)
+                if shared > have:
+                    best, have = key, shared
         if best is not None:
             llm.load_state(self.states[best])
             self.states.move_to_end(best)
-            have = len(best)
+        if have:
+            llm.n_tokens = have
+            llm._ctx.kv_cache_seq_rm(-1, have, -1)  # the rest of the earlier prompt is not part of this one
+            if tuple(tokens[:have]) not in self.states:
+                # where this prompt parts from an earlier one is where the static part meets
+                # the per-run part: kept on its own, it is found on disk by the next process too
+                self._keep(tokens[:have])
         if self.capacity and self.disk is not None and target > have:
             state = self.disk.load(llm, tokens, size, have, target)
             if state is not None:

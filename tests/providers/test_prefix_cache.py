@@ -9,7 +9,7 @@ import pytest
 
 from flowcall.messages import Message, ModelRequest
 from flowcall.providers.local import LocalProvider
-from flowcall.providers.prefix_cache import CHUNK, DiskStates, _nbytes
+from flowcall.providers.prefix_cache import CHUNK, DiskStates, _nbytes, common_prefix
 
 pytestmark = pytest.mark.model
 
@@ -30,6 +30,25 @@ def test_a_prompt_reuses_only_whole_chunks_read_as_a_prompt(provider):
     shared = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
     assert reused == (shared // CHUNK) * CHUNK and reused > 0
     assert all(len(key) % CHUNK == 0 for key in cache.states)
+
+
+def test_the_point_where_two_prompts_part_is_kept_for_the_next_question(provider):
+    """A tool's relevance prompt is the tool (the same every run) then the question (new every
+    run). The kept state at the end of one prompt holds part of its question, so it serves no
+    other question; the state where two prompts part does, even after other prompts have
+    filled the context in between."""
+    cache = provider.prefix
+    cache.states.clear()
+    tool = cache.tokens("<|im_start|>user\nFunction: get_weather\nDescription: " + "Reads the forecast for a city. " * 25)
+    ask = lambda q: tool + cache.tokens(f"\nUser request: {q}")  # noqa: E731
+    first, second = ask("Will it rain in Chengdu tomorrow, and how cold will the night be there?"), ask("What is the temperature in Paris right now?")
+    cache.prepare(first)
+    cache.prepare(second)
+    parted = (common_prefix(first, second) // CHUNK) * CHUNK
+    assert 0 < parted < ((len(first) - 1) // CHUNK) * CHUNK
+    assert tuple(first[:parted]) in cache.states
+    cache.prepare(cache.tokens("something else entirely " * 60))  # the context now holds another prompt
+    assert cache.prepare(ask("Is it windy in Oslo today?")) == parted
 
 
 def test_a_kept_state_holds_no_copy_of_the_logits_buffer(provider):
@@ -106,3 +125,16 @@ def test_the_disk_tier_keeps_its_cap(model_path, tmp_path):
     provider.prefix.prepare(provider.prefix.tokens("two " + "epsilon " * 200))  # as long, not the same
     assert [p.name for p in tmp_path.glob("*.state")] != [older.name] and len(list(tmp_path.glob("*.state"))) == 1
     provider.llm.close()
+
+
+def test_a_prompt_longer_than_the_context_is_refused_by_name(model_path):
+    """Once llama_decode failed deep in the prompt cache ("llama_decode returned 1") when 64
+    tools' docs filled the context; now the run's step says what to do."""
+    from flowcall.errors import ProviderError
+
+    small = LocalProvider(Path(model_path), n_ctx=256)
+    long = ModelRequest(messages=[Message(role="user", content="weather " * 400)], max_tokens=8)
+    for request in (long, long.model_copy(update={"score_options": ["yes", "no"], "max_tokens": 1})):
+        with pytest.raises(ProviderError, match="context holds 256: attach fewer or shorter tools"):
+            small.complete(request)
+    assert small.complete(ModelRequest(messages=[Message(role="user", content="hi")], max_tokens=4)).usage.input_tokens > 0
