@@ -36,14 +36,19 @@ for pair in avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512
   [[ " $flags " == *" ${pair%%:*} "* ]] && cpu+=" -DGGML_${pair#*:}=ON"
 done
 
-for variant in "${VARIANTS[@]}"; do
-  case $variant in
-    product)  args="$cpu" ;;
-    avx2)     args="$base" ;;
-    openblas) args="$cpu -DGGML_BLAS=ON -DGGML_BLAS_VENDOR=OpenBLAS" ;;
-    noopenmp) args="$cpu -DGGML_OPENMP=OFF" ;;
-    *) echo "unknown variant $variant"; exit 2 ;;
+build_of() {
+  case $1 in
+    product)  echo "$cpu" ;;
+    avx2)     echo "$base" ;;
+    openblas) echo "$cpu -DGGML_BLAS=ON -DGGML_BLAS_VENDOR=OpenBLAS" ;;
+    noopenmp) echo "$cpu -DGGML_OPENMP=OFF" ;;
+    *) echo "unknown variant $1" >&2; exit 2 ;;
   esac
+}
+
+# every build first, then every measurement: a compile beside a benchmark spoils its figures
+for variant in "${VARIANTS[@]}"; do
+  args=$(build_of "$variant")
   build="$WORK/build-$variant"
   if [[ ! -x $build/bin/llama-bench ]]; then
     echo "==> building llama-bench ($variant)" >&2
@@ -52,8 +57,10 @@ for variant in "${VARIANTS[@]}"; do
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF $args >"$build.log" 2>&1
     cmake --build "$build" --target llama-bench -j "$(nproc)" >>"$build.log" 2>&1
   fi
+done
+for variant in "${VARIANTS[@]}"; do
   for batch in 64 512; do
     echo "### $variant, batch $batch, $THREADS threads"
-    "$build/bin/llama-bench" -m "$MODEL" -t "$THREADS" -b "$batch" -ub "$batch" -p 512 -n 128 -r 3 -o md
+    "$WORK/build-$variant/bin/llama-bench" -m "$MODEL" -t "$THREADS" -b "$batch" -ub "$batch" -p 512 -n 128 -r 5 -o md
   done
 done

@@ -50,13 +50,16 @@ QUESTIONS = {
 
 
 def cpu_name() -> str:
+    """The CPU's name and its widest vector unit: "AMD EPYC" alone names both an AVX2-only and an
+    AVX-512 machine, 3x apart in prompt speed."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        info = Path("/proc/cpuinfo").read_text()
     except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+        return platform.processor() or "unknown CPU"
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    widest = "AVX-512" if "avx512f" in flags else "AVX2 only" if "avx2" in flags else "no AVX2"
+    return f"{name} ({widest})"
 
 
 def raw_speed(provider: LocalProvider, repeats: int = 3) -> tuple[float, float]:
