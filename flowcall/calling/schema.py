@@ -31,6 +31,16 @@ Reply with one JSON object.
 - If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", "arguments": {{...}}}}]}}. Take argument values from the user's message; leave out optional arguments the user did not give.{parallel}
 - If none of the functions fits the request, or the function results already answer it, do not call anything: {{"answer": "<your reply to the user>"}}."""
 
+# Where a grammar holds the reply to calls only, the prompt need not spell out the JSON or the
+# answer branch (issue 12, point 5): the tools and what to put in the arguments are enough.
+CALL_ONLY = """You call functions. The functions are listed in <tools></tools> as JSON:
+<tools>
+{tools}
+</tools>
+
+Call the function that does what the user asks. Take argument values from the user's message; leave out optional arguments the user did not give.{parallel}"""
+ANSWER_ONLY = 'Reply with one JSON object: {"answer": "<your reply to the user>"}.'
+
 OPEN_CALLS = '{"tool_calls": ['
 MAX_CALLS = 10
 PARALLEL = " When the user asks for several things, put one call per thing in the list."
@@ -59,6 +69,19 @@ def decision_schema(tools: list[ToolSpec], choice: str, parallel: bool) -> dict[
         array["maxItems"] = 1
     calls = {"type": "object", "properties": {"tool_calls": array}, "required": ["tool_calls"]}
     return calls if choice != "auto" else {"anyOf": [calls, answer]}
+
+
+def instructions(request: ModelRequest, capabilities: Capabilities) -> str:
+    """The system prompt's part that lists the tools and says how to reply. With tool_choice
+    none the tools are left out: they cannot be called, and reading them costs time."""
+    choice = str(request.tool_choice)
+    parallel = PARALLEL if request.parallel_tool_calls else ""
+    if not request.tools or choice == "none":
+        return ANSWER_ONLY
+    if capabilities.grammar and choice != "auto":
+        named = [t for t in request.tools if t.name == choice] if choice != "required" else request.tools
+        return CALL_ONLY.format(tools=render_tools(named or request.tools), parallel=parallel)
+    return INSTRUCTIONS.format(tools=render_tools(request.tools), parallel=parallel)
 
 
 def read_decision(content: str | None) -> tuple[list[ToolCall], str | None, list[str]]:
@@ -90,10 +113,7 @@ class SchemaWay(SingleCallWay):
 
     def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
         messages = [as_text(m) for m in request.messages]
-        text = INSTRUCTIONS.format(tools=render_tools(request.tools),
-                                   parallel=PARALLEL if request.parallel_tool_calls else "")
-        if not request.tools:
-            text = 'Reply with one JSON object: {"answer": "<your reply to the user>"}.'
+        text = instructions(request, capabilities)
         if messages and messages[0].role == "system":
             messages[0] = Message(role="system", content=f"{messages[0].content}\n\n{text}")
         else:

@@ -314,3 +314,39 @@ def test_a_run_replays_identically_in_the_ways_that_read_calls_from_text(way, ca
     assert differences(original, replayed) == [] and replayed.final_answer == original.final_answer
     assert [(s.kind, s.note, s.arguments, s.error_code) for s in replayed.steps] == \
            [(s.kind, s.note, s.arguments, s.error_code) for s in original.steps]
+
+
+def _system(request):
+    from flowcall.calling.schema import SchemaWay
+
+    return SchemaWay().prepare(request, GRAMMAR_CAPS).messages[0].content
+
+
+def _decision(choice):
+    from flowcall.messages import Message, ModelRequest
+
+    return ModelRequest(messages=[Message(role="user", content="weather in Paris?")], tools=TOOLS, tool_choice=choice)
+
+
+def test_a_grammar_held_call_is_asked_for_without_the_json_spelled_out():
+    """Where the grammar allows only calls, the prompt lists the tools and what goes in the
+    arguments; the JSON shape and the answer branch are the grammar's job (issue 12, point 5)."""
+    required = _system(_decision("required"))
+    assert "get_weather" in required and "get_time" in required and "Take argument values" in required
+    assert '"answer"' not in required and "tool_calls" not in required
+    named = _system(_decision("get_weather"))
+    assert "get_weather" in named and "get_time" not in named  # only the named tool can be called
+    auto = _system(_decision("auto"))
+    assert '"answer"' in auto and "tool_calls" in auto  # the model chooses: both replies explained
+
+
+def test_without_a_grammar_the_reply_is_spelled_out():
+    from flowcall.calling.schema import SchemaWay
+
+    text = SchemaWay().prepare(_decision("required"), Capabilities(json_schema_output=True)).messages[0].content
+    assert "tool_calls" in text and "get_time" in text
+
+
+def test_with_tool_choice_none_the_tools_are_not_listed():
+    text = _system(_decision("none"))
+    assert "get_weather" not in text and '"answer"' in text
