@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, ContextManager
 
-import jsonschema
 import json_repair
 
-from flowcall import progress
+from flowcall import progress, schemas
 from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay, calls_from_text
@@ -346,6 +345,12 @@ class Engine:
                state: LoopState | None, models: _Models) -> _Scope:
         """Phase 1: the run's tools, way and state (a new one from the question, or the one it
         goes on from)."""
+        if flow.polish is not None and flow.polish.output_schema:
+            # loading a flow refuses this (spec.py); a flow copied without validation gets here
+            try:
+                schemas.check_refs(flow.polish.output_schema, "polish.output_schema")
+            except schemas.SchemaRefError as exc:
+                raise FlowCallError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
         tools = {t.name: t for t in registry.resolve(flow.tools)}
         changed = self._check_pins(flow, tools, rec)
         if state is None:
@@ -736,7 +741,7 @@ def _structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str |
         value = json.loads(content)
     except json.JSONDecodeError:
         value = json_repair.loads(content)
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: e.path)
+    errors = sorted(schemas.validator(schema, "polish.output_schema").iter_errors(value), key=lambda e: e.path)
     if errors:
         return value, "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
     return value, None

@@ -17,6 +17,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flowcall.errors import ConfigError
+from flowcall.schemas import check_refs
 
 FORMAT_VERSION = "flowcall.flow/v1"
 CallingWayName = Literal["auto", "native", "prompt", "schema", "router"]
@@ -109,6 +110,7 @@ class PolishConfig(ModelConfig):
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as exc:
                 raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
+            check_refs(schema)  # the answers are checked against it: nothing may be fetched for that
         return schema
 
 

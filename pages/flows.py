@@ -12,6 +12,7 @@ import streamlit as st
 
 from flowcall.errors import ConfigError
 from flowcall.providers import PROVIDER_NAMES
+from flowcall.schemas import ref_problem
 from flowcall.spec import HTTPToolSource, MCPServerConfig, parse_flow
 from flowcall.studio import as_json, flow_diagram, md, parse_list, reach_lines, service
 
@@ -33,7 +34,8 @@ def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return None, f"not a valid JSON Schema: {exc.message}"
-    return schema, None
+    problem = ref_problem(schema)
+    return (None, problem) if problem else (schema, None)
 
 
 # ------------------------------------------------------------------ list, create, import

@@ -73,6 +73,10 @@ def test_create_edit_with_schema_checked_as_typed_then_versions_and_diff():
     schema_box.input('{"type": "object", "properties": {"city": {"type": "strin"}}}').run()
     assert any("not a valid JSON Schema" in e.value for e in app.error)
     schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
+    schema_box.input('{"type": "object", "properties": {"city": {"$ref": "http://169.254.169.254/x"}}}').run()
+    assert any("points outside the schema" in e.value for e in app.error)  # nothing is fetched: refused
+    assert widget(app.button, "Save flow").disabled
+    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
     schema_box.input('{"type": "object", "properties": {"city": {"type": "string"}}}').run()
     assert any("schema is valid" in e.value for e in app.success)
     widget(app.button, "Save flow").click().run()

@@ -6,8 +6,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-import jsonschema
-
+from flowcall import schemas
 from flowcall.engine import Engine, ProviderFactory
 from flowcall.eval.bfcl_check import check
 from flowcall.eval.bfcl_data import BfclCase
@@ -53,7 +52,7 @@ class CategorySummary:
 
 def _schema_valid(case: BfclCase, name: str, arguments: dict | None) -> bool:
     tool = next((t for t in case.tools if t.name == name), None)
-    return tool is not None and arguments is not None and jsonschema.Draft202012Validator(tool.parameters).is_valid(arguments)
+    return tool is not None and arguments is not None and schemas.validator(tool.parameters).is_valid(arguments)
 
 
 def evaluate_case(engine: Engine, flow: Flow, case: BfclCase) -> CaseOutcome:

@@ -33,6 +33,7 @@ from typing import Any
 
 import jsonschema
 
+from flowcall import schemas
 from flowcall.errors import ErrorCode
 from flowcall.messages import ToolCall
 from flowcall.tools.base import RunContext, Tool
@@ -165,7 +166,11 @@ def check_call(call: ToolCall, tools: dict[str, Tool]) -> CallOutcome | None:
                            error_message=f"the arguments are not a JSON object: {call.raw_arguments[:300]!r}")
     try:
         # sorted by path text: paths mix names and indexes, which do not compare with each other
-        errors = sorted(jsonschema.Draft202012Validator(tool.parameters).iter_errors(call.arguments), key=_path)
+        validator = schemas.validator(tool.parameters, "its parameters")
+        errors = sorted(validator.iter_errors(call.arguments), key=_path)
+    except schemas.SchemaRefError as exc:  # a ref outside the schema: refused, never fetched
+        return CallOutcome(call, tool, error_code=ErrorCode.TOOL_ERROR,
+                           error_message=_cap_message(f"{tool.version} cannot be called: {exc}"))
     except Exception as exc:  # noqa: BLE001 - UnknownType, a $ref that resolves nowhere, a list where a dict goes ...
         # The tool's own schema is broken (an MCP or HTTP server wrote it): the call cannot be
         # checked, so it does not run. The model hears why; a person must fix the server.

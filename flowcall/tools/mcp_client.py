@@ -26,6 +26,7 @@ from typing import Any, AsyncContextManager, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from flowcall.errors import ConfigError
+from flowcall.schemas import check_refs
 from flowcall.spec import MCPServerConfig
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import guarded_async_client
@@ -240,6 +241,8 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         destructive = (hints.destructive_hint if hints and hints.destructive_hint is not None else True) and not read_only
         open_world = hints.open_world_hint if hints and hints.open_world_hint is not None else True
         name = _distinct_name(listed.name, taken)
+        # its calls are checked against this schema: refuse one that would have something fetched
+        check_refs(listed.input_schema, f"MCP server '{server.name}', tool '{listed.name}', inputSchema")
 
         tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
                           parameters=listed.input_schema or {"type": "object", "properties": {}},

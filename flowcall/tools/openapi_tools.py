@@ -18,6 +18,7 @@ from urllib.parse import quote, urljoin
 import yaml
 
 from flowcall.errors import ConfigError
+from flowcall.schemas import check_refs
 from flowcall.spec import HTTPToolSource
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import guarded_request
@@ -168,6 +169,8 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
         if request_body.get("required") is True:
             required.append("body")
     parameters = {"type": "object", "properties": properties, **({"required": required} if required else {})}
+    # local $refs are inlined by now; whatever still points outside (a $dynamicRef, ...) is refused
+    check_refs(parameters, f"{source.openapi}: {method.upper()} {path}, parameters")
 
     def invoke(**arguments: Any) -> Any:
         url = base + re.sub(r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path)

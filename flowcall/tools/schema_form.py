@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import jsonschema
 
+from flowcall import schemas
+
 FieldKind = Literal["text", "integer", "number", "boolean", "enum", "json"]
 
 _SIMPLE_TYPES: dict[str, FieldKind] = {"string": "text", "integer": "integer", "number": "number", "boolean": "boolean"}
@@ -152,8 +154,11 @@ def collect(fields: list[FormField], raw_values: dict[str, Any], schema: dict[st
         except ValueError as exc:
             errors.append(f"{f.name}: {exc}")
             failed.add(f.name)
-    for error in sorted(jsonschema.Draft202012Validator(schema).iter_errors(arguments),
-                        key=lambda e: [str(p) for p in e.path]):
+    try:
+        validator = schemas.validator(schema, "the tool's parameters")
+    except schemas.SchemaRefError as exc:  # the tool's own schema is at fault: nothing can be checked
+        return arguments, [*errors, str(exc)]
+    for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]):
         # a field already named above is not reported twice (e.g. as a missing required property)
         if error.absolute_path:
             if error.absolute_path[0] in failed:
