@@ -4,8 +4,10 @@ A pattern like `(a|aa)+$` backtracks for longer than anyone waits on 60 a's and 
 `re` cannot be stopped once it matches (it holds the GIL, so not even from another thread); the
 `regex` package takes a timeout. So every match here runs under one, and a pattern is refused up
 front when it is too long or does not compile. JSON Schema's `pattern` and `patternProperties`
-are matched the same way (jsonschema itself would use `re`), and a schema may refer only to
-itself (`#...`): nothing is fetched.
+are matched the same way (jsonschema itself would use `re`). A schema may refer only to itself
+(`#...`), and nothing is ever fetched: jsonschema's default registry would download a `$ref` to
+a URL (with urllib, no time limit), so schemas are applied with a registry that holds only the
+JSON Schema meta-schemas and refuses everything else.
 """
 
 from __future__ import annotations
@@ -17,9 +19,20 @@ import jsonschema
 import regex
 from jsonschema import ValidationError
 from jsonschema.exceptions import SchemaError
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from referencing import Registry
+from referencing.exceptions import NoSuchResource
 
 MAX_PATTERN_CHARS = 1000
 MATCH_TIMEOUT_S = 0.5
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _refuse(uri: str) -> Any:
+    raise NoSuchResource(ref=uri)
+
+
+NOTHING_FETCHED = SPECIFICATIONS.combine(Registry(retrieve=_refuse))  # type: ignore[call-arg]
 
 
 class RegexTimeout(Exception):
@@ -90,16 +103,17 @@ def schema_problem(schema: Any) -> str | None:
             problem = pattern_problem(pattern)
             if problem:
                 return f"at {path or '/'}{key}: {problem}"
-        if key == "$ref" and isinstance(value, str) and not value.startswith("#"):
-            return (f"at {path or '/'}$ref: {value!r:.80} refers outside the schema; only references within it "
-                    "(#/...) are allowed, nothing is fetched")
+        if key in _REFERENCES and isinstance(value, str) and not value.startswith("#"):
+            return (f"at {path or '/'}{key}: {value!r:.80} refers outside the schema; only references within "
+                    "it (#/...) are allowed, nothing is fetched")
     return None
 
 
 def schema_errors(schema: dict[str, Any], value: Any, *, limit: int = 3) -> list[str]:
     """Why `value` is not valid against `schema` (at most `limit` reasons); [] when it is."""
     try:
-        errors = sorted(BoundedValidator(schema).iter_errors(value), key=lambda e: list(map(str, e.path)))
+        validator = BoundedValidator(schema, registry=NOTHING_FETCHED)
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path)))
     except RegexTimeout as exc:
         return [str(exc)]
     except Exception as exc:  # referencing's Unresolvable and the like: a schema problem, not a pass

@@ -33,7 +33,7 @@ from flowcall.bounded_regex import pattern_problem, schema_problem
 from flowcall.errors import ConfigError
 from flowcall.messages import ToolSpec
 
-MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_FILE_BYTES = 50_000_000
 MAX_ITEMS = 100_000
 MAX_DEPTH = 32  # of any JSON value in an item: deeper is refused before pydantic or jsonschema see it
 MAX_PROBLEMS_SHOWN = 50
@@ -347,11 +347,15 @@ def parse_csv(text: str) -> tuple[list[DatasetItem], list[Problem]]:
     return items, problems
 
 
+def _too_big(source: str, size: int) -> DatasetError:
+    return DatasetError(source, [Problem(None, None, f"the file is {size / 1e6:.1f} MB; a dataset file may be at "
+                                                     f"most {MAX_FILE_BYTES / 1e6:.0f} MB: split it")])
+
+
 def parse_dataset(data: bytes, fmt: str, source: str = "dataset") -> list[DatasetItem]:
     """Every item of a JSONL or CSV file's bytes; DatasetError listing every problem if any."""
     if len(data) > MAX_FILE_BYTES:
-        raise DatasetError(source, [Problem(None, None, f"the file is {len(data) / 1e6:.1f} MB; a dataset file may "
-                                                        f"be at most {MAX_FILE_BYTES / 1e6:.0f} MB: split it")])
+        raise _too_big(source, len(data))
     lines, problems = _lines_as_text(data.removeprefix(b"\xef\xbb\xbf"))  # a UTF-8 BOM is harmless
     if problems:
         raise DatasetError(source, problems)
@@ -379,6 +383,8 @@ def read_dataset(path: Path) -> list[DatasetItem]:
     fmt = format_of(path)
     if not path.is_file():
         raise ConfigError(f"{path} does not exist")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise _too_big(str(path), path.stat().st_size)
     with path.open("rb") as f:
         data = f.read(MAX_FILE_BYTES + 1)  # never more: the limit is checked on what was read
     return parse_dataset(data, fmt, str(path))
