@@ -113,12 +113,12 @@ def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> N
         click.echo(f"{mark:<4}  {_item_label(item)}  run {(item.run_id or '-')[:8]}  {item.status or 'not run'}")
         for verdict in item.verdicts or []:
             if not verdict.passed:
-                click.echo(f"        {verdict.expectation}: {short(verdict.reason, 110)}")
+                click.echo(f"        {verdict.expectation}: {short(verdict.reason, 240)}")
 
 
 def _failing(item) -> str:
     reasons = [f"{v.expectation}: {v.reason}" for v in item.verdicts or [] if not v.passed]
-    return "passed" if item.passed else short("; ".join(reasons), 110)
+    return "passed" if item.passed else short("; ".join(reasons), 240)
 
 
 @experiments_group.command("compare")

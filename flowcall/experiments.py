@@ -17,7 +17,7 @@ from flowcall.errors import ConfigError
 from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, summarize
 from flowcall.scoring import observe, passed, score
 from flowcall.spec import Flow
-from flowcall.steps import Run
+from flowcall.steps import Run, RunStatus
 from flowcall.store import datasets as stored_datasets
 from flowcall.store import experiments as stored
 
@@ -55,10 +55,17 @@ def start(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, datas
 
 def execute_run(service: FlowCall, run_id: str) -> ItemResult:
     """Execute one queued run of an experiment and record its verdicts: the run id is all it
-    takes. An item with its own tools asks the decision model only (service.execute)."""
+    takes. An item with its own tools asks the decision model only (service.execute). A run
+    that is no longer queued but has stopped (a person cancelled it, or it ran already: a task
+    delivered twice) is scored as it is; one that runs elsewhere is refused."""
     ref = stored.item_for_run(service.store, run_id)
     item = stored_datasets.dataset_item(service.store, ref.dataset_version_id, ref.position)
-    run = service.execute(run_id, tools=[tool.spec() for tool in item.tools] if item.tools else None)
+    run = service.store.get_run(run_id)
+    if run.status == RunStatus.QUEUED:
+        run = service.execute(run_id, tools=[tool.spec() for tool in item.tools] if item.tools else None)
+    elif run.status in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
+        raise ConfigError(f"run {run.id} of experiment {ref.experiment_id} is {run.status} (started elsewhere); "
+                          f"see `flowcall runs show {run.id[:8]}`")
     return record(service, ref, item, run)
 
 

@@ -161,6 +161,19 @@ def test_another_service_on_the_database_executes_and_scores_a_run_given_only_it
         experiments.execute_run(app, app.submit(app.prepare(FLOW), "hello").id)
 
 
+def test_a_run_cancelled_before_it_started_is_scored_as_cancelled_and_the_rest_go_on(app: FlowCall):
+    experiment = experiments.start(app, FLOW, "weather", "weather-questions")
+    app.cancel(experiment.items[1].run_id, by="a person")
+    for run_id in stored.pending_runs(app.store, experiment.id):
+        experiments.execute_run(app, run_id)
+    done = experiments.finish(app, experiment.id, ExperimentStatus.FINISHED)
+    assert [i.status for i in done.items] == ["succeeded", "cancelled", "succeeded", "succeeded"]
+    assert done.items[1].verdicts[0].reason == "the run cancelled: cancelled by a person"
+    assert executed == ["成都", "上海"] and done.summary.statuses == {"succeeded": 3, "cancelled": 1}
+    again = experiments.execute_run(app, experiment.items[0].run_id)  # delivered twice: scored, not run again
+    assert again.passed is True and executed == ["成都", "上海"]
+
+
 def test_an_item_with_its_own_tools_asks_the_decision_model_only(app: FlowCall):
     calc = {"name": "add", "description": "Add two numbers.",
             "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}
