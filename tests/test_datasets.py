@@ -20,7 +20,6 @@ from flowcall.datasets import (
     escape_formula,
     parse_csv,
     parse_dataset,
-    parse_jsonl,
     read_dataset,
     to_csv,
     to_jsonl,

@@ -8,7 +8,6 @@ import pytest
 
 from flowcall.datasets import parse_jsonl, to_jsonl
 from flowcall.eval.bfcl_check import check
-from flowcall.eval.bfcl_data import CATEGORIES
 from flowcall.eval.bfcl_dataset import _expected_value, expected_calls, items_from_cases
 from flowcall.scoring import calls_verdict
 
