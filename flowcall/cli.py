@@ -15,9 +15,13 @@ from typing import Any
 import click
 
 from flowcall import config, local_model, progress
+from flowcall.cli_common import flow_from_ref as _flow
+from flowcall.cli_common import service as _service
+from flowcall.cli_datasets import datasets_group
+from flowcall.cli_experiments import experiments_group
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import answer_text, describe_step, run_line, run_totals, short, step_ref
-from flowcall.spec import load_flow, parse_flow
+from flowcall.spec import parse_flow
 from flowcall.spinner import terminal_watcher
 from flowcall.steps import Run, RunStatus, Step, StepKind
 
@@ -31,14 +35,6 @@ def _watch(show: bool) -> Iterator[Callable[[Step], None] | None]:
         return
     with terminal_watcher() as spinner, progress.watching(spinner):
         yield lambda step: click.echo(describe_step(step), err=True)
-
-
-def _service(ctx: click.Context):
-    from flowcall.service import FlowCall
-
-    if "service" not in ctx.obj:
-        ctx.obj["service"] = FlowCall.open(ctx.obj.get("db"))
-    return ctx.obj["service"]
 
 
 @click.group()
@@ -457,13 +453,6 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
             click.echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
 
 
-def _flow(service: Any, flow_ref: str) -> Any:
-    """A flow JSON file, or the name of a saved flow."""
-    if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file():
-        return load_flow(flow_ref)
-    return service.store.get_flow(flow_ref)[0]
-
-
 @cli.command("trust")
 @click.argument("flow_ref", required=False)
 @click.option("--run", "run_id", help="Grant what the flow version of this run would start or reach.")
@@ -668,6 +657,10 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
         click.echo("no stored profiles; measure a model with: flowcall models probe --provider local", err=True)
     for profile in found:
         click.echo("\n".join(_profile_lines(profile)))
+
+
+cli.add_command(datasets_group)
+cli.add_command(experiments_group)
 
 
 def main() -> None:

@@ -117,8 +117,9 @@ class _Models:
     polisher: Provider | None
 
     @classmethod
-    def build(cls, flow: Flow, provider_for: ProviderFactory) -> _Models:
-        return cls(provider_for(flow.decision), provider_for(flow.polish) if flow.polish is not None else None)
+    def build(cls, flow: Flow, provider_for: ProviderFactory, *, decision_only: bool = False) -> _Models:
+        polish = flow.polish if not decision_only else None
+        return cls(provider_for(flow.decision), provider_for(polish) if polish is not None else None)
 
 
 @dataclass
@@ -217,18 +218,21 @@ class Engine:
         """Go on with a run that waited for approval or was interrupted, from its last committed
         state: pending calls are put to `approver` (calls that may have run already wait for a
         person unless safe to repeat), then the loop continues. An interrupted run with no
-        state stopped before its first tool round, and starts again from its question.
+        state stopped before its first tool round, and starts again from its question; so does
+        a queued run, which never started.
 
         `sink.run_resumed` claims the run (the store: a compare-and-set), so of two resumers
         only one goes on; the other gets a ConfigError. The state is read first: a format this
-        FlowCall cannot read is refused while the run still waits."""
+        FlowCall cannot read is refused while the run still waits. So are missing settings of
+        its providers (NotConfigured, as in run()): the run is left as it was, unclaimed."""
         state = LoopState.restore(checkpoint) if checkpoint else None
         if state is None and any(s.kind == StepKind.TOOL_CALL for s in run.steps):
             raise ConfigError(f"run {run.id[:8]} ran tools but has no saved state (it was recorded by an older "
                               "FlowCall or imported); re-run it from a step instead: `flowcall runs rerun`")
+        models = self._models_before_run(flow)
         self.sink.run_resumed(run)
         run.status = RunStatus.RUNNING
-        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, state)
+        return self._execute(flow, run, _Recorder(run, self.sink, on_step), approver, state, models)
 
     def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
                       flow_version_id: int | None = None, on_step: StepCallback | None = None,
@@ -248,11 +252,11 @@ class Engine:
             recorder.record(step.kind, **fields)
         return self._execute(flow, run, recorder, approver, state, models)
 
-    def _models_before_run(self, flow: Flow) -> _Models | None:
+    def _models_before_run(self, flow: Flow, *, decision_only: bool = False) -> _Models | None:
         """The flow's providers, or NotConfigured naming the variable to set. Any other failure
         to build one (no model file, a broken GGUF) is left to the run, which records it."""
         try:
-            return _Models.build(flow, self.provider_for)
+            return _Models.build(flow, self.provider_for, decision_only=decision_only)
         except NotConfigured:
             raise
         except Exception:  # built again inside the run, where the failure is recorded
@@ -309,16 +313,23 @@ class Engine:
             pass
 
     def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
-                    label: str | None = None) -> tuple[Run, ModelTurn | None]:
+                    label: str | None = None, run: Run | None = None) -> tuple[Run, ModelTurn | None]:
         """One decision, nothing executed: for evaluations, where the tools exist only as
-        definitions. Still a recorded run, so each case can be opened in the inspector."""
-        question = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
-        run = Run(id=str(uuid.uuid4()), flow_name=label or flow.name, question=question, trace_id=uuid.uuid4().hex)
-        self.sink.run_started(run)
+        definitions. Still a recorded run, so each case can be opened in the inspector. `run`,
+        if given, is a queued run to claim (sink.run_resumed) and make this decision in."""
+        models = self._models_before_run(flow, decision_only=True)
+        if run is None:
+            question = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+            run = Run(id=str(uuid.uuid4()), flow_name=label or flow.name, question=question,
+                      trace_id=uuid.uuid4().hex)
+            self.sink.run_started(run)
+        else:
+            self.sink.run_resumed(run)
+            run.status = RunStatus.RUNNING
         rec = _Recorder(run, self.sink, None)
         turn = None
         try:
-            decider = self.provider_for(flow.decision)
+            decider = models.decider if models else self.provider_for(flow.decision)  # a failure here is recorded
             way = _way_for(flow, decider)
             request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
                                    parallel_tool_calls=flow.parallel_tool_calls,
@@ -328,6 +339,8 @@ class Engine:
             run.status = RunStatus.SUCCEEDED
         except FlowCallError as exc:
             run.status, run.error = RunStatus.FAILED, f"{exc.code}: {exc.message}"
+        except Exception as exc:  # a provider that cannot be built, a library error: recorded, not lost
+            run.status, run.error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
         run.ended_at = utcnow()
         self.sink.run_finished(run)
         return run, turn

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from flowcall.datasets import DatasetItem
+from flowcall.experiment_record import Experiment, Summary
 from flowcall.steps import Run, Step, StepKind
 
 
@@ -68,3 +70,55 @@ def run_totals(run: Run) -> str:
 def run_seconds(run: Run) -> float:
     """The run's time: its steps' latencies added up."""
     return sum(s.latency_ms for s in run.steps) / 1000
+
+
+def expectations_text(item: DatasetItem) -> str:
+    """What a dataset item expects, in one line: `datasets show`, and later its page."""
+    parts = []
+    if item.expect_calls:
+        calls = [f"{c.name}({short(c.arguments, 50) if c.arguments else ''})" for c in item.expect_calls]
+        parts.append(("in order: " if item.ordered else "calls ") + ", ".join(calls))
+    if item.expect_no_call:
+        parts.append("no call")
+    if item.answer_schema is not None:
+        parts.append("answer valid against a schema")
+    if item.answer_contains is not None:
+        parts.append(f"answer contains {short(item.answer_contains, 40)!r}")
+    if item.answer_regex is not None:
+        parts.append(f"answer matches /{short(item.answer_regex, 40)}/")
+    if item.answer_equals is not None:
+        parts.append(f"answer = {short(item.answer_equals, 40)}")
+    if item.max_latency_s is not None:
+        parts.append(f"≤ {item.max_latency_s:g} s")
+    if item.tools:
+        parts.append(f"its own {len(item.tools)} tool(s), decision only")
+    return "; ".join(parts) or "only that the run succeeds"
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.2f} s" if value is not None else "-"
+
+
+def experiment_line(experiment: Experiment) -> str:
+    """One line per experiment, for `experiments list`."""
+    result = "-"
+    if experiment.summary is not None and experiment.summary.runs:
+        s = experiment.summary
+        result = (f"{s.passed}/{s.runs} passed ({s.pass_rate:.0%}) · p50 {_seconds(s.latency_p50_s)} "
+                  f"p95 {_seconds(s.latency_p95_s)}")
+    return (f"{experiment.id:>4}  {experiment.started_at:%Y-%m-%d %H:%M}  {experiment.status.value:<9}  "
+            f"{experiment.flow_name} v{experiment.flow_version} × {experiment.dataset_name} "
+            f"v{experiment.dataset_version}  {experiment.model} [{experiment.calling_way}]  {result}")
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    """An experiment's totals: pass rate, per expectation, tokens, latency percentiles."""
+    rate = f" ({summary.pass_rate:.1%})" if summary.pass_rate is not None else ""
+    lines = [f"passed {summary.passed} of {summary.runs} runs{rate}"
+             + (f"; {summary.not_run} not run" if summary.not_run else "")]
+    for name, counts in summary.by_expectation.items():
+        lines.append(f"  {name:<16} {counts['passed']:>5}/{counts['total']:<5} "
+                     f"{counts['passed'] / counts['total']:.0%}")
+    lines.append(f"tokens {summary.tokens_in}→{summary.tokens_out}; latency p50 {_seconds(summary.latency_p50_s)}, "
+                 f"p95 {_seconds(summary.latency_p95_s)}, mean {_seconds(summary.latency_mean_s)}")
+    return lines

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import uuid
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -15,14 +16,15 @@ from pydantic import ValidationError
 
 from flowcall import config
 from flowcall.approval import Approver
-from flowcall.engine import Engine, ProviderFactory, StepCallback
+from flowcall.engine import Engine, ProviderFactory, StepCallback, fill_variables
 from flowcall.errors import ConfigError
+from flowcall.messages import Message, ToolSpec
 from flowcall.providers import provider_for
 from flowcall.providers.profiled import with_profiles
 from flowcall.replay import replay_factory
 from flowcall.rerun import checkpoint_before
 from flowcall.spec import Flow, parse_flow
-from flowcall.steps import Run
+from flowcall.steps import Run, RunStatus
 from flowcall.store import Store, open_store
 from flowcall.tools.registry import ToolRegistry
 from flowcall.trust import TrustItem, require_granted, trust_items
@@ -107,6 +109,45 @@ class FlowCall:
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
                           approver=approver)
+
+    # --- a run recorded first, executed later by its id (experiments; later, workers) ----------
+    def prepare(self, flow: Flow) -> Adopted:
+        """Check that `flow` can run here (its plugin tools exist; what it starts or reaches is
+        granted) and store it, as `run` does: the flow version its runs will point at."""
+        self.registry.resolve(flow.plugin_refs())
+        self.require_trust(flow)
+        return self.adopt(flow)
+
+    def submit(self, adopted: Adopted, question: str) -> Run:
+        """Record a run of a prepared flow on `question` without running it (status queued).
+        `execute` runs it given only its id, in this process or, later, in a worker's."""
+        run = Run(id=str(uuid.uuid4()), flow_name=adopted.flow.name, flow_version_id=adopted.version_id,
+                  question=question, trace_id=uuid.uuid4().hex, status=RunStatus.QUEUED)
+        self.store.queue_run(run)
+        return run
+
+    def execute(self, run_id: str, *, tools: list[ToolSpec] | None = None, approver: Approver | None = None,
+                on_step: StepCallback | None = None) -> Run:
+        """Run a queued run: claim it (so it runs once, whoever else asks), then run its flow
+        version from the question. With `tools`, only its decision model is asked, once, with
+        those tool definitions instead of the flow's, and nothing is executed (a dataset item
+        that brings its own tools, e.g. one imported from BFCL). A missing API key raises
+        NotConfigured and leaves the run queued."""
+        run = self.store.get_run(run_id)
+        if run.status != RunStatus.QUEUED:
+            raise ConfigError(f"run {run.id} is {run.status}, not queued; only a queued run is executed "
+                              f"(see `flowcall runs show {run.id[:8]}`)")
+        flow = self.flow_of(run)
+        self.require_trust(flow, run_id=run.id)
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        if tools is None:
+            return engine.resume(run, flow, None, approver=approver, on_step=on_step)
+        if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {t.name for t in tools}:
+            flow = flow.model_copy(update={"tool_choice": "auto"})  # it names one of the flow's own tools
+        messages = [Message(role="system", content=fill_variables(flow.decision.system_prompt))] \
+            if flow.decision.system_prompt else []
+        messages.append(Message(role="user", content=run.question))
+        return engine.decide_only(flow, messages, tools, run=run)[0]
 
     def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
         """Go on with a run that waits for approval or was interrupted (its process died), from

@@ -29,6 +29,7 @@ class StepKind(StrEnum):
 
 
 class RunStatus(StrEnum):
+    QUEUED = "queued"  # recorded, not started: whoever executes it claims it by its id (service.execute)
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -75,8 +76,9 @@ class Run(BaseModel):
     final_answer: Any = None
     error: str | None = None
     trace_id: str
-    started_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime = Field(default_factory=utcnow)  # a queued run: when it was claimed
     ended_at: datetime | None = None
+    queued_at: datetime | None = None  # set for a run recorded before it ran (service.submit)
     # which process runs it ("host/pid/start") and until when it holds the run unless renewed
     owner: str | None = None
     lease_until: datetime | None = None

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Date,
     DateTime,
     Dialect,
@@ -103,6 +104,8 @@ class RunRow(Base):
     # the process that runs it ("host/pid/start") and its lease (store/ownership.py)
     owner: Mapped[str | None] = mapped_column(String(255), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # when a run recorded before it ran (queued) was recorded; its started_at is when it was claimed
+    queued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class StepRow(Base):
@@ -201,3 +204,82 @@ class ModelProfileRow(Base):
     base_url: Mapped[str] = mapped_column(String(500), default="")
     profile: Mapped[dict[str, Any]] = mapped_column(JSONType)
     probed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class DatasetRow(Base):
+    """A named dataset; its items live in versions, as a flow's spec does."""
+
+    __tablename__ = "datasets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DatasetVersionRow(Base):
+    __tablename__ = "dataset_versions"
+    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    item_count: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(500))  # the file it came from, or the BFCL category and split
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DatasetItemRow(Base):
+    """One item (flowcall/datasets.py's DatasetItem as JSON) at its place in a version."""
+
+    __tablename__ = "dataset_items"
+    __table_args__ = (UniqueConstraint("version_id", "position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    item: Mapped[dict[str, Any]] = mapped_column(JSONType)
+
+
+class ExperimentRow(Base):
+    """A dataset version run through a flow version: what ran, and the summary once it ended."""
+
+    __tablename__ = "experiments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    flow_ref: Mapped[str] = mapped_column(String(500))  # as the person gave it: a file or a saved name
+    flow_name: Mapped[str] = mapped_column(String(120))
+    flow_version: Mapped[int] = mapped_column(Integer)
+    flow_version_id: Mapped[int | None] = mapped_column(ForeignKey("flow_versions.id", ondelete="SET NULL"))
+    dataset_name: Mapped[str] = mapped_column(String(120))
+    dataset_version: Mapped[int] = mapped_column(Integer)
+    dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"))
+    model: Mapped[str] = mapped_column(String(255))
+    polish_model: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    calling_way: Mapped[str] = mapped_column(String(32))
+    repeat: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+
+
+class ExperimentItemRow(Base):
+    """One run of one dataset item (`attempt` counts the repeats): its run, then its verdicts."""
+
+    __tablename__ = "experiment_items"
+    __table_args__ = (UniqueConstraint("experiment_id", "position", "attempt"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)  # the item's place in the dataset version
+    attempt: Mapped[int] = mapped_column(Integer)
+    item_key: Mapped[str] = mapped_column(Text)  # the item's id, else its question: what compare pairs on
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"), index=True)
+    status: Mapped[str | None] = mapped_column(String(16), nullable=True)  # the run's, once scored
+    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    verdicts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0)

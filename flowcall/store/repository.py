@@ -38,7 +38,7 @@ from flowcall.store.models import (
 )
 from flowcall.store.ownership import lease_seconds, lease_until, owner_gone, this_process
 
-_TIMES = {"started_at", "ended_at", "lease_until"}
+_TIMES = {"started_at", "ended_at", "lease_until", "queued_at"}
 _RUNNING = str(RunStatus.RUNNING)
 
 
@@ -59,7 +59,7 @@ def _step_from_row(row: StepRow) -> Step:
 def _run_to_row(run: Run) -> RunRow:
     data = run.model_dump(mode="json", exclude=_TIMES | {"steps"})
     return fit_to_columns(RunRow(**data, started_at=run.started_at, ended_at=run.ended_at,
-                                 lease_until=run.lease_until, tokens_in=0, tokens_out=0))
+                                 lease_until=run.lease_until, queued_at=run.queued_at, tokens_in=0, tokens_out=0))
 
 
 def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
@@ -185,6 +185,17 @@ class Store:
                 s.add(_run_to_row(run))
         retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == run.id)))
         self._leases.hold(run.id)
+
+    def queue_run(self, run: Run) -> None:
+        """Record a run that has not started: no owner, nothing to go on from but its question.
+        Whoever executes it claims it (run_resumed), so it runs once whoever asks."""
+        run.status, run.owner, run.lease_until = RunStatus.QUEUED, None, None
+        run.queued_at = run.queued_at or utcnow()
+
+        def insert() -> None:
+            with self._session() as s, s.begin():
+                s.add(_run_to_row(run))
+        retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == run.id)))
 
     def _exists(self, query: Any) -> Any:
         """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?"""
@@ -318,12 +329,12 @@ class Store:
         """A person cancels a run that is running (its process stops at its next step), waits
         for approval or was interrupted. A run that ended is left as it is (ConfigError)."""
         run = self.get_run(run_id)
-        ending = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED)
+        ending = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED)
         if run.status not in ending:
             raise ConfigError(f"run {run.id} already ended ({run.status}); there is nothing to cancel")
         with self._session() as s, s.begin():
             done = s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status.in_(
-                [_RUNNING, str(RunStatus.WAITING_APPROVAL)])).values(
+                [_RUNNING, str(RunStatus.WAITING_APPROVAL), str(RunStatus.QUEUED)])).values(
                 status=str(RunStatus.CANCELLED), error=f"cancelled by {by}", ended_at=utcnow(), checkpoint=None,
                 lease_until=None)).rowcount
         if not done:
@@ -331,8 +342,9 @@ class Store:
         return self.get_run(run.id)
 
     def run_resumed(self, run: Run) -> None:
-        """Claim a paused or interrupted run for this process: one compare-and-set, so of two
-        resumers (CLI and studio, two tabs) exactly one goes on and the other gets a ConfigError.
+        """Claim a paused, interrupted or queued run for this process: one compare-and-set, so
+        of two resumers (CLI and studio, two tabs, two workers) exactly one goes on and the
+        other gets a ConfigError. A queued run starts now: its started_at becomes the claim's.
 
         A paused run is claimed on its status; an interrupted one on its owner as the caller
         read it (that process is gone) and, for an owner on another host, an expired lease.
@@ -341,27 +353,34 @@ class Store:
         at once leaves the run interrupted, with its state, for the next resume."""
         recorded = select(func.count()).select_from(StepRow).where(StepRow.run_id == run.id).scalar_subquery()
         claim = update(RunRow).where(RunRow.id == run.id, recorded == len(run.steps))
-        if run.status == RunStatus.INTERRUPTED:
+        started: dict[str, Any] = {}
+        if run.status == RunStatus.QUEUED:
+            claim = claim.where(RunRow.status == str(RunStatus.QUEUED))
+            started["started_at"] = utcnow()
+        elif run.status == RunStatus.INTERRUPTED:
             same_owner = RunRow.owner.is_(None) if run.owner is None else RunRow.owner == run.owner
             claim = claim.where(RunRow.status == _RUNNING, same_owner)
             if run.owner and not run.owner.startswith(this_process().split("/")[0] + "/"):
                 claim = claim.where((RunRow.lease_until.is_(None)) | (RunRow.lease_until < utcnow()))
         else:
             claim = claim.where(RunRow.status == str(RunStatus.WAITING_APPROVAL))
-        claim = claim.values(status=_RUNNING, owner=_me(), lease_until=lease_until()).execution_options(
+        claim = claim.values(status=_RUNNING, owner=_me(), lease_until=lease_until(), **started).execution_options(
             synchronize_session=False)  # a plain UPDATE: no read before it
         with self._session() as s, s.begin():
             claimed = s.execute(claim).rowcount
         if claimed != 1:
             raise ConfigError(_not_resumable(run.id))
         run.owner = _me()
+        run.started_at = started.get("started_at", run.started_at)
         self._leases.hold(run.id)
 
     def get_checkpoint(self, run_id: str) -> dict[str, Any] | None:
         """The saved state of a run that waits for approval or was interrupted (read, not
         claimed: see run_resumed). An interrupted run may have none: it stopped before its
-        first tool round committed, and goes on from its question."""
+        first tool round committed, and goes on from its question; a queued run has none."""
         run = self.get_run(run_id)  # a prefix becomes the whole id; the status is derived
+        if run.status == RunStatus.QUEUED:
+            return None
         if run.status not in (RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED):
             raise ConfigError(_not_resumable(run.id, run.status))
         with self._session() as s:

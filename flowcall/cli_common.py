@@ -1,0 +1,29 @@
+"""What the `flowcall` command groups share: the service behind them, and flows given as a file
+or a saved name. Its own module so that command groups in other modules (cli_datasets.py,
+cli_experiments.py) reach them without importing cli.py, which imports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flowcall.spec import load_flow
+
+
+def service(ctx: click.Context) -> Any:
+    """The FlowCall service on the --db database, opened once per command."""
+    from flowcall.service import FlowCall
+
+    obj = ctx.find_root().obj
+    if "service" not in obj:
+        obj["service"] = FlowCall.open(obj.get("db"))
+    return obj["service"]
+
+
+def flow_from_ref(service: Any, flow_ref: str) -> Any:
+    """A flow JSON file, or the name of a saved flow."""
+    if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file():
+        return load_flow(flow_ref)
+    return service.store.get_flow(flow_ref)[0]

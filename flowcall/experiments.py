@@ -1,0 +1,111 @@
+"""Experiments: every item of a dataset version run through a flow version as a normal recorded
+run, each run scored against its item (scoring.py), the whole kept with its summary.
+
+An experiment is made in two halves, so that a worker can later do the second one given only a
+run id: `start` records the experiment and, for every item (and repeat), a queued run;
+`execute_run` then executes one queued run and scores it, finding its item through the run id.
+`run_experiment` does both in this process, one item after the other, and ends the experiment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from flowcall.datasets import DatasetItem
+from flowcall.errors import ConfigError
+from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, summarize
+from flowcall.scoring import observe, passed, score
+from flowcall.spec import Flow
+from flowcall.steps import Run, RunStatus
+from flowcall.store import datasets as stored_datasets
+from flowcall.store import experiments as stored
+
+if TYPE_CHECKING:
+    from flowcall.service import FlowCall
+
+OnItem = Callable[[ItemResult], None]
+
+
+def _model(config: object) -> str:
+    return f"{config.provider}/{config.model}"  # type: ignore[attr-defined]
+
+
+def start(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, dataset_version: int | None = None,
+          repeat: int = 1) -> Experiment:
+    """Record an experiment of `flow` on a dataset version, with a queued run per item and repeat.
+    Nothing is recorded when the flow cannot run here (a missing tool, an ungranted server)."""
+    if repeat < 1:
+        raise ConfigError(f"--repeat must be at least 1, not {repeat}")
+    dataset = stored_datasets.get_dataset(service.store, dataset_name, dataset_version)
+    adopted = service.prepare(flow)
+    flow = adopted.flow
+    experiment_id = stored.create_experiment(
+        service.store, flow_ref=flow_ref[:500], flow_name=flow.name, flow_version=adopted.version,
+        flow_version_id=adopted.version_id, dataset_name=dataset.name, dataset_version=dataset.version,
+        dataset_version_id=dataset.version_id, model=_model(flow.decision),
+        polish_model=_model(flow.polish) if flow.polish else None, calling_way=flow.decision.calling_way,
+        repeat=repeat)
+    for attempt in range(repeat):
+        for position, item in enumerate(dataset.items):
+            run = service.submit(adopted, item.question)
+            stored.add_item(service.store, experiment_id, position, attempt, item.key(), run.id)
+    return stored.get_experiment(service.store, experiment_id)
+
+
+def execute_run(service: FlowCall, run_id: str) -> ItemResult:
+    """Execute one queued run of an experiment and record its verdicts: the run id is all it
+    takes. An item with its own tools asks the decision model only (service.execute). A run
+    that is no longer queued but has stopped (a person cancelled it, or it ran already: a task
+    delivered twice) is scored as it is; one that runs elsewhere is refused."""
+    ref = stored.item_for_run(service.store, run_id)
+    item = stored_datasets.dataset_item(service.store, ref.dataset_version_id, ref.position)
+    run = service.store.get_run(run_id)
+    if run.status == RunStatus.QUEUED:
+        run = service.execute(run_id, tools=[tool.spec() for tool in item.tools] if item.tools else None)
+    elif run.status in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
+        raise ConfigError(f"run {run.id} of experiment {ref.experiment_id} is {run.status} (started elsewhere); "
+                          f"see `flowcall runs show {run.id[:8]}`")
+    return record(service, ref, item, run)
+
+
+def record(service: FlowCall, ref: stored.ItemRef, item: DatasetItem, run: Run) -> ItemResult:
+    """Score a finished run against its item and keep the verdicts."""
+    seen = observe(run, decision_only=bool(item.tools))
+    verdicts = score(item, seen)
+    result = ItemResult(position=ref.position, attempt=ref.attempt, item_key=ref.item_key, run_id=run.id,
+                        status=str(run.status), passed=passed(verdicts), verdicts=verdicts,
+                        latency_ms=seen.latency_s * 1000 if seen.latency_s is not None else None,
+                        tokens_in=run.tokens_in, tokens_out=run.tokens_out)
+    stored.save_result(service.store, ref.experiment_id, result)
+    return result
+
+
+def finish(service: FlowCall, experiment_id: int, status: ExperimentStatus, error: str | None = None) -> Experiment:
+    """End an experiment: its summary from the items scored so far."""
+    experiment = stored.get_experiment(service.store, experiment_id)
+    stored.finish_experiment(service.store, experiment_id, status, summarize(experiment.items), error)
+    return stored.get_experiment(service.store, experiment_id)
+
+
+def run_experiment(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str,
+                   dataset_version: int | None = None, *, repeat: int = 1, on_start: Callable[[Experiment], None]
+                   | None = None, on_item: OnItem | None = None) -> Experiment:
+    """Start an experiment and execute its runs here, one after the other. When it stops on an
+    error or a person's Ctrl-C, the runs not started are cancelled and the experiment says why;
+    the items scored until then are kept."""
+    experiment = start(service, flow, flow_ref, dataset_name, dataset_version, repeat)
+    if on_start:
+        on_start(experiment)
+    try:
+        for run_id in stored.pending_runs(service.store, experiment.id):
+            result = execute_run(service, run_id)
+            if on_item:
+                on_item(result)
+    except BaseException as exc:
+        stopped = isinstance(exc, KeyboardInterrupt)
+        why = "stopped with Ctrl-C" if stopped else f"{type(exc).__name__}: {exc}"
+        stored.cancel_queued(service.store, experiment.id, f"experiment {experiment.id} stopped: {why}")
+        finish(service, experiment.id, ExperimentStatus.CANCELLED if stopped else ExperimentStatus.FAILED, why)
+        raise
+    return finish(service, experiment.id, ExperimentStatus.FINISHED)

@@ -1,0 +1,128 @@
+"""Stored experiments: the experiment, then a row per item run (its run id from the start, its
+verdicts once scored). Kept beside the Store, like profiles.py. Each call is one short
+transaction, so a run's result is on disk as soon as it is scored, and another process (a
+worker, later) can score the run it executed, found by its run id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from flowcall.errors import ConfigError, NotFoundError
+from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, Summary
+from flowcall.steps import RunStatus, utcnow
+from flowcall.store.models import ExperimentItemRow, ExperimentRow, RunRow
+from flowcall.store.repository import Store
+
+_HEADER = ("id", "flow_ref", "flow_name", "flow_version", "flow_version_id", "dataset_name", "dataset_version",
+           "dataset_version_id", "model", "polish_model", "calling_way", "repeat", "status", "error",
+           "started_at", "ended_at", "summary")
+_RESULT = ("status", "passed", "verdicts", "latency_ms", "tokens_in", "tokens_out")
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """Where a run of an experiment belongs: enough to score it, given only the run id."""
+
+    experiment_id: int
+    position: int
+    attempt: int
+    item_key: str
+    dataset_version_id: int
+
+
+def _experiment(row: ExperimentRow, items: list[ExperimentItemRow] | None = None) -> Experiment:
+    return Experiment.model_validate({**{name: getattr(row, name) for name in _HEADER},
+                                      "items": [_item(i) for i in items or []]})
+
+
+def _item(row: ExperimentItemRow) -> ItemResult:
+    return ItemResult.model_validate({name: getattr(row, name) for name in ItemResult.model_fields})
+
+
+def create_experiment(store: Store, **header: Any) -> int:
+    """A new experiment (status running) with the header fields of `Experiment`; its id."""
+    with Session(store.engine) as s, s.begin():
+        row = ExperimentRow(**header, status=str(ExperimentStatus.RUNNING), started_at=utcnow())
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+def add_item(store: Store, experiment_id: int, position: int, attempt: int, item_key: str, run_id: str) -> None:
+    with Session(store.engine) as s, s.begin():
+        s.add(ExperimentItemRow(experiment_id=experiment_id, position=position, attempt=attempt,
+                                item_key=item_key, run_id=run_id, tokens_in=0, tokens_out=0))
+
+
+def item_for_run(store: Store, run_id: str) -> ItemRef:
+    """The experiment item a run belongs to; NotFoundError for a run of no experiment."""
+    query = (select(ExperimentItemRow, ExperimentRow.dataset_version_id)
+             .join(ExperimentRow, ExperimentRow.id == ExperimentItemRow.experiment_id)
+             .where(ExperimentItemRow.run_id == run_id))
+    with Session(store.engine) as s:
+        found = s.execute(query).first()
+    if found is None:
+        raise NotFoundError(f"run {run_id} belongs to no experiment")
+    row, version_id = found
+    return ItemRef(row.experiment_id, row.position, row.attempt, row.item_key, version_id)
+
+
+def save_result(store: Store, experiment_id: int, result: ItemResult) -> None:
+    """Record a scored run's verdicts on its item."""
+    values = result.model_dump(mode="json", include=set(_RESULT))
+    with Session(store.engine) as s, s.begin():
+        s.execute(update(ExperimentItemRow).where(ExperimentItemRow.experiment_id == experiment_id,
+                                                  ExperimentItemRow.position == result.position,
+                                                  ExperimentItemRow.attempt == result.attempt).values(**values))
+
+
+def pending_runs(store: Store, experiment_id: int) -> list[str]:
+    """The run ids of the items not scored yet, repeat by repeat, each in the dataset's order."""
+    with Session(store.engine) as s:
+        return list(s.scalars(select(ExperimentItemRow.run_id)
+                              .where(ExperimentItemRow.experiment_id == experiment_id,
+                                     ExperimentItemRow.passed.is_(None), ExperimentItemRow.run_id.is_not(None))
+                              .order_by(ExperimentItemRow.attempt, ExperimentItemRow.position)))
+
+
+def cancel_queued(store: Store, experiment_id: int, reason: str) -> int:
+    """Cancel the experiment's runs that never started; how many there were."""
+    runs = select(ExperimentItemRow.run_id).where(ExperimentItemRow.experiment_id == experiment_id)
+    with Session(store.engine) as s, s.begin():
+        return s.execute(update(RunRow).where(RunRow.id.in_(runs), RunRow.status == str(RunStatus.QUEUED))
+                         .values(status=str(RunStatus.CANCELLED), error=reason, ended_at=utcnow())
+                         .execution_options(synchronize_session=False)).rowcount
+
+
+def finish_experiment(store: Store, experiment_id: int, status: ExperimentStatus, summary: Summary,
+                      error: str | None = None) -> None:
+    with Session(store.engine) as s, s.begin():
+        s.execute(update(ExperimentRow).where(ExperimentRow.id == experiment_id).values(
+            status=str(status), summary=summary.model_dump(mode="json"), error=error, ended_at=utcnow()))
+
+
+def get_experiment(store: Store, experiment_id: int | str) -> Experiment:
+    """An experiment with its items, repeat by repeat, each in the dataset's order."""
+    try:
+        number = int(experiment_id)
+    except ValueError:
+        raise ConfigError(f"an experiment id is a number, not {experiment_id!r}; "
+                          "`flowcall experiments list` shows them") from None
+    with Session(store.engine) as s:
+        row = s.get(ExperimentRow, number)
+        if row is None:
+            raise NotFoundError(f"no experiment {number}; `flowcall experiments list` shows them")
+        items = s.scalars(select(ExperimentItemRow).where(ExperimentItemRow.experiment_id == number)
+                          .order_by(ExperimentItemRow.attempt, ExperimentItemRow.position)).all()
+        return _experiment(row, list(items))
+
+
+def list_experiments(store: Store, limit: int = 50) -> list[Experiment]:
+    """Newest first, without their items."""
+    with Session(store.engine) as s:
+        rows = s.scalars(select(ExperimentRow).order_by(ExperimentRow.id.desc()).limit(limit)).all()
+        return [_experiment(row) for row in rows]
