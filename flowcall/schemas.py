@@ -77,10 +77,12 @@ def outside_refs(schema: Any) -> list[tuple[str, str]]:
             # a local target may sit where no keyword leads (draft 7's "definitions"): walk it too
             stack.append((DRAFT202012.create_resource(resolved.contents), resolved.resolver))
         try:
-            subresources = list(resource.subresources())
-        except Exception:  # noqa: BLE001 - an odd $schema: validator() still retrieves nothing
+            # only objects can hold a ref; a malformed subschema (null, a list) has none, and
+            # referencing's id lookup would fail on it
+            subresources = [sub for sub in resource.subresources() if isinstance(sub.contents, dict)]
+            stack.extend([(sub, resolver.in_subresource(sub)) for sub in reversed(subresources)])
+        except Exception:  # noqa: BLE001 - an odd $schema or shape: validator() still retrieves nothing
             continue
-        stack.extend((sub, resolver.in_subresource(sub)) for sub in reversed(subresources))
     return found
 
 

@@ -56,3 +56,16 @@ def test_the_validators_registry_retrieves_nothing_even_without_the_check():
         assert server.requests == []
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"": None}, "required": []},
+    {"type": {"$ref": "名字", "type": 5.5}, "properties": [1, 2]},
+    {"items": [None, {"$ref": "http://127.0.0.1:9/x"}]},
+])
+def test_a_malformed_schema_is_walked_without_crashing(schema):
+    """Found by tests/reliability/test_fuzz.py: a null or list where a subschema belongs made
+    referencing's id lookup raise AttributeError out of outside_refs."""
+    from flowcall.schemas import outside_refs
+
+    assert isinstance(outside_refs(schema), list)
