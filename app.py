@@ -22,6 +22,7 @@ pages = [
     st.Page("pages/flows.py", title="Flows", icon=":material/account_tree:", default=True),
     st.Page("pages/run.py", title="Run", icon=":material/play_arrow:", url_path="ask"),
     st.Page("pages/runs.py", title="Runs & inspector", icon=":material/manage_search:", url_path="inspector"),
+    st.Page("pages/experiments.py", title="Experiments", icon=":material/science:", url_path="evals"),
     st.Page("pages/plugins.py", title="Plugins", icon=":material/extension:", url_path="tools"),
     st.Page("pages/models.py", title="Models", icon=":material/memory:", url_path="model-setup"),
 ]

@@ -54,14 +54,32 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the whole run with its steps as JSON.")
 @click.option("--quiet", is_flag=True, help="No live step lines on stderr.")
 @click.option("--approve", is_flag=True, help="Ask on the terminal when a call needs approval (else the run waits).")
+@click.option("--queue", is_flag=True, help="Hand the run to the workers (FLOWCALL_BROKER_URL, `flowcall worker`) "
+              "and print its id.")
+@click.option("--wait", is_flag=True, help="With --queue: show its steps as the worker commits them, then the answer.")
 @click.pass_context
-def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool, approve: bool) -> None:
+def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool, approve: bool,
+            queue: bool, wait: bool) -> None:
     """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
+    if wait and not queue:
+        raise click.UsageError("--wait goes with --queue")
+    if queue and approve:
+        raise click.UsageError("--approve cannot go with --queue: a worker has nobody to ask; a call that needs "
+                               "a person pauses the run, and `flowcall runs resume --approve` goes on with it")
     service = _service(ctx)
     flow = _flow(service, flow_ref)
     service.require_trust(flow, flow_ref)  # before anything is stored, started or sent
-    with _watch(not (quiet or as_json)) as on_step:
-        run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
+    if queue:
+        run = service.run_queued(flow, question)
+        if not wait:
+            click.echo(run.id)
+            click.echo(f"queued; see it with: flowcall runs show {run.id[:8]}", err=True)
+            return
+        show = not (quiet or as_json)
+        run = service.follow(run.id, on_step=(lambda step: click.echo(describe_step(step), err=True)) if show else None)
+    else:
+        with _watch(not (quiet or as_json)) as on_step:
+            run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
     if run.flow_name != flow.name:
         click.echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
                    f"{run.flow_name!r}; the saved {flow.name!r} is unchanged", err=True)
@@ -153,6 +171,26 @@ def runs_cancel(ctx: click.Context, run_id: str) -> None:
     was interrupted. A run that already ended exits 2 and stays as it is."""
     run = _service(ctx).cancel(run_id, by=f"{os.environ.get('USER') or 'someone'} (flowcall runs cancel)")
     click.echo(f"run {run.id} cancelled")
+
+
+@runs.command("requeue")
+@click.argument("run_ids", nargs=-1)
+@click.option("--queued", "all_queued", is_flag=True, help="Every run still queued.")
+@click.option("--interrupted", "all_interrupted", is_flag=True, help="Every interrupted run.")
+@click.pass_context
+def runs_requeue(ctx: click.Context, run_ids: tuple[str, ...], all_queued: bool, all_interrupted: bool) -> None:
+    """Hand runs to the workers again: after Redis lost its tasks (a restart without persistence),
+    runs stay queued or interrupted in the database. A run already running, ended or taken by
+    another worker is left as it is, so asking twice does no harm."""
+    service = _service(ctx)
+    ids = [service.store.get_run(run_id).id for run_id in run_ids]
+    for wanted, status in ((all_queued, RunStatus.QUEUED), (all_interrupted, RunStatus.INTERRUPTED)):
+        if wanted:
+            ids += [r.id for r in service.store.list_runs(status=status, limit=100_000)]
+    if not ids:
+        raise click.UsageError("name runs, or say --queued and/or --interrupted")
+    service.enqueue(ids)
+    click.echo(f"handed {len(ids)} run(s) to the workers")
 
 
 @runs.command("list")
@@ -661,6 +699,19 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
 
 cli.add_command(datasets_group)
 cli.add_command(experiments_group)
+
+
+@cli.command("worker")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs this worker executes at once (one process each).")
+@click.option("--loglevel", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+              default="INFO", show_default=True)
+def worker_cmd(concurrency: int, loglevel: str) -> None:
+    """Execute the runs submitted with --queue (a Celery worker on FLOWCALL_BROKER_URL; the store
+    must be PostgreSQL). Start as many as you like, on any machine that reaches both."""
+    from flowcall import worker
+
+    worker.main(concurrency, loglevel.upper())
 
 
 def main() -> None:

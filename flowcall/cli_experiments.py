@@ -22,13 +22,16 @@ def experiments_group() -> None:
 @click.option("--version", type=int, help="The dataset's version (default: the latest).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run every item K times (models are not always deterministic).")
+@click.option("--queue", is_flag=True, help="Hand the runs to the workers (FLOWCALL_BROKER_URL, `flowcall worker`); "
+              "the bar follows them from the database.")
 @click.pass_context
-def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: int | None, repeat: int) -> None:
+def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: int | None, repeat: int,
+                    queue: bool) -> None:
     """Run every item of DATASET through FLOW_REF (a flow file or a saved flow's name) as a recorded
     run, score each expectation, and store the experiment. A progress bar shows on stderr."""
     from tqdm import tqdm
 
-    from flowcall.experiments import run_experiment
+    from flowcall.experiments import run_experiment, submit
 
     app = service(ctx)
     flow = flow_from_ref(app, flow_ref)
@@ -37,7 +40,8 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
 
     def started(experiment) -> None:
         click.echo(f"experiment {experiment.id}: {experiment.flow_name} v{experiment.flow_version} × "
-                   f"{experiment.dataset_name} v{experiment.dataset_version} ({len(experiment.items)} runs)", err=True)
+                   f"{experiment.dataset_name} v{experiment.dataset_version} ({len(experiment.items)} runs"
+                   + (", on the workers)" if queue else ")"), err=True)
         bar.append(tqdm(total=len(experiment.items), unit="run", file=sys.stderr, desc=f"experiment {experiment.id}"))
 
     failed = 0
@@ -49,8 +53,13 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
         bar[0].set_postfix_str(f"{failed} failed")
 
     try:
-        experiment = run_experiment(app, flow, flow_ref, dataset, version, repeat=repeat, on_start=started,
-                                    on_item=scored)
+        if queue:
+            experiment = submit(app, flow, flow_ref, dataset, version, repeat)
+            started(experiment)
+            experiment = _follow(app, experiment.id, scored)
+        else:
+            experiment = run_experiment(app, flow, flow_ref, dataset, version, repeat=repeat, on_start=started,
+                                        on_item=scored)
     finally:
         if bar:
             bar[0].close()
@@ -58,6 +67,30 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
     for line in summary_lines(experiment.summary):
         click.echo(line)
     click.echo(f"details: flowcall experiments show {experiment.id}", err=True)
+
+
+def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
+    """Watch an experiment the workers run until it is no longer running; each newly scored item
+    to `on_item`. Ctrl-C stops watching only: the workers go on."""
+    import time
+
+    from flowcall.store.experiments import get_experiment
+
+    done: set[tuple[int, int]] = set()
+    try:
+        while True:
+            experiment = get_experiment(app.store, experiment_id)
+            for item in experiment.items:
+                if item.passed is not None and (item.position, item.attempt) not in done:
+                    done.add((item.position, item.attempt))
+                    on_item(item)
+            if experiment.status.value != "running":
+                return experiment
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        click.echo(f"\nstopped watching; the workers go on with experiment {experiment_id}: "
+                   f"flowcall experiments show {experiment_id}", err=True)
+        raise
 
 
 def _show_header(experiment) -> None:

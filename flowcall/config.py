@@ -10,6 +10,9 @@ FLOWCALL_PROMPT_CACHE_MB  memory for the local model's cached prompt prefixes (d
 FLOWCALL_PROMPT_CACHE_DISK_MB  disk for them under $FLOWCALL_HOME/prompt-cache, across processes (default 1024; 0: off)
 FLOWCALL_PROVIDER_TIMEOUT_S  how long one request to a remote or OpenAI-compatible model may take (default 60)
 FLOWCALL_LEASE_S       how long a running run's lease lasts before another host may take it over (default 30)
+FLOWCALL_BROKER_URL    a Redis URL (redis://host:6379/0): runs submitted with --queue go to `flowcall worker`s
+FLOWCALL_QUEUE         the queue's name on that broker (default flowcall)
+FLOWCALL_REDELIVERY_S  a queued run taken by a worker that died goes to another after this long (default 300)
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
 OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
@@ -41,6 +44,33 @@ def database_url() -> str:
     if url:
         return url
     return f"sqlite:///{home() / 'flowcall.db'}"
+
+
+def broker_url() -> str | None:
+    """FLOWCALL_BROKER_URL: where runs submitted with --queue wait for a worker; None runs
+    everything in the process that asks, as without workers."""
+    return os.environ.get("FLOWCALL_BROKER_URL", "").strip() or None
+
+
+def queue_name() -> str:
+    """FLOWCALL_QUEUE: the broker queue FlowCall's workers read (one per deployment or test)."""
+    return os.environ.get("FLOWCALL_QUEUE", "").strip() or "flowcall"
+
+
+def redelivery_s() -> float:
+    """FLOWCALL_REDELIVERY_S: how long a run's task may stay taken and unacknowledged before the
+    broker hands it to another worker (Redis's visibility timeout). A worker that was killed
+    holds its task until then; a run still going after it is found running and waited for."""
+    value = os.environ.get("FLOWCALL_REDELIVERY_S", "").strip()
+    try:
+        seconds = float(value) if value else 300.0
+    except ValueError:
+        seconds = 0.0
+    if seconds < 1:
+        from flowcall.errors import ConfigError
+
+        raise ConfigError(f"FLOWCALL_REDELIVERY_S must be a number of seconds, at least 1, not {value!r}")
+    return seconds
 
 
 def embedded_model(name: str | None = None) -> embedded_models.EmbeddedModel:

@@ -4,7 +4,9 @@ run, each run scored against its item (scoring.py), the whole kept with its summ
 An experiment is made in two halves, so that a worker can later do the second one given only a
 run id: `start` records the experiment and, for every item (and repeat), a queued run;
 `execute_run` then executes one queued run and scores it, finding its item through the run id.
-`run_experiment` does both in this process, one item after the other, and ends the experiment.
+`run_experiment` does both in this process, one item after the other, and ends the experiment;
+`submit` hands the runs to the workers instead (FLOWCALL_BROKER_URL), and the worker that scores
+the last item finishes the experiment (work.py, `score_run`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flowcall.datasets import DatasetItem
-from flowcall.errors import ConfigError
+from flowcall.errors import ConfigError, NotFoundError
 from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, summarize
 from flowcall.scoring import observe, passed, score
 from flowcall.spec import Flow
@@ -46,11 +48,49 @@ def start(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, datas
         dataset_version_id=dataset.version_id, model=_model(flow.decision),
         polish_model=_model(flow.polish) if flow.polish else None, calling_way=flow.decision.calling_way,
         repeat=repeat)
-    for attempt in range(repeat):
-        for position, item in enumerate(dataset.items):
-            run = service.submit(adopted, item.question)
-            stored.add_item(service.store, experiment_id, position, attempt, item.key(), run.id)
+    places = [(position, attempt, item) for attempt in range(repeat) for position, item in enumerate(dataset.items)]
+    runs = service.submit_many(adopted, [item.question for _, _, item in places])
+    stored.add_items(service.store, experiment_id, [(position, attempt, item.key(), run.id)
+                                                    for (position, attempt, item), run in zip(places, runs)])
     return stored.get_experiment(service.store, experiment_id)
+
+
+def submit(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, dataset_version: int | None = None,
+           repeat: int = 1) -> Experiment:
+    """Start an experiment whose runs the workers execute: each run is handed to the broker by
+    its id. When the broker does not take them, the runs are cancelled and the experiment
+    fails, saying why (ConfigError)."""
+    service.require_queue()
+    experiment = start(service, flow, flow_ref, dataset_name, dataset_version, repeat)
+    try:
+        service.enqueue(stored.pending_runs(service.store, experiment.id))
+    except ConfigError as exc:
+        stored.cancel_queued(service.store, experiment.id, f"experiment {experiment.id} stopped: {exc}")
+        finish(service, experiment.id, ExperimentStatus.FAILED, str(exc))
+        raise
+    return experiment
+
+
+def item_of(service: FlowCall, run_id: str) -> tuple[stored.ItemRef, DatasetItem] | None:
+    """The experiment item a run belongs to, or None for a run of no experiment."""
+    try:
+        ref = stored.item_for_run(service.store, run_id)
+    except NotFoundError:
+        return None
+    return ref, stored_datasets.dataset_item(service.store, ref.dataset_version_id, ref.position)
+
+
+def score_run(service: FlowCall, run: Run, found: tuple[stored.ItemRef, DatasetItem] | None) -> ItemResult | None:
+    """Score a run that ended or paused, if it belongs to an experiment (`found`: its item, from
+    item_of), and finish the experiment when every item is scored (one of several workers
+    finishing at once does it). Scoring again gives the same verdicts: a task delivered twice
+    does no harm."""
+    if found is None:
+        return None
+    ref, item = found
+    result = record(service, ref, item, run)
+    stored.finish_when_scored(service.store, ref.experiment_id)
+    return result
 
 
 def execute_run(service: FlowCall, run_id: str) -> ItemResult:

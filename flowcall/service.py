@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -49,6 +50,7 @@ class FlowCall:
     store: Store
     provider_factory: ProviderFactory = provider_for
     last_import_note: str | None = None  # what `import_run` did with a flow whose name was taken
+    _versions: dict[int, Flow] = field(default_factory=dict, repr=False)  # flow versions read (flow_of)
 
     @classmethod
     def open(cls, database_url: str | None = None) -> FlowCall:
@@ -121,10 +123,14 @@ class FlowCall:
     def submit(self, adopted: Adopted, question: str) -> Run:
         """Record a run of a prepared flow on `question` without running it (status queued).
         `execute` runs it given only its id, in this process or, later, in a worker's."""
-        run = Run(id=str(uuid.uuid4()), flow_name=adopted.flow.name, flow_version_id=adopted.version_id,
-                  question=question, trace_id=uuid.uuid4().hex, status=RunStatus.QUEUED)
-        self.store.queue_run(run)
-        return run
+        return self.submit_many(adopted, [question])[0]
+
+    def submit_many(self, adopted: Adopted, questions: list[str]) -> list[Run]:
+        """`submit` for many questions (an experiment's items), recorded in one transaction."""
+        runs = [Run(id=str(uuid.uuid4()), flow_name=adopted.flow.name, flow_version_id=adopted.version_id,
+                    question=question, trace_id=uuid.uuid4().hex, status=RunStatus.QUEUED) for question in questions]
+        self.store.queue_runs(runs)
+        return runs
 
     def execute(self, run_id: str, *, tools: list[ToolSpec] | None = None, approver: Approver | None = None,
                 on_step: StepCallback | None = None) -> Run:
@@ -149,6 +155,51 @@ class FlowCall:
         messages.append(Message(role="user", content=run.question))
         return engine.decide_only(flow, messages, tools, run=run)[0]
 
+    # --- runs handed to workers (FLOWCALL_BROKER_URL; flowcall/broker.py, worker.py) ----------
+    def require_queue(self) -> None:
+        """ConfigError unless runs can be queued here: a broker is set and the store is PostgreSQL."""
+        from flowcall import broker
+
+        broker.require_broker(self.store.engine.dialect.name)
+
+    def enqueue(self, run_ids: list[str]) -> None:
+        """Hand queued runs to the workers: one task per run, carrying only its id."""
+        from flowcall import broker
+
+        self.require_queue()
+        broker.enqueue(run_ids)
+
+    def run_queued(self, flow: Flow, question: str) -> Run:
+        """Record a run of `flow` and hand it to the workers (`flowcall worker`); it is returned
+        queued. Refused before anything is stored when queueing cannot work here; a broker that
+        does not take the run leaves it cancelled, saying why."""
+        self.require_queue()
+        run = self.submit(self.prepare(flow), question)
+        try:
+            self.enqueue([run.id])
+        except ConfigError as exc:
+            self.store.cancel(run.id, by=f"nobody: the broker did not take it ({exc})")
+            raise
+        return run
+
+    def follow(self, run_id: str, *, on_step: StepCallback | None = None, poll_s: float = 0.2,
+               timeout_s: float | None = None) -> Run:
+        """Watch a run that a worker executes, from the database: each new step to `on_step` as it
+        is committed, until the run ends or waits for a person (an interrupted run is waited for:
+        its task goes to another worker). On `timeout_s`, the run as it is then."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        seen = 0
+        while True:
+            run = self.store.get_run(run_id)
+            for step in run.steps[seen:]:
+                if on_step:
+                    on_step(step)
+            seen = len(run.steps)
+            waiting = run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
+            if not waiting or (deadline is not None and time.monotonic() >= deadline):
+                return run
+            time.sleep(poll_s)
+
     def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
         """Go on with a run that waits for approval or was interrupted (its process died), from
         its last committed step; its state is in the database, so this works after a restart.
@@ -170,10 +221,12 @@ class FlowCall:
         return self.store.cancel(run_id, by=by)
 
     def flow_of(self, run: Run) -> Flow:
-        """The flow version a run ran."""
+        """The flow version a run ran (kept once read: a stored version never changes)."""
         if run.flow_version_id is None:
             raise ConfigError(f"run {run.id[:8]} has no flow version (its flow was deleted); import the flow again")
-        return self.store.get_flow_version(run.flow_version_id)
+        if run.flow_version_id not in self._versions:
+            self._versions[run.flow_version_id] = self.store.get_flow_version(run.flow_version_id)
+        return self._versions[run.flow_version_id]
 
     def rerun_from(self, run_id: str, seq: int, *, arguments: dict[str, Any] | None = None,
                    decision_prompt: str | None = None, polish_prompt: str | None = None,

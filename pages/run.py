@@ -1,7 +1,8 @@
 """Run: pick a flow, ask, watch the steps arrive; approve, deny or edit a call that waits for
 a person; see the answer (a structured one as a card, with its raw JSON beside it). A flow that
 would start a program or reach a server nobody granted first shows what, and runs only after
-"Grant and run"."""
+"Grant and run". With a broker (FLOWCALL_BROKER_URL) a run can go to the workers instead: its
+steps then arrive from the database, and so do those of any queued or running run picked here."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from flowcall import progress
+from flowcall import config, progress
 from flowcall.approval import Decision
 from flowcall.errors import ConfigError, FlowCallError
-from flowcall.rendering import describe_step, run_seconds
+from flowcall.rendering import describe_step, run_line, run_seconds
 from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
@@ -40,6 +41,9 @@ name = st.selectbox("Flow", names, index=names.index(preferred) if preferred in 
 flow, version_id, version = app.store.get_flow(name)
 st.caption(md(f"version {version} · {flow.description}"))
 question = st.text_area("Question", EXAMPLE_QUESTIONS.get(name, ""), height=80, key=f"question:{name}")
+on_worker = bool(config.broker_url()) and st.toggle(
+    "On a worker", value=True, help="Hand the run to the workers (`flowcall worker`, FLOWCALL_BROKER_URL); its "
+    "steps show here as the worker commits them, and a click on this page no longer stops it")
 
 
 def ask_consent(flow_version_id: int, question: str | None) -> None:
@@ -81,13 +85,23 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
     return run
 
 
+def start(asked, flow_version_id: int, text: str) -> None:
+    """Run the flow here, watching it, or hand it to the workers (the run is shown below)."""
+    if not on_worker:
+        live("Running the flow…", lambda on_step: app.run(asked, text, on_step=on_step), (flow_version_id, text))
+        return
+    try:
+        st.session_state["run_id"] = app.run_queued(asked, text).id
+    except (FlowCallError, ConfigError) as exc:
+        st.error(md(exc))
+
+
 if st.button("Run", type="primary", disabled=not question.strip()):
     st.session_state.pop("consent", None)
     if any(not granted for _, granted in app.trust_status(flow)):
         ask_consent(version_id, question.strip())  # nothing starts before the person grants it
     else:
-        live("Running the flow…", lambda on_step: app.run(flow, question.strip(), on_step=on_step),
-             (version_id, question.strip()))
+        start(flow, version_id, question.strip())
 
 # ------------------------------------------------------------------ consent
 def consent_panel(consent: dict) -> None:
@@ -118,8 +132,7 @@ def consent_panel(consent: dict) -> None:
     if consent["question"] is None:
         st.success("Granted. Continue the run below.")
     else:
-        live("Running the flow…", lambda on_step: app.run(asked, consent["question"], on_step=on_step),
-             (consent["version_id"], consent["question"]))
+        start(asked, consent["version_id"], consent["question"])
 
 
 if consent := st.session_state.get("consent"):
@@ -136,8 +149,47 @@ def waiting_calls(run: Run) -> list[Step]:
     return list(waiting.values())
 
 
+if config.broker_url():
+    active = app.store.list_runs(status=RunStatus.QUEUED, limit=50) + app.store.list_runs(status=RunStatus.RUNNING,
+                                                                                          limit=50)
+    with st.expander(f"Queued and running runs ({len(active)})"):
+        if active:
+            watched = st.selectbox("Run", [r.id for r in active], key="active-run",
+                                   format_func=lambda i: run_line(next(r for r in active if r.id == i)))
+            if st.button("Watch it", key="watch-run"):
+                st.session_state["run_id"] = watched
+        else:
+            st.caption("None: every run has ended or waits for a person.")
+
+
+@st.fragment(run_every=1.0)
+def arriving(run_id: str) -> None:
+    """A run that a worker (or another process) executes: its steps as they are committed."""
+    run = app.store.get_run(run_id)
+    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        st.rerun()  # it ended, paused or was interrupted: the whole page shows it
+    where = "waits for a worker" if run.status == RunStatus.QUEUED else f"runs in {run.owner}"
+    st.info(md(f"Run {run.id[:8]} {where} · {len(run.steps)} steps so far"))
+    for step in run.steps:
+        st.text(describe_step(step))
+
+
+def cancel_button(run: Run, where=st) -> None:
+    if where.button("Cancel the run", key=f"cancel:{run.id}"):
+        try:
+            app.cancel(run.id, by="studio")
+        except ConfigError as exc:
+            st.error(md(exc))
+        else:
+            st.rerun()
+
+
 if run_id := st.session_state.get("run_id"):
     run = app.store.get_run(run_id)
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+        arriving(run.id)
+        cancel_button(run)
+        st.stop()
     if run.status == RunStatus.WAITING_APPROVAL:
         st.warning("The run waits for you: these tool calls need a person's approval.")
         with st.form("approval"):
@@ -186,13 +238,7 @@ if run_id := st.session_state.get("run_id"):
                            (run.flow_version_id, None))
             if resumed is not None:
                 st.rerun()
-        if c2.button("Cancel the run", key=f"cancel:{run.id}"):
-            try:
-                app.cancel(run.id, by="studio")
-            except ConfigError as exc:
-                st.error(md(exc))
-            else:
-                st.rerun()
+        cancel_button(run, c2)
     elif run.status == RunStatus.CANCELLED:
         st.warning(f"Run {run.id[:8]} was cancelled: {md(run.error or '')}")
     else:

@@ -8,6 +8,7 @@ The SDK's own retries are switched off: ours go through `with_retries`, so each 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -238,6 +239,14 @@ def _completion_data(response: Any, provider: str, base_url: str) -> tuple[dict[
 # ---------------------------------------------------------------- the provider
 
 
+@functools.lru_cache(maxsize=16)
+def _shared_client(base_url: str | None, api_key: str | None, timeout_s: float) -> openai.OpenAI:
+    """One client per server, key and timeout in a process: making one loads the TLS trust store
+    (~80 ms), which a worker would otherwise pay before every run; and a kept client keeps its
+    connections alive. The client is safe to share between threads."""
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+
+
 class OpenAICompatibleProvider:
     """Any server that speaks OpenAI Chat Completions."""
 
@@ -259,8 +268,7 @@ class OpenAICompatibleProvider:
         self.capabilities = capabilities or FULL_CAPABILITIES.model_copy(deep=True)
         if client is None:
             try:
-                client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s or default_timeout_s(),
-                                       max_retries=0)
+                client = _shared_client(base_url, api_key, timeout_s or default_timeout_s())
             except openai.OpenAIError as exc:
                 raise ConfigError(
                     f"{name}: cannot create the OpenAI client ({exc}). Pass an API key, e.g. "

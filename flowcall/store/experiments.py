@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
 from flowcall.errors import ConfigError, NotFoundError
-from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, Summary
+from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, Summary, summarize
 from flowcall.steps import RunStatus, utcnow
 from flowcall.store.models import ExperimentItemRow, ExperimentRow, RunRow
 from flowcall.store.repository import Store
@@ -52,10 +52,12 @@ def create_experiment(store: Store, **header: Any) -> int:
         return row.id
 
 
-def add_item(store: Store, experiment_id: int, position: int, attempt: int, item_key: str, run_id: str) -> None:
+def add_items(store: Store, experiment_id: int, items: list[tuple[int, int, str, str]]) -> None:
+    """The experiment's items, each (position, attempt, item key, run id), in one transaction."""
     with Session(store.engine) as s, s.begin():
-        s.add(ExperimentItemRow(experiment_id=experiment_id, position=position, attempt=attempt,
-                                item_key=item_key, run_id=run_id, tokens_in=0, tokens_out=0))
+        s.add_all(ExperimentItemRow(experiment_id=experiment_id, position=position, attempt=attempt,
+                                    item_key=item_key, run_id=run_id, tokens_in=0, tokens_out=0)
+                  for position, attempt, item_key, run_id in items)
 
 
 def item_for_run(store: Store, run_id: str) -> ItemRef:
@@ -103,6 +105,23 @@ def finish_experiment(store: Store, experiment_id: int, status: ExperimentStatus
     with Session(store.engine) as s, s.begin():
         s.execute(update(ExperimentRow).where(ExperimentRow.id == experiment_id).values(
             status=str(status), summary=summary.model_dump(mode="json"), error=error, ended_at=utcnow()))
+
+
+def finish_when_scored(store: Store, experiment_id: int) -> bool:
+    """Finish a running experiment whose every item is scored, with its summary; True for the
+    one caller that finished it. Workers scoring its last two items at once may both get here:
+    the UPDATE re-checks, under the row's lock, that it still runs and no item is unscored, so
+    exactly one finishes it (the one whose item was scored last always sees both scored)."""
+    unscored = exists().where(ExperimentItemRow.experiment_id == experiment_id, ExperimentItemRow.passed.is_(None))
+    with Session(store.engine) as s, s.begin():
+        rows = s.scalars(select(ExperimentItemRow).where(ExperimentItemRow.experiment_id == experiment_id)).all()
+        if any(row.passed is None for row in rows):
+            return False
+        summary = summarize([_item(row) for row in rows])
+        return s.execute(update(ExperimentRow).where(
+            ExperimentRow.id == experiment_id, ExperimentRow.status == str(ExperimentStatus.RUNNING), ~unscored)
+            .values(status=str(ExperimentStatus.FINISHED), summary=summary.model_dump(mode="json"),
+                    ended_at=utcnow())).rowcount == 1
 
 
 def get_experiment(store: Store, experiment_id: int | str) -> Experiment:

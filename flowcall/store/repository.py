@@ -189,13 +189,19 @@ class Store:
     def queue_run(self, run: Run) -> None:
         """Record a run that has not started: no owner, nothing to go on from but its question.
         Whoever executes it claims it (run_resumed), so it runs once whoever asks."""
-        run.status, run.owner, run.lease_until = RunStatus.QUEUED, None, None
-        run.queued_at = run.queued_at or utcnow()
+        self.queue_runs([run])
+
+    def queue_runs(self, runs: list[Run]) -> None:
+        """queue_run for many runs (an experiment's), in one transaction."""
+        for run in runs:
+            run.status, run.owner, run.lease_until = RunStatus.QUEUED, None, None
+            run.queued_at = run.queued_at or utcnow()
 
         def insert() -> None:
             with self._session() as s, s.begin():
-                s.add(_run_to_row(run))
-        retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == run.id)))
+                s.add_all(_run_to_row(run) for run in runs)
+        if runs:
+            retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == runs[-1].id)))
 
     def _exists(self, query: Any) -> Any:
         """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?"""

@@ -94,7 +94,7 @@ def test_experiments_keep_items_results_and_summary(store: Store) -> None:
     for attempt in (1, 0):
         for position, item in enumerate(ITEMS):
             runs[(position, attempt)] = _queued(store, item.question)
-            stored.add_item(store, experiment_id, position, attempt, item.key(), runs[(position, attempt)].id)
+            stored.add_items(store, experiment_id, [(position, attempt, item.key(), runs[(position, attempt)].id)])
     order = [runs[(p, a)].id for a in (0, 1) for p in (0, 1)]
     assert stored.pending_runs(store, experiment_id) == order
     ref = stored.item_for_run(store, runs[(1, 1)].id)
