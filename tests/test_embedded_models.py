@@ -105,3 +105,18 @@ def test_the_pins_hold_for_the_models_set_up_fetched(model_path):
     model = embedded_models.by_file(path.name)
     assert model is not None and path.stat().st_size == model.size
     assert local_model.status(path)["verified"]
+
+
+def test_each_embedded_model_gets_its_own_calibrated_margins():
+    """A margin calibrated on one model does not carry to another (issue 12, point 8): the 1.5B
+    gets the values measured on it, and the default or an unknown GGUF the 0.5B's."""
+    from flowcall.providers.local import CAPABILITIES, capabilities_for
+
+    bigger = embedded_models.MODELS["qwen2.5-coder-1.5b"]
+    assert set(bigger.calibrated) == {"call_margin", "veto_margin", "more_calls_margin"}
+    own = capabilities_for(bigger.file)
+    for name, value in bigger.calibrated.items():
+        assert getattr(own, name) == value
+    assert own.model_dump(exclude=set(bigger.calibrated)) == CAPABILITIES.model_dump(exclude=set(bigger.calibrated))
+    assert capabilities_for(embedded_models.MODELS[embedded_models.DEFAULT].file) == CAPABILITIES
+    assert capabilities_for("someone-elses-model.gguf") == CAPABILITIES

@@ -18,6 +18,7 @@ from typing import Any
 from flowcall import config, local_model, progress
 from flowcall.calling.base import new_call_id
 from flowcall.calling.parse import parse_tool_calls
+from flowcall.embedded_models import by_file
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers.base import Capabilities
@@ -57,6 +58,13 @@ CAPABILITIES = Capabilities(
 _STOP = ["<|im_end|>", "<|endoftext|>"]
 
 
+def capabilities_for(file_name: str) -> Capabilities:
+    """CAPABILITIES with the margins calibrated for this embedded model file, where it has its
+    own (embedded_models.py); any other GGUF gets the default model's."""
+    known = by_file(file_name)
+    return CAPABILITIES.model_copy(update=known.calibrated) if known and known.calibrated else CAPABILITIES
+
+
 def asked(request: ModelRequest) -> dict[str, Any]:
     """What FlowCall asked of the model (messages, tools, tool_choice, response_format), kept
     beside the prompt it was rendered into: the inspector shows both."""
@@ -94,6 +102,7 @@ class LocalProvider:
 
         self.path = local_model.require(model_path or config.model_path())
         self.model = self.path.stem
+        self.capabilities = capabilities_for(self.path.name)
         self._lock = threading.Lock()  # one llama context serves one call at a time
         threads = n_threads or config.model_threads()  # both set: the library's defaults differ
         self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
