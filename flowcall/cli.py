@@ -439,7 +439,8 @@ def eval_group() -> None:
               help="Even-numbered cases tune the local model's thresholds (benchmarks/calibrate_*.py); odd ones are held out.")
 @click.option("--provider", default="local", show_default=True,
               type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
-@click.option("--model", "model_name", default="qwen2.5-coder-0.5b-instruct", show_default=True)
+@click.option("--model", "model_name", help="Required for remote providers; for local, the loaded GGUF "
+              "(FLOWCALL_MODEL or FLOWCALL_MODEL_PATH).")
 @click.option("--base-url", help="For --provider openai-compatible.")
 @click.option("--way", default="auto", show_default=True, type=click.Choice(["auto", "native", "schema", "prompt", "router"]))
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="BFCL-format folder (default: the bundled one).")
@@ -457,6 +458,7 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
     from flowcall.spec import DecisionConfig
     from flowcall.steps import MemorySink
 
+    model_name = _model_name(provider, model_name)
     names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
     start = {"all": 0, "even": 0, "odd": 1}[split]
     step = 1 if split == "all" else 2
@@ -648,10 +650,20 @@ def _profile_lines(profile: Any) -> list[str]:
     return lines
 
 
+def _model_name(provider: str, given: str | None) -> str:
+    """The model a command names: for local, the GGUF that loads (so a report never names
+    another model than the one that answered); a remote provider needs --model."""
+    if provider == "local":
+        return config.model_path().stem
+    if not given:
+        raise click.UsageError(f"--model is required with --provider {provider}")
+    return given
+
+
 @models_group.command("probe")
 @click.option("--provider", required=True, type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
-@click.option("--model", "model_name", default="qwen2.5-coder-0.5b-instruct", show_default=True,
-              help="For local, the loaded GGUF (FLOWCALL_MODEL_PATH) is probed whatever the name.")
+@click.option("--model", "model_name", help="Required for remote providers; for local, the loaded GGUF "
+              "(FLOWCALL_MODEL or FLOWCALL_MODEL_PATH) is probed whatever the name.")
 @click.option("--base-url", help="For --provider openai-compatible, e.g. http://127.0.0.1:11434/v1")
 @click.option("--timeout", "timeout_s", default=120.0, show_default=True, help="Seconds per check.")
 @click.option("--json", "as_json", is_flag=True)
@@ -664,7 +676,7 @@ def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: s
     from flowcall.spec import ModelConfig
     from flowcall.store.profiles import save_profile
 
-    config = ModelConfig(provider=provider, model=model_name, base_url=base_url)
+    config = ModelConfig(provider=provider, model=_model_name(provider, model_name), base_url=base_url)
     on_check = None if as_json else (lambda c: click.echo(f"  {c.name}: {c.outcome}", err=True))
     profile = probe(config, _service(ctx).provider_factory, timeout_s=timeout_s, on_check=on_check)
     if as_json:

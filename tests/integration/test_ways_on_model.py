@@ -65,3 +65,10 @@ def test_eval_cli_one_case_per_category(model_path):
         assert row["schema_valid_share"] in (None, 1.0)  # the grammar admits only schema-valid calls
         assert row["median_tokens_in"] > 0
     assert len(report["cases"]) == 5
+    assert report["model"] == model_path.stem  # the model that answered, not a default name
+
+
+def test_eval_cli_asks_for_the_model_of_a_remote_provider():
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--provider", "openai", "--limit", "1"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and "--model is required with --provider openai" in done.stderr
