@@ -23,6 +23,7 @@ from flowcall import progress, schemas
 from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay, calls_from_text
+from flowcall.calling.doc_values import doc_values, retry_message
 from flowcall.calling.relevance import RETRY_PREFIX
 from flowcall.calling.router import Rule
 from flowcall.errors import ConfigError, ErrorCode, FlowCallError, ProviderError
@@ -334,7 +335,7 @@ class Engine:
             request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
                                    parallel_tool_calls=flow.parallel_tool_calls,
                                    temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
-            turn = self._decide(decider, way, request, rec, 1)
+            turn, _ = self._decide_checked(decider, way, request, rec, 1, flow.retry_budget)
             run.final_answer = {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content}
             run.status = RunStatus.SUCCEEDED
         except FlowCallError as exc:
@@ -407,7 +408,8 @@ class Engine:
             parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
             max_tokens=flow.decision.max_tokens,
         )
-        turn = self._decide(scope.models.decider, scope.way, request, scope.rec, state.round_no)
+        turn, state.budget = self._decide_checked(scope.models.decider, scope.way, request, scope.rec, state.round_no,
+                                                  state.budget)
         state.last_text = turn.content
         if turn.parse_errors and not turn.tool_calls:
             state.budget = self._spend(state.budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], scope.rec)
@@ -602,6 +604,28 @@ class Engine:
             return way.decide(request, provider.capabilities, call)
         except ProviderError as exc:
             raise RunFailed(exc.code, exc.message) from exc
+
+    def _decide_checked(self, provider: Provider, way: CallingWay, request: ModelRequest, rec: _Recorder,
+                        round_no: int, budget: int) -> tuple[ModelTurn, int]:
+        """A decision, made once more when its calls carry values from the tools' docs instead
+        of the conversation (calling/doc_values.py): a warning step says which and why, the
+        model reads the same, and the second decision stands. It costs one retry of `budget`;
+        with none left, the first decision stands. Returns the turn and the budget left."""
+        turn = self._decide(provider, way, request, rec, round_no)
+        found = doc_values(turn.tool_calls, request.tools, request.messages) if turn.tool_calls and budget > 0 else []
+        if not found:
+            return turn, budget
+        rec.record(StepKind.WARNING, round=round_no, name="doc_values", error_code=str(ErrorCode.INVALID_ARGUMENT),
+                   note="argument values from the tools' docs, not the conversation; asking once more (one retry)",
+                   error_message="; ".join(item.line() for item in found),
+                   result=[{"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why} for i in found])
+        named = {call.name for call in turn.tool_calls}
+        again = request.model_copy(update={
+            "messages": [*request.messages, retry_message(found)],
+            # the decision to call these tools stands; only their arguments are written again
+            "tools": [t for t in request.tools if t.name in named],
+            "tool_choice": request.tool_choice if request.tool_choice not in ("auto", "none") else "required"})
+        return self._decide(provider, way, again, rec, round_no), budget - 1
 
     def _model_call(
         self, provider: Provider, rec: _Recorder, kind: StepKind, round_no: int, way_name: str | None,

@@ -319,3 +319,40 @@ def test_keys_the_tool_does_not_take_are_dropped_and_recorded(registry):
     assert step.response["dropped_unknown_keys"] == ["description", "expires_in"]
     assert result.status == RunStatus.SUCCEEDED and len(decision.requests) == 2  # no retry spent
     assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]
+
+
+def test_a_value_copied_from_the_tools_docs_is_asked_for_once_more(registry):
+    """Issue 14, point 3: the doc's example city for a question about another city is pointed
+    out, the model decides once more (one retry from the budget) and that decision runs."""
+    script = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "北京"})], "北京阴。"]
+    result, decision, _ = run(registry, make_flow(retry_budget=1), script, question="北京现在天气怎么样?")
+    assert result.status == RunStatus.SUCCEEDED
+    assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL, StepKind.TOOL_CALL,
+                             StepKind.MODEL_CALL]
+    warning = result.steps[1]
+    assert warning.error_code == "INVALID_ARGUMENT" and "get_weather.location = '成都'" in warning.error_message
+    assert warning.result == [{"tool": "get_weather", "argument": "location", "value": "成都",
+                               "why": "it is the tool's own example, and nothing in the conversation says it"}]
+    again = decision.requests[1]
+    assert again.messages[-1].role == "user" and "'成都'" in again.messages[-1].content
+    assert again.tool_choice == "required" and [t.name for t in again.tools] == ["get_weather"]
+    assert CALLS == [("get_weather", {"location": "北京", "extensions": "base"})]
+    # the note is not kept in the conversation of later rounds
+    assert not any("成都" in (m.content or "") for m in decision.requests[2].messages)
+
+
+def test_the_second_decision_stands_and_no_budget_means_no_second_ask(registry):
+    twice = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "成都"})], "成都阴。"]
+    result, decision, _ = run(registry, make_flow(retry_budget=2), twice, question="北京现在天气怎么样?")
+    assert [s.kind for s in result.steps].count(StepKind.WARNING) == 1  # asked once, not twice
+    assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]
+    CALLS.clear()
+    result, decision, _ = run(registry, make_flow(retry_budget=0), [[("get_weather", {"location": "成都"})], "阴。"],
+                              question="北京现在天气怎么样?")
+    assert StepKind.WARNING not in kinds(result) and len(decision.requests) == 2
+    assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]
+
+
+def test_a_value_the_user_said_is_not_questioned(registry):
+    result, decision, _ = run(registry, make_flow(), [[("get_weather", {"location": "成都"})], "阴。"])
+    assert StepKind.WARNING not in kinds(result) and len(decision.requests) == 2

@@ -24,9 +24,14 @@ _DIGITS_ONLY = re.compile(r"\d+(?:[-/.: ]\d+)+")  # 2026-12-05, 12/05, 10:30
 _WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4+ letters: short ones match too much
 
 
+# FlowCall's own note to the model about values it should not have written (doc_values.py):
+# it quotes them, and must not make them look said
+DOC_CHECK_PREFIX = "CHECK YOUR CALL: "
+
+
 def conversation_text(messages: list[Message]) -> str:
     """Everything the model was told or shown, where argument values may come from."""
-    return "\n".join(m.content for m in messages if m.content)
+    return "\n".join(m.content for m in messages if m.content and not m.content.startswith(DOC_CHECK_PREFIX))
 
 
 def _squash(text: str) -> str:

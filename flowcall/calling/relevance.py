@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from flowcall.calling.grounding import DOC_CHECK_PREFIX
 from flowcall.calling.shortlist import shortlist
 from flowcall.errors import ErrorCode
 from flowcall.messages import Message, ModelRequest, ToolSpec
@@ -32,7 +33,7 @@ RETRY_PREFIX = f"{ErrorCode.PARSE_FAILED}: "
 def last_user_text(messages: list[Message]) -> str:
     """The user's request: the last user message that is not FlowCall's own retry note."""
     return next((m.content or "" for m in reversed(messages)
-                 if m.role == "user" and not (m.content or "").startswith(RETRY_PREFIX)), "")
+                 if m.role == "user" and not (m.content or "").startswith((RETRY_PREFIX, DOC_CHECK_PREFIX))), "")
 
 
 def has_tool_results(messages: list[Message]) -> bool:

@@ -1,0 +1,131 @@
+"""Argument values must come from the conversation, not from the tool's own documentation.
+
+Real tool docs are full of examples: "The city and state, e.g. San Francisco, CA", "in
+owner/name form, e.g. octocat/Hello-World". A small model copies them: asked about Chicago, it
+calls get_weather(location="San Francisco, CA"). And it picks an enum value the user's words
+speak against ("lowest priority" -> Medium). grounding.py drops optional arguments nobody
+mentioned; this module checks every argument, required ones included, and only *flags*: the
+engine then asks the model once more with the problem pointed out (one retry from the budget),
+because a required value cannot simply be left out.
+
+A string value is flagged when it appears in the tool's docs (its description, or a
+parameter's description or examples) and nowhere in the conversation (grounding.Grounds, the
+same loose match that keeps what the user said). An enum value is flagged when the
+conversation names another value of the same enum and not this one. Numbers, booleans and
+short strings (under 3 letters or digits, 2 Chinese characters) are never flagged: "10" or "US" appear everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from flowcall.calling.grounding import DOC_CHECK_PREFIX, Grounds, conversation_text
+from flowcall.messages import Message, ToolCall, ToolSpec
+
+MIN_CHARS = 3  # letters and digits of a value, fewer and it matches by chance...
+MIN_CJK_CHARS = 2  # ...but two Chinese characters already name a city (成都)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+@dataclass(frozen=True)
+class DocValue:
+    """One argument value the model should not have written."""
+
+    tool: str
+    argument: str  # a path: "location", "fields.priority.name", "edits[0].path"
+    value: Any
+    why: str  # "the tool's description has it as an example", "the request names Low"
+
+    def line(self) -> str:
+        return f"{self.tool}.{self.argument} = {self.value!r}: {self.why}"
+
+
+def _docs_of(tool: ToolSpec) -> str:
+    """The tool's own words where examples hide: descriptions and examples, all levels deep
+    (enums and defaults are the schema's choices, not examples)."""
+    parts = [tool.description or ""]
+
+    def walk(schema: Any) -> None:
+        if isinstance(schema, dict):
+            for key, value in schema.items():
+                if key in ("description", "title") and isinstance(value, str):
+                    parts.append(value)
+                elif key in ("examples", "example"):
+                    parts.append(str(value))
+                elif key not in ("enum", "default", "const"):
+                    walk(value)
+        elif isinstance(schema, list):
+            for item in schema:
+                walk(item)
+
+    walk(tool.parameters)
+    return "\n".join(parts)
+
+
+def _property(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    props = (schema or {}).get("properties")
+    found = props.get(key) if isinstance(props, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def _values(value: Any, schema: dict[str, Any] | None, path: str):
+    """(path, value, its schema) for every leaf of an argument."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _values(inner, _property(schema, key), f"{path}.{key}")
+    elif isinstance(value, list):
+        items = (schema or {}).get("items")
+        for n, inner in enumerate(value):
+            yield from _values(inner, items if isinstance(items, dict) else None, f"{path}[{n}]")
+    else:
+        yield path, value, schema
+
+
+def doc_values(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Message]) -> list[DocValue]:
+    """The argument values in `calls` that come from the tools' docs, not the conversation."""
+    by_name = {t.name: t for t in tools}
+    grounds = Grounds(conversation_text(messages))  # the system prompt, the user, earlier tool results
+    found: list[DocValue] = []
+    for call in calls:
+        tool = by_name.get(call.name)
+        if tool is None or not isinstance(call.arguments, dict):
+            continue
+        docs = _squash(_docs_of(tool))
+        for key, argument in call.arguments.items():
+            for path, value, schema in _values(argument, _property(tool.parameters, key), key):
+                problem = _problem(value, schema or {}, docs, grounds)
+                if problem:
+                    found.append(DocValue(call.name, path, value, problem))
+    return found
+
+
+def _long_enough(value: str) -> bool:
+    return len(_squash(value)) >= (MIN_CJK_CHARS if _CJK.search(value) else MIN_CHARS)
+
+
+def _problem(value: Any, schema: dict[str, Any], docs: str, grounds: Grounds) -> str | None:
+    if not isinstance(value, str) or not _long_enough(value) or grounds.has(value):
+        return None
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value in enum:
+        named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and grounds.has(v)]
+        return f"the request names {' or '.join(map(repr, named))}, not this" if named else None
+    if _squash(value) in docs:
+        return "it is the tool's own example, and nothing in the conversation says it"
+    return None
+
+
+def retry_message(found: list[DocValue]) -> Message:
+    """What the model reads before it decides once more."""
+    lines = "\n".join(f"- {item.line()}" for item in found)
+    return Message(role="user", content=(
+        f"{DOC_CHECK_PREFIX}these argument values do not come from what I said:\n"
+        f"{lines}\n"
+        "Write the call again with the values from my messages. Where I gave no value for an optional "
+        "argument, leave it out; never copy an example from a tool's description."))
