@@ -65,7 +65,7 @@ def test_eval_cli_one_case_per_category(model_path):
         assert row["schema_valid_share"] in (None, 1.0)  # the grammar admits only schema-valid calls
         assert row["median_tokens_in"] > 0
     assert len(report["cases"]) == 5
-    assert report["model"] == model_path.stem  # the model that answered, not a default name
+    assert report["model"] == Path(model_path).stem  # the model that answered, not a default name
 
 
 def test_eval_cli_asks_for_the_model_of_a_remote_provider():
