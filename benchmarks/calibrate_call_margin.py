@@ -10,6 +10,13 @@ benchmarks/data/product_questions.json (Chinese and English) against the example
 and shows where the provider's call_margin falls for them.
 
     .venv/bin/python benchmarks/calibrate_call_margin.py --product
+
+`--realworld` adds the calibration half of benchmarks/data/realworld (never the report half):
+real users' requests against real tool docs. It prints both sources' separation side by side,
+and the threshold that maximises the mean of the two balanced accuracies, so that neither
+source outweighs the other (issue 14, point 2).
+
+    .venv/bin/python benchmarks/calibrate_call_margin.py --realworld [--per-category 12 --irrelevance 48]
 """
 
 from __future__ import annotations
@@ -61,11 +68,29 @@ def product(provider: LocalProvider) -> None:
               f"keeps quiet on {sum(m <= threshold for m in quiet)}/{len(quiet)} that do not")
 
 
+def realworld_margins(provider: LocalProvider) -> tuple[list[float], list[float]]:
+    """(quiet, call) best margins on the calibration half: no-fit items, and items that expect calls."""
+    from flowcall.datasets import parse_jsonl
+
+    items, problems = parse_jsonl((ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8"))
+    assert not problems, problems[:3]
+    quiet, call = [], []
+    for item in tqdm(items, unit="item", desc="real-world calibration half"):
+        value = max(margin(provider.complete(relevance_request(t.spec(), item.question)).scores) for t in item.tools)
+        (quiet if item.expect_no_call else call).append(value)
+    return quiet, call
+
+
+def balanced(quiet: list[float], call: list[float], t: float) -> float:
+    return (sum(m <= t for m in quiet) / len(quiet) + sum(m > t for m in call) / len(call)) / 2
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-category", type=int, default=25)
     parser.add_argument("--irrelevance", type=int, default=100)
     parser.add_argument("--product", action="store_true", help="the example flows' questions instead of BFCL")
+    parser.add_argument("--realworld", action="store_true", help="also the real-world calibration half")
     args = parser.parse_args()
     provider = LocalProvider.shared()
     if args.product:
@@ -91,6 +116,19 @@ def main() -> None:
               + ("   <- best balanced accuracy" if t == best else ""))
     for name, values in margins.items():
         print(f"  {name}: calls at best threshold {sum(m > best for m in values) / len(values):.1%}")
+    if args.realworld:
+        rw_quiet, rw_call = realworld_margins(provider)
+        mixed = max(candidates + sorted(set(round(m, 2) for m in rw_quiet + rw_call)),
+                    key=lambda t: balanced(quiet, call, t) + balanced(rw_quiet, rw_call, t))
+        print(f"real-world calibration half: {len(rw_quiet)} no-fit, {len(rw_call)} calling; margins median "
+              f"{statistics.median(rw_quiet):.2f} / {statistics.median(rw_call):.2f}")
+        print(f"{'threshold':>9}  {'BFCL quiet/call/balanced':>26}  {'real-world quiet/call/balanced':>32}")
+        for t in sorted(set([best, mixed, provider.capabilities.call_margin] + [x / 10 for x in range(-10, 31, 5)])):
+            row = [f"{sum(m <= t for m in q) / len(q):.0%} / {sum(m > t for m in c) / len(c):.0%} / {balanced(q, c, t):.1%}"
+                   for q, c in ((quiet, call), (rw_quiet, rw_call))]
+            mark = ("  <- best on the mix" if t == mixed else "") + ("  <- BFCL's best" if t == best else "") + \
+                ("  <- the provider's now" if t == provider.capabilities.call_margin else "")
+            print(f"{t:9.2f}  {row[0]:>26}  {row[1]:>32}{mark}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,29 @@ CAPABILITIES = Capabilities(
 _STOP = ["<|im_end|>", "<|endoftext|>"]
 
 
+GRAMMAR_MAX_REPEAT = 256  # a longer bound is left to the JSON Schema check after the call
+
+
+def grammar_schema(schema: Any) -> Any:
+    """`schema` without length and count bounds above GRAMMAR_MAX_REPEAT, for llama.cpp's grammar.
+
+    The grammar spells a bound of N as N nested optional rules: Stripe's `"maxLength": 5000`
+    makes a grammar llama.cpp refuses, and a tool list from a hostile server with
+    `"maxLength": 1000000000` would build a string of gigabytes before that. The call is still
+    checked against the full schema (tools/execute.py, engine._structured) before anything uses it."""
+    if isinstance(schema, list):
+        return [grammar_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties") and \
+                not (isinstance(value, int) and 0 <= value <= GRAMMAR_MAX_REPEAT):
+            continue
+        out[key] = grammar_schema(value) if key not in ("enum", "const", "default", "examples") else value
+    return out
+
+
 def capabilities_for(file_name: str) -> Capabilities:
     """CAPABILITIES with the margins calibrated for this embedded model file, where it has its
     own (embedded_models.py); any other GGUF gets the default model's."""
@@ -232,10 +255,15 @@ class LocalProvider:
             return self._score(request, prompt)
         grammar = None
         if request.response_format is not None:
-            grammar = LlamaGrammar.from_json_schema(json.dumps(request.response_format.json_schema), verbose=False)
+            grammar = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(request.response_format.json_schema)),
+                                                    verbose=False)
         # greedy decoding checks the model's best tokens against the grammar, not the whole
         # vocabulary: the same answer, written ~1.6x faster (grammar_gate.py)
-        gate = GreedyGrammar(self.llm, grammar) if grammar is not None and not request.temperature else None
+        try:
+            gate = GreedyGrammar(self.llm, grammar) if grammar is not None and not request.temperature else None
+        except ValueError as exc:
+            raise ProviderError(ErrorCode.PROVIDER_ERROR, f"{exc}: the schema is too complex for llama.cpp's grammar "
+                                "(response_format); simplify it, or use the native or prompt calling way") from exc
         wire = {**asked(request), "prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
                 "seed": request.seed, "stop": _STOP,
                 "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}

@@ -83,3 +83,36 @@ def test_a_grammar_llama_cpp_cannot_parse_is_refused(llm):
 
     with pytest.raises(ValueError, match="could not parse the grammar"):
         GreedyGrammar(llm, LlamaGrammar.from_string("root ::= (("))
+
+
+def test_bounds_too_long_for_a_grammar_are_left_to_the_schema_check():
+    """Real tool docs say `"maxLength": 5000` (Stripe); a hostile server may say 10**9. llama.cpp
+    spells a bound as that many nested rules, so such bounds go before the grammar is built."""
+    from flowcall.providers.local import GRAMMAR_MAX_REPEAT, grammar_schema
+
+    hostile = {"type": "object", "properties": {
+        "note": {"type": "string", "maxLength": 10**9, "minLength": 1, "description": "maxLength 10"},
+        "tags": {"type": "array", "maxItems": 5000, "minItems": 10**6, "items": {"type": "string", "maxLength": 40}},
+        "kind": {"type": "string", "enum": ["maxLength", "x"], "default": {"maxLength": 9}},
+        "odd": {"type": "string", "maxLength": "many"}}}
+    safe = grammar_schema(hostile)
+    assert safe["properties"]["note"] == {"type": "string", "minLength": 1, "description": "maxLength 10"}
+    assert safe["properties"]["tags"] == {"type": "array", "items": {"type": "string", "maxLength": 40}}
+    assert safe["properties"]["kind"] == hostile["properties"]["kind"]  # values are values, not schemas
+    assert safe["properties"]["odd"] == {"type": "string"}
+    assert GRAMMAR_MAX_REPEAT == 256 and hostile["properties"]["note"]["maxLength"] == 10**9  # the original is kept
+
+
+@pytest.mark.model
+def test_a_real_world_schema_with_a_long_bound_gets_a_grammar(model_path):
+    """Stripe's customer id `"maxLength": 5000` made llama.cpp refuse the grammar, and every
+    schema-way decision on such a tool failed (7 of 168 real-world items)."""
+    from flowcall.messages import Message, ModelRequest, ResponseFormat
+    from flowcall.providers.local import LocalProvider
+
+    schema = {"type": "object", "properties": {"customer": {"type": "string", "maxLength": 5000}},
+              "required": ["customer"]}
+    turn = LocalProvider.shared().complete(ModelRequest(
+        messages=[Message(role="user", content="The customer is cus_123. Reply with the JSON.")],
+        response_format=ResponseFormat(name="c", json_schema=schema), max_tokens=40))
+    assert "customer" in json.loads(turn.content)
