@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowcall.calling.relevance import has_tool_results, last_user_text, margin, relevance_request
+from flowcall.calling.relevance import PURPOSE_MAX, has_tool_results, last_user_text, margin, relevance_request
 from flowcall.messages import Message, ToolSpec
 
 WEATHER = ToolSpec(name="get_weather", description="Weather for a city.",
@@ -15,6 +15,23 @@ def test_the_question_names_the_function_its_parameters_and_the_request():
     assert sent.messages[1].content == ("Function: get_weather\nDescription: Weather for a city.\nParameters: location\n\n"
                                         "User request: Will it rain in Paris?\n\n"
                                         "Can this function handle the request? Answer yes or no.")
+
+
+def test_the_question_shows_the_tools_purpose_not_its_usage_notes():
+    """Real tool docs follow their first sentence with notes and examples ("e.g. octocat");
+    the gate asks about the purpose only (relevance.py says why, with figures)."""
+    issue = ToolSpec(name="create_issue", description=(
+        "Create a new issue in a GitHub repository. Use this when the user wants to report a bug, e.g. octocat/Hello-World. "
+        "Labels require push access; without it they are silently dropped."),
+        parameters={"type": "object", "properties": {"owner": {"type": "string"}, "title": {"type": "string"}}})
+    asked = relevance_request(issue, "open an issue on vercel/next.js").messages[1].content
+    assert "Description: Create a new issue in a GitHub repository.\nParameters: owner, title\n" in asked
+    assert "octocat" not in asked and "push access" not in asked
+    chinese = ToolSpec(name="search_shops", description="搜索附近的餐厅。结果按距离排序，最多返回 20 条。", parameters={})
+    assert "Description: 搜索附近的餐厅。\nParameters: none\n" in relevance_request(chinese, "附近有火锅吗").messages[1].content
+    endless = ToolSpec(name="t", description="word " * 400, parameters={})
+    shown = relevance_request(endless, "x").messages[1].content.split("Description: ")[1].split("\n")[0]
+    assert len(shown) == PURPOSE_MAX and shown.endswith("…")
 
 
 def test_last_user_text_tool_results_and_margin():

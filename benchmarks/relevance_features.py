@@ -1,0 +1,229 @@
+"""Score every way of asking "does a tool fit?" on the tuning data, once, and keep the numbers,
+so that ways of deciding can be compared offline (issue 14, point 2). Changes nothing.
+
+    .venv/bin/python benchmarks/relevance_features.py collect OUT.jsonl [--per-category 20 --irrelevance 80]
+    .venv/bin/python benchmarks/relevance_features.py analyze OUT.jsonl
+
+Tuning data only: BFCL's even split and the real-world CALIBRATION half (never the report half).
+Per tool it records the margin logP(yes) - logP(no) of
+  fr      the function with its whole description, then the request (the gate until issue 14);
+  rf      the request first, then the function (one cached prefix serves every tool);
+  null    `fr` with an empty request: what the model says of the tool alone;
+and, with `more` (a second pass over the same rows),
+  short   the function's purpose only, the first sentence of its description (the gate now);
+  asks    the purpose, asked as "Is the user asking for what this function does?";
+and per item `dec`, logP("tool") - logP("answer") for the first word of the schema way's
+decision after '{"', with every tool listed: the decision's own "no call" option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tqdm import tqdm  # noqa: E402
+
+from flowcall.calling import relevance  # noqa: E402
+from flowcall.calling.schema import SchemaWay  # noqa: E402
+from flowcall.messages import Message, ModelRequest, ToolSpec  # noqa: E402
+
+REQUEST_FIRST = ("User request: {request}\n\nFunction: {name}\nDescription: {description}\nParameters: {parameters}\n\n"
+                 "Can this function handle the request? Answer yes or no.")
+
+
+def whole_description(tool: ToolSpec, text: str, template: str = relevance.QUESTION) -> ModelRequest:
+    parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
+    question = template.format(name=tool.name, description=tool.description, parameters=parameters, request=text)
+    return ModelRequest(messages=[Message(role="system", content=relevance.SYSTEM), Message(role="user", content=question)],
+                        score_options=["yes", "no"], max_tokens=1)
+
+
+ASKS = ("Function: {name}: {summary}\nParameters: {parameters}\n\nUser request: {request}\n\n"
+        "Is the user asking for what this function does? Answer yes or no.")
+
+
+def asks_request(tool: ToolSpec, text: str) -> ModelRequest:
+    from flowcall.calling.shortlist import summary
+
+    parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
+    question = ASKS.format(name=tool.name, summary=summary(tool, relevance.PURPOSE_MAX), parameters=parameters,
+                           request=text)
+    return ModelRequest(messages=[Message(role="system", content=relevance.SYSTEM), Message(role="user", content=question)],
+                        score_options=["yes", "no"], max_tokens=1)
+
+
+def collect_more(src: Path, out: Path) -> None:
+    """Add the short-description variants to rows collected before (same order as rows())."""
+    from flowcall.providers.local import LocalProvider
+
+    provider = LocalProvider.shared()
+    done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
+    todo = list(rows())
+    assert len(done) == len(todo)
+    with out.open("w", encoding="utf-8") as sink:
+        for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
+            for scored, tool in zip(row["tools"], tools):
+                scored["short"] = relevance.margin(provider.complete(relevance.relevance_request(tool, text)).scores)
+                scored["asks"] = relevance.margin(provider.complete(asks_request(tool, text)).scores)
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+
+
+def rows():
+    """(source, family, category, kind, question, messages, tools, expected tool names)"""
+    from flowcall.datasets import parse_jsonl
+    from flowcall.eval import load_cases
+
+    args = rows.args
+    for name in ("irrelevance", "simple", "multiple", "parallel", "parallel_multiple"):
+        count = args.irrelevance if name == "irrelevance" else args.per_category
+        for case in load_cases(name)[::2][:count]:
+            expected = sorted({shown for shown, original in case.name_map.items()
+                               for answer in case.ground_truth if original in answer})
+            yield ("bfcl", "bfcl", name, "quiet" if name == "irrelevance" else "call", relevance.last_user_text(case.messages),
+                   case.messages, case.tools, expected)
+    items, problems = parse_jsonl((ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8"))
+    assert not problems, problems[:3]
+    for item in items:
+        family, rest = item.id.split("/", 1)
+        category = rest.rsplit("-", 1)[0]
+        expected = sorted({c.name for c in item.expect_calls or []})
+        yield ("realworld", family, category, "quiet" if item.expect_no_call else "call", item.question,
+               [Message(role="user", content=item.question)], [t.spec() for t in item.tools], expected)
+
+
+def collect(out: Path) -> None:
+    from flowcall.providers.local import LocalProvider
+
+    provider = LocalProvider.shared()
+    null_cache: dict[str, float] = {}
+    todo = list(rows())
+    with out.open("w", encoding="utf-8") as sink:
+        for source, family, category, kind, text, messages, tools, expected in tqdm(todo, unit="item"):
+            per_tool = []
+            for tool in tools:
+                key = json.dumps(tool.model_dump(), sort_keys=True)
+                if key not in null_cache:
+                    null_cache[key] = relevance.margin(provider.complete(whole_description(tool, "")).scores)
+                per_tool.append({
+                    "name": tool.name,
+                    "fr": relevance.margin(provider.complete(whole_description(tool, text)).scores),
+                    "rf": relevance.margin(provider.complete(whole_description(tool, text, REQUEST_FIRST)).scores),
+                    "null": null_cache[key],
+                })
+            asked = ModelRequest(messages=messages, tools=tools, tool_choice="auto")
+            sent = SchemaWay().prepare(asked, provider.capabilities).model_copy(
+                update={"assistant_prefix": '{"', "response_format": None, "score_options": ["tool", "answer"], "max_tokens": 1})
+            scores = provider.complete(sent).scores or {}
+            sink.write(json.dumps({"source": source, "family": family, "category": category, "kind": kind,
+                                   "question": text, "expected": expected, "tools": per_tool,
+                                   "dec": scores.get("tool", 0.0) - scores.get("answer", 0.0)}, ensure_ascii=False) + "\n")
+            sink.flush()
+
+
+# --- analysis ------------------------------------------------------------------------------
+
+def item_score(row: dict, method: str) -> float:
+    """One number per item: how strongly the best tool fits, by `method`."""
+    tools = row["tools"]
+    if method == "dec":
+        return row["dec"]
+    if method.endswith("-null"):
+        base = method.removesuffix("-null")
+        return max(t[base] - t["null"] for t in tools)
+    return max(t[method] for t in tools)
+
+
+def balanced(quiet: list[float], call: list[float], t: float) -> float:
+    return (sum(m <= t for m in quiet) / len(quiet) + sum(m > t for m in call) / len(call)) / 2
+
+
+def best_threshold(rows_: list[dict], method: str) -> float:
+    quiet = [item_score(r, method) for r in rows_ if r["kind"] == "quiet"]
+    call = [item_score(r, method) for r in rows_ if r["kind"] == "call"]
+    candidates = sorted(set(round(v, 2) for v in quiet + call))
+    return max(candidates, key=lambda t: balanced(quiet, call, t))
+
+
+def scores_at(rows_: list[dict], method: str, t: float) -> tuple[float, float, float]:
+    quiet = [item_score(r, method) for r in rows_ if r["kind"] == "quiet"]
+    call = [item_score(r, method) for r in rows_ if r["kind"] == "call"]
+    q = sum(m <= t for m in quiet) / len(quiet)
+    c = sum(m > t for m in call) / len(call)
+    return q, c, (q + c) / 2
+
+
+def auc(rows_: list[dict], method: str) -> float:
+    quiet = [item_score(r, method) for r in rows_ if r["kind"] == "quiet"]
+    call = [item_score(r, method) for r in rows_ if r["kind"] == "call"]
+    wins = sum((c > q) + 0.5 * (c == q) for c in call for q in quiet)
+    return wins / (len(call) * len(quiet))
+
+
+def top_pick(rows_: list[dict], method: str) -> float:
+    """Of calling items with several tools, how often the best-scored tool is an expected one."""
+    several = [r for r in rows_ if r["kind"] == "call" and len(r["tools"]) > 1 and r["expected"]]
+    if not several or method == "dec":  # dec speaks of the item, not of one tool
+        return float("nan")
+    base = method.removesuffix("-null")
+    key = (lambda t: t[base] - t["null"]) if method.endswith("-null") else (lambda t: t[base])
+    return sum(max(r["tools"], key=key)["name"] in r["expected"] for r in several) / len(several)
+
+
+def analyze(path: Path) -> None:
+    data = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    bfcl = [r for r in data if r["source"] == "bfcl"]
+    real = [r for r in data if r["source"] == "realworld"]
+    families = sorted({r["family"] for r in real})
+    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks"]
+               if m == "dec" or m.removesuffix("-null") in data[0]["tools"][0]]
+    print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
+    print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
+    for m in methods:
+        qb = scores_at(bfcl, m, 0.0)
+        qr = scores_at(real, m, 0.0)
+        print(f"{m:8} {auc(bfcl, m):8.3f} {auc(real, m):8.3f} {top_pick(bfcl, m):9.2f} {top_pick(real, m):9.2f}  "
+              f"{qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%} | {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}")
+    print("\nleave-one-family-out: threshold fitted on BFCL even + the other families, scored on the one left out"
+          " (pooled over families); and BFCL-only threshold scored on all real-world")
+    for m in methods:
+        held = []  # (kind, score, threshold)
+        for fam in families:
+            fit = bfcl + [r for r in real if r["family"] != fam]
+            t = best_threshold(fit, m)
+            held += [(r, t) for r in real if r["family"] == fam]
+        quiet = [item_score(r, m) <= t for r, t in held if r["kind"] == "quiet"]
+        call = [item_score(r, m) > t for r, t in held if r["kind"] == "call"]
+        tb = best_threshold(bfcl, m)
+        qr = scores_at(real, m, tb)
+        print(f"  {m:8} LOFO real q/c/bal {sum(quiet) / len(quiet):.0%}/{sum(call) / len(call):.0%}/"
+              f"{(sum(quiet) / len(quiet) + sum(call) / len(call)) / 2:.1%}   BFCL-fit t={tb:5.2f}: real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
+              f"   medians quiet/call real {statistics.median(item_score(r, m) for r in real if r['kind'] == 'quiet'):.2f}/"
+              f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["collect", "more", "analyze"])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("out", type=Path, nargs="?")
+    parser.add_argument("--per-category", type=int, default=20)
+    parser.add_argument("--irrelevance", type=int, default=80)
+    args = parser.parse_args()
+    rows.args = args
+    if args.command == "collect":
+        collect(args.path)
+    elif args.command == "more":
+        collect_more(args.path, args.out)
+    else:
+        analyze(args.path)
+
+
+if __name__ == "__main__":
+    main()
