@@ -23,6 +23,7 @@ from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers.base import Capabilities
 from flowcall.providers.grammar_gate import GreedyGrammar
+from flowcall.providers.grammar_schema import grammar_schema
 from flowcall.providers.prefix_cache import CHUNK, DiskStates, PrefixCache
 
 CAPABILITIES = Capabilities(
@@ -58,29 +59,6 @@ CAPABILITIES = Capabilities(
     veto_margin=0.30,
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
-
-
-GRAMMAR_MAX_REPEAT = 256  # a longer bound is left to the JSON Schema check after the call
-
-
-def grammar_schema(schema: Any) -> Any:
-    """`schema` without length and count bounds above GRAMMAR_MAX_REPEAT, for llama.cpp's grammar.
-
-    The grammar spells a bound of N as N nested optional rules: Stripe's `"maxLength": 5000`
-    makes a grammar llama.cpp refuses, and a tool list from a hostile server with
-    `"maxLength": 1000000000` would build a string of gigabytes before that. The call is still
-    checked against the full schema (tools/execute.py, engine._structured) before anything uses it."""
-    if isinstance(schema, list):
-        return [grammar_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {}
-    for key, value in schema.items():
-        if key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties") and \
-                not (isinstance(value, int) and 0 <= value <= GRAMMAR_MAX_REPEAT):
-            continue
-        out[key] = grammar_schema(value) if key not in ("enum", "const", "default", "examples") else value
-    return out
 
 
 def capabilities_for(file_name: str) -> Capabilities:
@@ -264,8 +242,8 @@ class LocalProvider:
         try:
             gate = GreedyGrammar(self.llm, grammar) if grammar is not None and not request.temperature else None
         except ValueError as exc:
-            raise ProviderError(ErrorCode.PROVIDER_ERROR, f"{exc}: the schema is too complex for llama.cpp's grammar "
-                                "(response_format); simplify it, or use the native or prompt calling way") from exc
+            raise ProviderError(f"{exc}: the schema is too complex for llama.cpp's grammar (response_format); "
+                                "simplify it, or use the native or prompt calling way", code=ErrorCode.PROVIDER_ERROR) from exc
         wire = {**asked(request), "prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
                 "seed": request.seed, "stop": _STOP,
                 "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}

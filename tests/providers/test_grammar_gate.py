@@ -88,7 +88,7 @@ def test_a_grammar_llama_cpp_cannot_parse_is_refused(llm):
 def test_bounds_too_long_for_a_grammar_are_left_to_the_schema_check():
     """Real tool docs say `"maxLength": 5000` (Stripe); a hostile server may say 10**9. llama.cpp
     spells a bound as that many nested rules, so such bounds go before the grammar is built."""
-    from flowcall.providers.local import GRAMMAR_MAX_REPEAT, grammar_schema
+    from flowcall.providers.grammar_schema import GRAMMAR_MAX_REPEAT, grammar_schema
 
     hostile = {"type": "object", "properties": {
         "note": {"type": "string", "maxLength": 10**9, "minLength": 1, "description": "maxLength 10"},
@@ -116,3 +116,76 @@ def test_a_real_world_schema_with_a_long_bound_gets_a_grammar(model_path):
         messages=[Message(role="user", content="The customer is cus_123. Reply with the JSON.")],
         response_format=ResponseFormat(name="c", json_schema=schema), max_tokens=40))
     assert "customer" in json.loads(turn.content)
+
+
+def test_regex_escapes_become_classes_the_converter_reads_right():
+    """llama-cpp-python copied `\\d` into a string literal: `^1\\d{10}$` became the literal
+    `1\\d1\\d…` (llama.cpp could not parse it) and `^\\d{4}-\\d{2}$` a grammar forcing wrong text."""
+    from flowcall.providers.grammar_schema import grammar_pattern
+
+    assert grammar_pattern(r"^1\d{10}$") == "^1[0-9]{10}$"
+    assert grammar_pattern(r"^\d{4}-\d{2}-\d{2}$") == "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+    assert grammar_pattern(r"^[\d-]+\.\w+$") == "^[0-9-]+[.][A-Za-z0-9_]+$"
+    assert grammar_pattern("^[a-z0-9-]+$") == "^[a-z0-9-]+$"  # nothing to change
+    for refused in (r"^\s+$", r"\bword", r"^\u4e00$", r"[\s]", "trailing\\", r"\^", r"a\]"):
+        assert grammar_pattern(refused) is None, refused
+
+
+def test_a_hostile_pattern_or_a_parameter_named_like_a_keyword_builds_a_small_grammar():
+    """A pattern bound is spelt as that many rules too: `[0-9]{10**7}` built a 40 MB grammar
+    (10**9: gigabytes). And a parameter may be called "pattern" or "maxLength"."""
+    from llama_cpp import LlamaGrammar
+
+    from flowcall.providers.grammar_schema import grammar_schema
+
+    hostile = {"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "^[0-9]{10000000}$"},
+        "range": {"type": "string", "pattern": "^a{1,9999999}$"},
+        "pattern": {"type": "string", "pattern": r"^\d{3}$"},
+        "maxLength": {"type": "integer"},
+        "odd": {"type": "string", "pattern": {"not": "a string"}}},
+        "required": ["code", "pattern", "maxLength"]}
+    safe = grammar_schema(hostile)
+    assert safe["properties"]["code"] == {"type": "string"} and safe["properties"]["range"] == {"type": "string"}
+    assert safe["properties"]["pattern"] == {"type": "string", "pattern": "^[0-9]{3}$"}
+    assert safe["properties"]["maxLength"] == {"type": "integer"} and safe["properties"]["odd"] == {"type": "string"}
+    assert len(LlamaGrammar.from_json_schema(json.dumps(safe), verbose=False)._grammar) < 5_000
+
+
+def test_a_grammar_llama_cpp_refuses_fails_the_step_by_name(monkeypatch):
+    """The refusal is a ProviderError naming what to do (it was a TypeError: the arguments of
+    ProviderError were given the wrong way round). Refusals cannot be caused on demand any more,
+    so the gate is made to refuse."""
+    import flowcall.providers.local as local
+    from flowcall.errors import ErrorCode, ProviderError
+    from flowcall.messages import Message, ModelRequest, ResponseFormat
+
+    def refuse(*_args, **_kwargs):
+        raise ValueError("llama.cpp could not parse the grammar built from the JSON schema")
+
+    monkeypatch.setattr(local, "GreedyGrammar", refuse)
+    provider = local.LocalProvider.__new__(local.LocalProvider)  # no model is needed to build the request
+    provider.render, provider.llm = (lambda request: "prompt"), None
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ModelRequest(messages=[Message(role="user", content="hi")],
+                                       response_format=ResponseFormat(name="c", json_schema={"type": "object"})))
+    assert caught.value.code == ErrorCode.PROVIDER_ERROR and "too complex for llama.cpp's grammar" in caught.value.message
+
+
+@pytest.mark.model
+def test_a_phone_number_pattern_holds_the_models_answer(model_path):
+    """大众点评's reservation API: `"pattern": "^1\\d{10}$"`. Every schema-way decision on that
+    tool failed before (3 of 160 real-world items)."""
+    import re
+
+    from flowcall.messages import Message, ModelRequest, ResponseFormat
+    from flowcall.providers.local import LocalProvider
+
+    schema = {"type": "object", "properties": {"phone": {"type": "string", "pattern": r"^1\d{10}$"},
+                                               "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}},
+              "required": ["phone", "date"]}
+    turn = LocalProvider.shared().complete(ModelRequest(
+        messages=[Message(role="user", content="订座，手机 13800138000，日期 2026-12-24。Reply with the JSON.")],
+        response_format=ResponseFormat(name="c", json_schema=schema), max_tokens=60))
+    answer = json.loads(turn.content)
+    assert re.fullmatch(r"1\d{10}", answer["phone"]) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", answer["date"]), answer
