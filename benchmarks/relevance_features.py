@@ -58,6 +58,27 @@ def asks_request(tool: ToolSpec, text: str) -> ModelRequest:
                         score_options=["yes", "no"], max_tokens=1)
 
 
+def first_sentence_request(tool: ToolSpec, text: str) -> ModelRequest:
+    from flowcall.calling.shortlist import summary
+
+    return whole_description(tool.model_copy(update={"description": summary(tool, relevance.PURPOSE_MAX)}), text)
+
+
+def collect_lead(src: Path, out: Path) -> None:
+    """Add `lead`: the leading sentences that fit in PURPOSE_MAX characters (the gate now)."""
+    from flowcall.providers.local import LocalProvider
+
+    provider = LocalProvider.shared()
+    done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
+    todo = list(rows())
+    with out.open("w", encoding="utf-8") as sink:
+        for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
+            for scored, tool in zip(row["tools"], tools):
+                scored["lead"] = relevance.margin(provider.complete(relevance.relevance_request(tool, text)).scores)
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+
+
 def collect_more(src: Path, out: Path) -> None:
     """Add the short-description variants to rows collected before (same order as rows())."""
     from flowcall.providers.local import LocalProvider
@@ -69,7 +90,7 @@ def collect_more(src: Path, out: Path) -> None:
     with out.open("w", encoding="utf-8") as sink:
         for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
             for scored, tool in zip(row["tools"], tools):
-                scored["short"] = relevance.margin(provider.complete(relevance.relevance_request(tool, text)).scores)
+                scored["short"] = relevance.margin(provider.complete(first_sentence_request(tool, text)).scores)
                 scored["asks"] = relevance.margin(provider.complete(asks_request(tool, text)).scores)
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
             sink.flush()
@@ -181,7 +202,7 @@ def analyze(path: Path) -> None:
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
-    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks"]
+    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead"]
                if m == "dec" or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
     print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
@@ -210,7 +231,7 @@ def analyze(path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -221,6 +242,8 @@ def main() -> None:
         collect(args.path)
     elif args.command == "more":
         collect_more(args.path, args.out)
+    elif args.command == "lead":
+        collect_lead(args.path, args.out)
     else:
         analyze(args.path)
 

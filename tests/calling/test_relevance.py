@@ -17,21 +17,27 @@ def test_the_question_names_the_function_its_parameters_and_the_request():
                                         "Can this function handle the request? Answer yes or no.")
 
 
-def test_the_question_shows_the_tools_purpose_not_its_usage_notes():
-    """Real tool docs follow their first sentence with notes and examples ("e.g. octocat");
-    the gate asks about the purpose only (relevance.py says why, with figures)."""
+def test_the_question_shows_the_leading_sentences_that_fit_not_the_long_tail():
+    """Real tool docs follow their purpose with notes, caveats and examples; the gate shows
+    whole sentences from the start up to PURPOSE_MAX characters (relevance.py says why)."""
+    from flowcall.calling.relevance import purpose
+
+    tail = " ".join(f"Note {i}: the API silently drops labels without push access, e.g. octocat." for i in range(8))
     issue = ToolSpec(name="create_issue", description=(
-        "Create a new issue in a GitHub repository. Use this when the user wants to report a bug, e.g. octocat/Hello-World. "
-        "Labels require push access; without it they are silently dropped."),
+        "Create a new issue in a GitHub repository. Use this when the user wants to report a bug. " + tail),
         parameters={"type": "object", "properties": {"owner": {"type": "string"}, "title": {"type": "string"}}})
     asked = relevance_request(issue, "open an issue on vercel/next.js").messages[1].content
-    assert "Description: Create a new issue in a GitHub repository.\nParameters: owner, title\n" in asked
-    assert "octocat" not in asked and "push access" not in asked
-    chinese = ToolSpec(name="search_shops", description="搜索附近的餐厅。结果按距离排序，最多返回 20 条。", parameters={})
-    assert "Description: 搜索附近的餐厅。\nParameters: none\n" in relevance_request(chinese, "附近有火锅吗").messages[1].content
+    shown = asked.split("Description: ")[1].split("\n")[0]
+    assert shown.startswith("Create a new issue in a GitHub repository. Use this when the user wants to report a bug.")
+    assert len(shown) <= PURPOSE_MAX and shown.endswith("octocat.")  # whole sentences only
+    assert "Parameters: owner, title\n" in asked
+    # a short bilingual plugin doc is shown whole: its "use it when" hint is part of the purpose
+    weather = ToolSpec(name="get_weather", description="获取城市天气:实况或未来3天预报。用户问天气、下雨时使用。\n\nGet a city's weather.",
+                       parameters={})
+    assert purpose(weather) == "获取城市天气:实况或未来3天预报。用户问天气、下雨时使用。Get a city's weather."
     endless = ToolSpec(name="t", description="word " * 400, parameters={})
-    shown = relevance_request(endless, "x").messages[1].content.split("Description: ")[1].split("\n")[0]
-    assert len(shown) == PURPOSE_MAX and shown.endswith("…")
+    assert len(purpose(endless)) == PURPOSE_MAX and purpose(endless).endswith("…")
+    assert purpose(ToolSpec(name="t", description="", parameters={})) == ""
 
 
 def test_last_user_text_tool_results_and_margin():
