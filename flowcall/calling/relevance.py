@@ -6,8 +6,8 @@ tool for "what is 2+2?". A yes/no question scored in one forward pass separates 
 irrelevant requests far better (AUC 0.96 on BFCL samples, against ~0.7 for the first token of
 the decision JSON), and the threshold is the provider's calibrated `call_margin`.
 
-The question shows the description as far as it fits in PURPOSE_MAX characters, cut at a
-sentence's end. Real MCP servers and OpenAPI documents follow a tool's purpose with usage
+The question shows the description as it is when it fits in PURPOSE_MAX characters, and
+else its leading sentences that fit. Real MCP servers and OpenAPI documents follow a tool's purpose with usage
 notes, caveats and examples that drown it, while a plugin's short doc, with its "use it when"
 hint, stays whole. Measured on the tuning data only (benchmarks/relevance_features.py: BFCL's
 even split and the real-world calibration half, one family left out at a time), how much of the
@@ -56,8 +56,11 @@ PURPOSE_MAX = 300  # characters of the description that the question shows, cut 
 
 
 def purpose(tool: ToolSpec, limit: int = PURPOSE_MAX) -> str:
-    """The description's leading sentences that fit in `limit` characters, on one line (the
-    first sentence at least, cut with an ellipsis if even that is longer)."""
+    """The description as it is when it fits in `limit` characters (a plugin's doc reads as its
+    author wrote it); else its leading sentences that fit, on one line (the first sentence at
+    least, cut with an ellipsis if even that is longer)."""
+    if len(tool.description or "") <= limit:
+        return tool.description or ""
     rest = " ".join((tool.description or "").split())
     kept = ""
     while rest:

@@ -34,7 +34,7 @@ def test_the_question_shows_the_leading_sentences_that_fit_not_the_long_tail():
     # a short bilingual plugin doc is shown whole: its "use it when" hint is part of the purpose
     weather = ToolSpec(name="get_weather", description="获取城市天气:实况或未来3天预报。用户问天气、下雨时使用。\n\nGet a city's weather.",
                        parameters={})
-    assert purpose(weather) == "获取城市天气:实况或未来3天预报。用户问天气、下雨时使用。Get a city's weather."
+    assert purpose(weather) == weather.description  # as written, line breaks too: the product's margins were set on it
     endless = ToolSpec(name="t", description="word " * 400, parameters={})
     assert len(purpose(endless)) == PURPOSE_MAX and purpose(endless).endswith("…")
     assert purpose(ToolSpec(name="t", description="", parameters={})) == ""
