@@ -11,8 +11,8 @@ else its leading sentences that fit. Real MCP servers and OpenAPI documents foll
 notes, caveats and examples that drown it, while a plugin's short doc, with its "use it when"
 hint, stays whole. Measured on the tuning data only (benchmarks/relevance_features.py: BFCL's
 even split and the real-world calibration half, one family left out at a time), how much of the
-description is shown barely matters on this model: AUC 0.759 (whole) / 0.764 (this) / 0.768
-(first sentence only), balanced accuracy 68.6 / 69.6 / 71.5%. The first sentence alone loses
+description is shown barely matters on this model: real-world AUC 0.759 (whole) / 0.765 (this)
+/ 0.768 (first sentence only). The first sentence alone loses
 the hint: "北京现在的天气怎么样?" against the weather plugin fell from 0.85 to 0.69, under the
 bar. A null-prompt baseline, the request placed first, and the decision's own first token all
 separated clearly worse. On this model no description form and no bar gets past about 72%
