@@ -6,17 +6,17 @@ tool for "what is 2+2?". A yes/no question scored in one forward pass separates 
 irrelevant requests far better (AUC 0.96 on BFCL samples, against ~0.7 for the first token of
 the decision JSON), and the threshold is the provider's calibrated `call_margin`.
 
-The question shows the description as it is when it fits in PURPOSE_MAX characters, and
-else its leading sentences that fit. Real MCP servers and OpenAPI documents follow a tool's purpose with usage
-notes, caveats and examples that drown it, while a plugin's short doc, with its "use it when"
-hint, stays whole. Measured on the tuning data only (benchmarks/relevance_features.py: BFCL's
-even split and the real-world calibration half, one family left out at a time), how much of the
-description is shown barely matters on this model: real-world AUC 0.759 (whole) / 0.765 (this)
-/ 0.768 (first sentence only). The first sentence alone loses
-the hint: "北京现在的天气怎么样?" against the weather plugin fell from 0.85 to 0.69, under the
-bar. A null-prompt baseline, the request placed first, and the decision's own first token all
-separated clearly worse. On this model no description form and no bar gets past about 72%
-balanced on real-world near misses: the ceiling is the model's, not the prompt's.
+The question shows the description as it is when it fits in PURPOSE_MAX characters, and else
+its leading sentences that fit. Real MCP servers and OpenAPI documents follow a tool's purpose
+with usage notes, caveats and examples that drown it, while a plugin's short doc, with its
+"use it when" hint, stays as written. Measured on the tuning data only
+(benchmarks/relevance_features.py: BFCL's even split and the real-world calibration half, one
+family left out at a time), how much of the description is shown barely matters on this
+model: real-world AUC 0.759 (whole) / 0.765 (this) / 0.768 (first sentence only). The first
+sentence alone loses the hint: "北京现在的天气怎么样?" against the weather plugin fell from 0.85
+to 0.69, under the bar. A null-prompt baseline, the request placed first, and the decision's
+own first token all separated clearly worse. On this model no description form and no bar
+gets past about 74% balanced on real-world near misses: the ceiling is the model's.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def grammar_pattern(pattern: str) -> str | None:
         out.append(char)
         i += 1
     text = "".join(out)
-    for low, high in _QUANTIFIER.findall(text):
-        if int(low) > GRAMMAR_MAX_REPEAT or (high and int(high) > GRAMMAR_MAX_REPEAT):
+    for low, high in _QUANTIFIER.findall(text):  # compared as text first: int() refuses 4,300+ digits
+        if any(bound and (len(bound) > 3 or int(bound) > GRAMMAR_MAX_REPEAT) for bound in (low, high)):
             return None
     return text
 
