@@ -63,10 +63,36 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
     finally:
         if bar:
             bar[0].close()
-    _show_header(experiment)
-    for line in summary_lines(experiment.summary):
-        click.echo(line)
-    click.echo(f"details: flowcall experiments show {experiment.id}", err=True)
+    _show_ended(experiment)
+
+
+@experiments_group.command("resume")
+@click.argument("experiment_id")
+@click.pass_context
+def experiments_resume(ctx: click.Context, experiment_id: str) -> None:
+    """Go on with an experiment whose process stopped (killed, a restart) and that still says
+    running: its unscored items are run here (an interrupted run goes on from its last step), the
+    scored ones are kept, and the experiment ends as if it had never stopped."""
+    from tqdm import tqdm
+
+    from flowcall.experiments import resume_experiment
+
+    app = service(ctx)
+    bar: list[tqdm] = []
+
+    def started(experiment) -> None:
+        done = sum(item.passed is not None for item in experiment.items)
+        click.echo(f"experiment {experiment.id}: {len(experiment.items) - done} of {len(experiment.items)} runs "
+                   "left to run", err=True)
+        bar.append(tqdm(total=len(experiment.items), initial=done, unit="run", file=sys.stderr,
+                        desc=f"experiment {experiment.id}"))
+
+    try:
+        experiment = resume_experiment(app, experiment_id, on_start=started, on_item=lambda _: bar[0].update(1))
+    finally:
+        if bar:
+            bar[0].close()
+    _show_ended(experiment)
 
 
 def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
@@ -91,6 +117,13 @@ def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
         click.echo(f"\nstopped watching; the workers go on with experiment {experiment_id}: "
                    f"flowcall experiments show {experiment_id}", err=True)
         raise
+
+
+def _show_ended(experiment) -> None:
+    _show_header(experiment)
+    for line in summary_lines(experiment.summary):
+        click.echo(line)
+    click.echo(f"details: flowcall experiments show {experiment.id}", err=True)
 
 
 def _show_header(experiment) -> None:
@@ -138,6 +171,8 @@ def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> N
         click.echo(json.dumps(experiment.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
     _show_header(experiment)
+    if experiment.status.value == "running":
+        click.echo(f"if the process running it stopped (killed, a restart): flowcall experiments resume {experiment.id}")
     if experiment.summary is not None:
         for line in summary_lines(experiment.summary):
             click.echo(line)

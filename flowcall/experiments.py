@@ -11,6 +11,7 @@ the last item finishes the experiment (work.py, `score_run`).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -137,15 +138,59 @@ def run_experiment(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: s
     experiment = start(service, flow, flow_ref, dataset_name, dataset_version, repeat)
     if on_start:
         on_start(experiment)
+    return _run_pending(service, experiment.id, execute_run, on_item)
+
+
+def resume_experiment(service: FlowCall, experiment_id: int | str, *, on_start: Callable[[Experiment], None]
+                      | None = None, on_item: OnItem | None = None) -> Experiment:
+    """Go on with an experiment whose process stopped (killed, the machine restarted): it still
+    says running, with items unscored. Each unscored item's run is taken as it is: a queued one
+    is executed; an interrupted one is resumed from its last committed step (a flow's tools never
+    run twice), or, when it only asked the decision model (an item with its own tools: nothing
+    was executed), ends failed saying so and the item gets a new run; one that ended is scored
+    as it is; one that still runs elsewhere is refused."""
+    experiment = stored.get_experiment(service.store, experiment_id)
+    if experiment.status != ExperimentStatus.RUNNING:
+        raise ConfigError(f"experiment {experiment.id} is {experiment.status.value}; only one that still says "
+                          "running (its process stopped) is resumed; start another with `flowcall experiments run`")
+    live = [run_id for run_id in stored.pending_runs(service.store, experiment.id)
+            if service.store.get_run(run_id).status == RunStatus.RUNNING]
+    if live:
+        raise ConfigError(f"experiment {experiment.id} is still running: run {live[0][:8]} is being executed by a "
+                          "live process (its own `experiments run`, or a worker); wait for it, or stop that process")
+    if on_start:
+        on_start(experiment)
+    return _run_pending(service, experiment.id, _go_on, on_item)
+
+
+def _go_on(service: FlowCall, run_id: str) -> ItemResult:
+    run = service.store.get_run(run_id)
+    if run.status != RunStatus.INTERRUPTED:
+        return execute_run(service, run_id)
+    ref = stored.item_for_run(service.store, run_id)
+    item = stored_datasets.dataset_item(service.store, ref.dataset_version_id, ref.position)
+    if not item.tools:
+        return record(service, ref, item, service.resume(run_id, approver=None))
+    new_run_id = str(uuid.uuid4())
+    reason = (f"interrupted: its process stopped before the decision was recorded; experiment "
+              f"{ref.experiment_id} asks again in run {new_run_id}")
+    if not stored.retry_interrupted(service.store, ref.experiment_id, run, new_run_id, reason):
+        raise ConfigError(f"run {run.id} of experiment {ref.experiment_id} changed while it was being resumed "
+                          f"(another process took it); see `flowcall runs show {run.id[:8]}`")
+    return execute_run(service, new_run_id)
+
+
+def _run_pending(service: FlowCall, experiment_id: int, go: Callable[[FlowCall, str], ItemResult],
+                 on_item: OnItem | None) -> Experiment:
     try:
-        for run_id in stored.pending_runs(service.store, experiment.id):
-            result = execute_run(service, run_id)
+        for run_id in stored.pending_runs(service.store, experiment_id):
+            result = go(service, run_id)
             if on_item:
                 on_item(result)
     except BaseException as exc:
         stopped = isinstance(exc, KeyboardInterrupt)
         why = "stopped with Ctrl-C" if stopped else f"{type(exc).__name__}: {exc}"
-        stored.cancel_queued(service.store, experiment.id, f"experiment {experiment.id} stopped: {why}")
-        finish(service, experiment.id, ExperimentStatus.CANCELLED if stopped else ExperimentStatus.FAILED, why)
+        stored.cancel_queued(service.store, experiment_id, f"experiment {experiment_id} stopped: {why}")
+        finish(service, experiment_id, ExperimentStatus.CANCELLED if stopped else ExperimentStatus.FAILED, why)
         raise
-    return finish(service, experiment.id, ExperimentStatus.FINISHED)
+    return finish(service, experiment_id, ExperimentStatus.FINISHED)

@@ -14,7 +14,7 @@ import streamlit as st
 from flowcall import config
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.experiment_record import Experiment, compare
-from flowcall.experiments import run_experiment, submit
+from flowcall.experiments import resume_experiment, run_experiment, submit
 from flowcall.rendering import experiment_line, short, summary_lines
 from flowcall.store.datasets import list_datasets
 from flowcall.store.experiments import get_experiment, list_experiments
@@ -120,6 +120,24 @@ with tab_results:
                        f"{experiment.status.value}"))
         if experiment.error:
             st.warning(md(experiment.error))
+        if experiment.status.value == "running" and st.button(
+                "Resume it here", key=f"resume:{experiment.id}",
+                help="If the process that ran it stopped (closed, killed, a restart): the scored items are kept, a "
+                "run cut off goes on from its last step, the rest run here"):
+            left = sum(item.passed is None for item in experiment.items)
+            bar = st.progress(0.0, text=f"{left} runs left…")
+            resumed: list[bool] = []
+
+            def went_on(result) -> None:
+                resumed.append(bool(result.passed))
+                bar.progress(len(resumed) / max(1, left), text=f"{len(resumed)} of {left} runs · "
+                             f"{resumed.count(False)} failed")
+            try:
+                experiment = resume_experiment(app, experiment.id, on_item=went_on)
+            except (FlowCallError, ConfigError) as exc:
+                st.error(md(exc))
+            else:
+                st.success(md(experiment_line(experiment)))
         if experiment.summary is not None:
             st.text("\n".join(summary_lines(experiment.summary)))
             rates = pd.DataFrame([{"expectation": name, "pass rate": c["passed"] / c["total"]}

@@ -49,6 +49,20 @@ def test_an_experiment_runs_from_the_page_and_shows_its_results(saved: FlowCall)
     assert any(b.label == "Open its run in the inspector" and b.disabled for b in app.button)
 
 
+def test_an_experiment_left_running_is_resumed_from_the_results_tab(saved: FlowCall) -> None:
+    from flowcall.experiments import start
+
+    started = start(saved, parse_flow(FLOW), "lookup-stand-in", "people")  # its process "died" before any item
+    app = page("pages/experiments.py")
+    resume = next(b for b in app.button if b.label == "Resume it here")
+    resume.click().run()
+    assert not app.exception, app.exception
+    [experiment] = list_experiments(saved.store)
+    assert experiment.id == started.id and experiment.status.value == "finished"
+    assert "passed 1 of 2 runs (50.0%)" in texts(app)
+    assert not any(b.label == "Resume it here" for b in page("pages/experiments.py").button)  # finished now
+
+
 def test_two_experiments_side_by_side(saved: FlowCall) -> None:
     flow = parse_flow(FLOW)
     run_experiment(saved, flow, "lookup-stand-in", "people")

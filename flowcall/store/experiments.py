@@ -5,6 +5,7 @@ worker, later) can score the run it executed, found by its run id."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from flowcall.errors import ConfigError, NotFoundError
 from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, Summary, summarize
-from flowcall.steps import RunStatus, utcnow
+from flowcall.steps import Run, RunStatus, utcnow
 from flowcall.store.models import ExperimentItemRow, ExperimentRow, RunRow
 from flowcall.store.repository import Store
 
@@ -98,6 +99,37 @@ def cancel_queued(store: Store, experiment_id: int, reason: str) -> int:
         return s.execute(update(RunRow).where(RunRow.id.in_(runs), RunRow.status == str(RunStatus.QUEUED))
                          .values(status=str(RunStatus.CANCELLED), error=reason, ended_at=utcnow())
                          .execution_options(synchronize_session=False)).rowcount
+
+
+class _Moved(Exception):
+    """Rolls a transaction back: a row was not as the caller read it."""
+
+
+def retry_interrupted(store: Store, experiment_id: int, old: Run, new_run_id: str, reason: str) -> bool:
+    """Give an interrupted decision-only run's item a new queued run, in one transaction: the new
+    run is recorded, the old one ends failed saying why, and the item points at the new one.
+    Only if the old run is still as the caller read it (interrupted, the same owner) and its
+    item still unscored; False when someone else moved either meanwhile (nothing changes)."""
+    owner = RunRow.owner.is_(None) if old.owner is None else RunRow.owner == old.owner
+    now = utcnow()
+    try:
+        with Session(store.engine) as s, s.begin():
+            s.add(RunRow(id=new_run_id, flow_version_id=old.flow_version_id, flow_name=old.flow_name,
+                         question=old.question, status=str(RunStatus.QUEUED), trace_id=uuid.uuid4().hex,
+                         started_at=now, queued_at=now, tokens_in=0, tokens_out=0))
+            s.flush()
+            ended = s.execute(update(RunRow).where(RunRow.id == old.id, RunRow.status == str(RunStatus.RUNNING),
+                                                   owner)
+                              .values(status=str(RunStatus.FAILED), error=reason[:2000], ended_at=now,
+                                      checkpoint=None, lease_until=None)).rowcount
+            moved = s.execute(update(ExperimentItemRow).where(
+                ExperimentItemRow.experiment_id == experiment_id, ExperimentItemRow.run_id == old.id,
+                ExperimentItemRow.passed.is_(None)).values(run_id=new_run_id)).rowcount
+            if ended != 1 or moved != 1:
+                raise _Moved
+    except _Moved:
+        return False
+    return True
 
 
 def finish_experiment(store: Store, experiment_id: int, status: ExperimentStatus, summary: Summary,
