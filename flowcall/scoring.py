@@ -221,8 +221,11 @@ def score(item: DatasetItem, seen: Observed) -> list[Verdict]:
         verdicts.append(calls_verdict(item.expect_calls, seen.calls, item.ordered))
     if item.expect_no_call:
         made = ", ".join(_call_text(c) for c in seen.calls[:3])
-        verdicts.append(Verdict(expectation="expect_no_call", passed=not seen.calls,
-                                reason=f"called {made}" if seen.calls else "no call was made"))
+        # a run that failed before deciding made no call, but it did not keep quiet either: a crash
+        # must not count as a right "no tool fits" in the per-expectation rates
+        verdicts.append(Verdict(expectation="expect_no_call", passed=ok and not seen.calls,
+                                reason=f"called {made}" if seen.calls else "no call was made" if ok
+                                else f"no call was made, but the run {seen.status}: it never decided"))
     verdicts += _answer_verdicts(item, seen)
     if item.max_latency_s is not None:
         fast = seen.latency_s is not None and seen.latency_s <= item.max_latency_s

@@ -139,6 +139,8 @@ def test_expect_no_call():
     assert verdicts({"question": "q", "expect_no_call": True}, seen())["expect_no_call"] == (True, "no call was made")
     called = verdicts({"question": "q", "expect_no_call": True}, seen(calls=[("f", {"a": 1})]))
     assert called["expect_no_call"] == (False, 'called f({"a": 1})')
+    crashed = verdicts({"question": "q", "expect_no_call": True}, seen(status="failed", error="context too long"))
+    assert crashed["expect_no_call"] == (False, "no call was made, but the run failed: it never decided")
 
 
 def test_answer_expectations_on_a_text_answer():
