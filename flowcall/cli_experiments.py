@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -95,6 +96,21 @@ def experiments_resume(ctx: click.Context, experiment_id: str) -> None:
     _show_ended(experiment)
 
 
+@experiments_group.command("cancel")
+@click.argument("experiment_id")
+@click.pass_context
+def experiments_cancel(ctx: click.Context, experiment_id: str) -> None:
+    """Give up an experiment that still says running: the runs of its unscored items are
+    cancelled (a running one stops at its next step); the scored items are kept."""
+    from flowcall.experiments import cancel_experiment
+
+    experiment = cancel_experiment(service(ctx), experiment_id,
+                                   by=f"{os.environ.get('USER') or 'someone'} (flowcall experiments cancel)")
+    _show_header(experiment)
+    for line in summary_lines(experiment.summary):
+        click.echo(line)
+
+
 def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
     """Watch an experiment the workers run until it is no longer running; each newly scored item
     to `on_item`. Ctrl-C stops watching only: the workers go on."""
@@ -172,7 +188,8 @@ def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> N
         return
     _show_header(experiment)
     if experiment.status.value == "running":
-        click.echo(f"if the process running it stopped (killed, a restart): flowcall experiments resume {experiment.id}")
+        click.echo(f"if the process running it stopped (killed, a restart): flowcall experiments resume "
+                   f"{experiment.id} (or give it up: flowcall experiments cancel {experiment.id})")
     if experiment.summary is not None:
         for line in summary_lines(experiment.summary):
             click.echo(line)

@@ -163,6 +163,23 @@ def resume_experiment(service: FlowCall, experiment_id: int | str, *, on_start: 
     return _run_pending(service, experiment.id, _go_on, on_item)
 
 
+def cancel_experiment(service: FlowCall, experiment_id: int | str, *, by: str) -> Experiment:
+    """Give up an experiment that still says running (its process stopped, or a person no longer
+    wants it): every unscored item's run that has not ended is cancelled (one that is running
+    stops at its next step), and the experiment ends cancelled with the items scored so far."""
+    experiment = stored.get_experiment(service.store, experiment_id)
+    if experiment.status != ExperimentStatus.RUNNING:
+        raise ConfigError(f"experiment {experiment.id} is {experiment.status.value}; there is nothing to cancel")
+    for run_id in stored.pending_runs(service.store, experiment.id):
+        if service.store.get_run(run_id).status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED,
+                                                    RunStatus.WAITING_APPROVAL):
+            try:
+                service.cancel(run_id, by=by)
+            except ConfigError:
+                pass  # it ended meanwhile: it stays as it ended
+    return finish(service, experiment.id, ExperimentStatus.CANCELLED, f"cancelled by {by}")
+
+
 def _go_on(service: FlowCall, run_id: str) -> ItemResult:
     run = service.store.get_run(run_id)
     if run.status != RunStatus.INTERRUPTED:
@@ -193,4 +210,6 @@ def _run_pending(service: FlowCall, experiment_id: int, go: Callable[[FlowCall, 
         stored.cancel_queued(service.store, experiment_id, f"experiment {experiment_id} stopped: {why}")
         finish(service, experiment_id, ExperimentStatus.CANCELLED if stopped else ExperimentStatus.FAILED, why)
         raise
+    if stored.get_experiment(service.store, experiment_id).status != ExperimentStatus.RUNNING:
+        return stored.get_experiment(service.store, experiment_id)  # a person cancelled it meanwhile
     return finish(service, experiment_id, ExperimentStatus.FINISHED)

@@ -151,3 +151,19 @@ def test_the_cli_resumes_only_an_experiment_that_still_says_running(app: FlowCal
     running = experiments.start(app, FLOW, "weather", "weather")
     shown = flowcall("--db", db_url, "experiments", "show", str(running.id)).stdout
     assert f"flowcall experiments resume {running.id}" in shown
+
+
+def test_an_experiment_left_running_can_be_given_up_and_keeps_what_was_scored(app: FlowCall, db_url: str,  # noqa: F811
+                                                                           log: Path):
+    number = _killed_while_running(db_url, "weather", '"rain": false')
+    given_up = flowcall("--db", db_url, "experiments", "cancel", str(number))
+    assert f"experiment {number}  cancelled" in given_up.stdout and "stopped: cancelled by" in given_up.stdout
+    done = stored.get_experiment(app.store, number)
+    assert done.status == ExperimentStatus.CANCELLED and [i.passed for i in done.items] == [True, None, None, None]
+    assert done.summary.runs == 1 and done.summary.not_run == 3
+    assert {app.store.get_run(i.run_id).status for i in done.items[1:]} == {RunStatus.CANCELLED}
+    assert log.read_text().splitlines() == ["成都", "北京"]  # nothing ran after the kill
+    again = flowcall("--db", db_url, "experiments", "cancel", str(number), check=False)
+    assert again.returncode == 2 and "is cancelled; there is nothing to cancel" in again.stderr
+    with pytest.raises(ConfigError, match="is cancelled; only one that still says running"):
+        experiments.resume_experiment(app, number)
