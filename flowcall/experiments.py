@@ -189,7 +189,7 @@ def _go_on(service: FlowCall, run_id: str) -> ItemResult:
     if not item.tools:
         return record(service, ref, item, service.resume(run_id, approver=None))
     new_run_id = str(uuid.uuid4())
-    reason = (f"interrupted: its process stopped before the decision was recorded; experiment "
+    reason = (f"interrupted: its process stopped before the run ended; experiment "
               f"{ref.experiment_id} asks again in run {new_run_id}")
     if not stored.retry_interrupted(service.store, ref.experiment_id, run, new_run_id, reason):
         raise ConfigError(f"run {run.id} of experiment {ref.experiment_id} changed while it was being resumed "

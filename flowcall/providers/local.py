@@ -46,9 +46,9 @@ CAPABILITIES = Capabilities(
     # -7.1 to +2.3 (n=15). -8.0 lies between.
     more_calls_margin=-8.0,
     ground_optional_arguments=True,
-    # `auto` keeps native first for now: the schema way's relevance gate is calibrated on English
-    # BFCL and under-calls on the example flows' questions (benchmarks/calibrate_call_margin.py
-    # --product: at 0.72 it calls on 6/16 Chinese and 4/8 English questions that need a tool).
+    # `auto` keeps native first: the schema way's relevance gate under-calls on the example flows'
+    # questions (benchmarks/calibrate_call_margin.py --product, at 0.77: it calls on 6/16 Chinese
+    # and 3/8 English questions that need a tool; 2026-11-26_no_tool_rival_0.5b.txt).
     # Asking in Chinese, adding the flow's instructions, or subtracting a per-tool or per-request
     # bias all separated worse. Flows that want the gate choose calling_way "schema".
     # Stated, not derived, so that a capability probe (which finds no <tool_call> tags on its
