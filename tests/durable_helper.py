@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -93,4 +94,8 @@ def main(mode: str, plan: str, hang_at: str = "") -> None:
 
 
 if __name__ == "__main__":
+    # A suite started as a background job (`cmd &` in a shell without job control) hands its
+    # children SIGINT ignored, and Python then installs no KeyboardInterrupt: the Ctrl-C test
+    # would see the run finish instead. Take Ctrl-C as a terminal would deliver it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     main(*sys.argv[1:])
