@@ -31,6 +31,10 @@ def describe_step(step: Step) -> str:
         else:
             what = short(step.result or "")
         body = f"{step.name} [{step.calling_way or '-'}] {tokens}: {what}"
+        loop = (step.response or {}).get("loop")
+        if isinstance(loop, dict):  # the local provider stopped the model repeating itself (repetition.py)
+            body += f"  (stopped in a loop: a {short(loop.get('block_tokens'))}-token block written " \
+                    f"{short(loop.get('copies'))} times; kept the first copy)"
     elif step.kind == StepKind.TOOL_CALL:
         body = f"{step.name}({short(step.arguments or {}, 60)}) -> {short(step.result) if step.result is not None else ''}"
         dropped = (step.response or {}).get("dropped_ungrounded")

@@ -25,6 +25,7 @@ from flowcall.providers.base import Capabilities
 from flowcall.providers.grammar_gate import GreedyGrammar
 from flowcall.providers.grammar_schema import grammar_schema
 from flowcall.providers.prefix_cache import CHUNK, DiskStates, PrefixCache
+from flowcall.providers.repetition import LoopStop
 
 CAPABILITIES = Capabilities(
     native_tools=True,  # through the chat template, parsed from <tool_call> tags
@@ -176,6 +177,9 @@ class LocalProvider:
 
         return observe
 
+    def _text(self, ids: list[int]) -> str:
+        return self.llm.detokenize(ids).decode("utf-8", errors="replace")
+
     def _first_token(self, prompt: str, option: str) -> int:
         """The token the model would produce first when it continues `prompt` with `option`."""
         head = self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
@@ -265,7 +269,8 @@ class LocalProvider:
                 self._fits(tokens, request.max_tokens)
                 self.prefix.prepare(tokens)
                 self.llm.set_seed(request.seed if request.seed is not None else 42)  # a loaded state brings its own
-                watch = [too_long, self._streamer(len(tokens))] if progress.watched() else [too_long]
+                looping = LoopStop(len(tokens), prompt, self._text)
+                watch = [too_long, looping] + ([self._streamer(len(tokens))] if progress.watched() else [])
                 out = self.llm.create_completion(
                     prompt=tokens, max_tokens=request.max_tokens, temperature=request.temperature, seed=request.seed,
                     stop=_STOP, grammar=None if gate else grammar, logits_processor=[gate] if gate else None,
@@ -284,6 +289,13 @@ class LocalProvider:
                 f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise FLOWCALL_LOCAL_TIMEOUT_S "
                 "on a slow machine", code=ErrorCode.PROVIDER_ERROR)
         choice = out["choices"][0]
+        if looping.loop is not None:
+            # cut the loop back to one copy: what came before it is the answer the model meant
+            loop = looping.loop
+            choice = {**choice, "text": looping.kept, "finish_reason": "loop"}
+            out["loop"] = {"block_tokens": loop.block, "copies": loop.copies, "kept_tokens": loop.keep,
+                           "note": f"the model wrote the same {loop.block}-token block {loop.copies} times in a row "
+                                   "and was stopped; the text is kept up to the end of the first copy"}
         text: str = (request.assistant_prefix or "") + choice["text"]
         calls: list[ToolCall] = []
         errors: list[str] = []
