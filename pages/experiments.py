@@ -115,6 +115,8 @@ with tab_results:
         chosen = st.selectbox("Experiment", ids, index=ids.index(wanted) if wanted in ids else 0,
                               format_func=labels.get, key="results-experiment")
         experiment = get_experiment(app.store, chosen)
+        if "resumed" in st.session_state:
+            st.success(md(st.session_state.pop("resumed")))
         st.markdown(md(f"{experiment.flow_name} v{experiment.flow_version} × {experiment.dataset_name} "
                        f"v{experiment.dataset_version} · {experiment.model} [{experiment.calling_way}] · "
                        f"{experiment.status.value}"))
@@ -137,7 +139,9 @@ with tab_results:
             except (FlowCallError, ConfigError) as exc:
                 st.error(md(exc))
             else:
-                st.success(md(experiment_line(experiment)))
+                # drawn again, so the header and the picker above say "finished", not "running"
+                st.session_state["resumed"] = experiment_line(experiment)
+                st.rerun()
         if experiment.summary is not None:
             st.text("\n".join(summary_lines(experiment.summary)))
             rates = pd.DataFrame([{"expectation": name, "pass rate": c["passed"] / c["total"]}

@@ -60,7 +60,8 @@ def test_an_experiment_left_running_is_resumed_from_the_results_tab(saved: FlowC
     [experiment] = list_experiments(saved.store)
     assert experiment.id == started.id and experiment.status.value == "finished"
     assert "passed 1 of 2 runs (50.0%)" in texts(app)
-    assert not any(b.label == "Resume it here" for b in page("pages/experiments.py").button)  # finished now
+    assert not any(b.label == "Resume it here" for b in app.button)  # drawn again: finished now
+    assert any("finished" in m.value for m in app.success) and "running" not in " ".join(m.value for m in app.markdown)
 
 
 def test_two_experiments_side_by_side(saved: FlowCall) -> None:
