@@ -51,9 +51,12 @@ class Observed:
 def observe(run: Run, *, decision_only: bool = False) -> Observed:
     """What `run` showed. A decide-only run's answer is its model's text (it makes no other)."""
     if decision_only:
-        calls = [(c.get("name", ""), c.get("arguments")) for s in run.steps if s.kind == StepKind.MODEL_CALL
-                 for c in s.tool_calls or []]
-        answer = (run.final_answer or {}).get("answer") if isinstance(run.final_answer, dict) else None
+        # the decision is the one the run ended with: the model steps before it hold attempts
+        # the engine refused (a doc value, an invalid call) and, written call by call, each
+        # step the list so far; counting those would pass a run on calls it never settled on
+        decision = run.final_answer if isinstance(run.final_answer, dict) else {}
+        calls = [(c.get("name", ""), c.get("arguments")) for c in decision.get("tool_calls") or [] if isinstance(c, dict)]
+        answer = decision.get("answer")
     else:
         calls = [(s.name or "", s.arguments) for s in run.steps if s.kind == StepKind.TOOL_CALL]
         answer = run.final_answer

@@ -208,8 +208,17 @@ def test_observe_takes_the_tool_call_steps_of_a_full_run():
     assert got.calls == [("f", {"a": 1}), ("g", None)] and got.answer == "done" and got.latency_s == 3.0
 
 
-def test_observe_takes_the_model_steps_calls_of_a_decide_only_run():
-    steps = [Step(run_id="r", seq=1, kind=StepKind.MODEL_CALL,
-                  tool_calls=[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {}}])]
-    got = observe(_run(steps, {"tool_calls": [], "answer": "text"}), decision_only=True)
-    assert got.calls == [("f", {"a": 1}), ("g", {})] and got.answer == "text"
+def test_observe_takes_the_decision_a_decide_only_run_ended_with():
+    written = {"name": "f", "arguments": {"a": 1}}
+    steps = [Step(run_id="r", seq=1, kind=StepKind.MODEL_CALL, tool_calls=[{"name": "f", "arguments": {"a": "e.g."}}],
+                  note="call 1"),  # refused: a value copied from the docs, asked again
+             Step(run_id="r", seq=2, kind=StepKind.MODEL_CALL, tool_calls=[written], note="call 1"),
+             Step(run_id="r", seq=3, kind=StepKind.MODEL_CALL, tool_calls=[written, {"name": "g", "arguments": {}}],
+                  note="call 2")]  # call by call: each step holds the list so far
+    got = observe(_run(steps, {"tool_calls": [written, {"name": "g", "arguments": {}}], "answer": None}),
+                  decision_only=True)
+    assert got.calls == [("f", {"a": 1}), ("g", {})] and got.answer is None
+    quiet = observe(_run(steps[:1], {"tool_calls": [], "answer": "text"}), decision_only=True)
+    assert quiet.calls == [] and quiet.answer == "text"
+    failed = observe(_run(steps[:1], None, status=RunStatus.FAILED), decision_only=True)
+    assert failed.calls == [] and failed.answer is None

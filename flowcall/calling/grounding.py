@@ -22,6 +22,7 @@ from flowcall.messages import Message, ToolCall, ToolSpec
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
 _DIGITS_ONLY = re.compile(r"\d+(?:[-/.: ]\d+)+")  # 2026-12-05, 12/05, 10:30
 _WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4+ letters: short ones match too much
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 # FlowCall's own note to the model about values it should not have written (doc_values.py):
@@ -44,6 +45,7 @@ class Grounds:
     def __init__(self, text: str):
         self.squashed = _squash(text)
         self.stems = {w[:4] for w in _WORD.findall(text.lower())}
+        self.words = set(_LETTERS.findall(text.lower()))
         self.numbers = set()
         for match in _NUMBER.findall(text):
             try:
@@ -67,8 +69,13 @@ class Grounds:
                 # a date or time written another way ("12月5日" -> "2026-12-05", the year from
                 # {{today}}): grounded when each of its numbers was said
                 return all(float(part) in self.parts for part in re.findall(r"\d+", value))
-            return any(w[:4] in self.stems for w in _WORD.findall(value.lower()))
+            return any(w[:4] in self.stems or self._plural_of_said(w) for w in _WORD.findall(value.lower()))
         return False
+
+
+    def _plural_of_said(self, word: str) -> bool:
+        """"pods" when the user said "pod", "boxes" for "box": too short for the 4-letter stem."""
+        return any(word.endswith(end) and word[: -len(end)] in self.words for end in ("s", "es"))
 
 
 def ground_optional(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:

@@ -90,3 +90,13 @@ def test_the_note_to_the_model_does_not_make_the_values_look_said():
     optional = ToolSpec(name="w", parameters={"type": "object", "properties": {"city": {"type": "string"}}})
     [grounded] = ground_calls([call("w", city="San Francisco, CA")], [optional], messages)
     assert grounded.arguments == {}
+
+
+def test_a_plural_of_a_short_word_the_user_said_is_the_users():
+    kubectl = ToolSpec(name="kubectl_get", description="Get resources.", parameters={
+        "type": "object", "required": ["resourceType"],
+        "properties": {"resourceType": {"type": "string", "description": "Type of resource, e.g. pods, deployments"}}})
+    assert doc_values([call("kubectl_get", resourceType="pods")], [kubectl],
+                      asked("list every pod with label app=redis across all namespaces")) == []
+    [found] = doc_values([call("kubectl_get", resourceType="pods")], [kubectl], asked("show me every node"))
+    assert found.value == "pods"
