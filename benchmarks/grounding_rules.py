@@ -1,0 +1,95 @@
+"""Which optional arguments should grounding drop? Rules compared on recorded decisions, no model run.
+
+Grounding (flowcall/calling/grounding.py) drops an optional argument whose value the
+conversation never mentions. A value chosen from a closed set (an enum member, a boolean)
+is said in the user's own words ("only the ones I can edit" -> minAccessRole "writer"), so a
+literal look-up cannot tell whether the user asked for it. This script takes experiments of
+decision-only runs on tuning data (BFCL's even split and the real-world calibration half,
+never the report half), grounds each final call's raw arguments (as the model wrote them)
+again under each rule, scores the result against the item, and prints passes per source:
+
+    FLOWCALL_HOME=... .venv/bin/python benchmarks/grounding_rules.py ID [ID ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flowcall.calling.grounding import Grounds, conversation_text, ground_optional  # noqa: E402
+from flowcall.experiments import item_of  # noqa: E402
+from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
+from flowcall.scoring import Observed, passed, score  # noqa: E402
+from flowcall.service import FlowCall  # noqa: E402
+from flowcall.store.experiments import get_experiment  # noqa: E402
+
+
+def closed_set(schema: dict[str, Any], value: Any) -> bool:
+    """The value is one of the parameter's enum members, or a boolean."""
+    return isinstance(value, bool) or (isinstance(schema.get("enum"), list) and value in schema["enum"])
+
+
+def now(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
+    return ground_optional(call, tool, grounds)
+
+
+def keep_closed_sets(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
+    """As now, but an optional value from the parameter's closed set is kept (unless it is the default)."""
+    grounded = ground_optional(call, tool, grounds)
+    properties = tool.parameters.get("properties", {})
+    back = {key: value for key, value in grounded.dropped_arguments.items()
+            if closed_set(properties.get(key) or {}, value) and value != (properties.get(key) or {}).get("default", ...)}
+    if not back:
+        return grounded
+    return grounded.model_copy(update={"arguments": {**(grounded.arguments or {}), **back}})
+
+
+def nothing_dropped(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
+    return call
+
+
+RULES: dict[str, Callable[[ToolCall, ToolSpec, Grounds], ToolCall]] = {
+    "now": now, "keep closed sets": keep_closed_sets, "drop nothing": nothing_dropped}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("experiments", nargs="+")
+    args = parser.parse_args()
+    service = FlowCall.open(None)
+    tally: Counter[tuple[str, str, str]] = Counter()
+    for experiment_id in args.experiments:
+        experiment = get_experiment(service.store, experiment_id)
+        for row in experiment.items:
+            if row.passed is None:
+                continue
+            _, item = item_of(service, row.run_id)
+            run = service.store.get_run(row.run_id)
+            source = "real-world" if "/" in (item.id or "") else "bfcl"
+            decision = run.final_answer if isinstance(run.final_answer, dict) else {}
+            raw = [ToolCall(id=c["id"], name=c["name"], arguments=json.loads(c["raw_arguments"]))
+                   for c in decision.get("tool_calls") or [] if c.get("raw_arguments")]
+            tools = {t.name: t.spec() for t in item.tools or []}
+            grounds = Grounds(conversation_text([Message(role="user", content=item.question)]))
+            for name, rule in RULES.items():
+                calls = [rule(c, tools[c.name], grounds) if c.name in tools else c for c in raw]
+                seen = Observed(status=str(run.status), error=run.error, calls=[(c.name, c.arguments) for c in calls],
+                                answer=decision.get("answer"), latency_s=None)
+                tally[(experiment.model, source, name)] += passed(score(item, seen))
+            tally[(experiment.model, source, "items")] += 1
+    for model in sorted({m for m, _, _ in tally}):
+        for source in ("bfcl", "real-world"):
+            n = tally[(model, source, "items")]
+            if n:
+                print(f"{model} {source} ({n} items): " + ", ".join(
+                    f"{name} {tally[(model, source, name)]}" for name in RULES))
+
+
+if __name__ == "__main__":
+    main()
