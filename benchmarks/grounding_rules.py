@@ -6,7 +6,14 @@ is said in the user's own words ("only the ones I can edit" -> minAccessRole "wr
 literal look-up cannot tell whether the user asked for it. This script takes experiments of
 decision-only runs on tuning data (BFCL's even split and the real-world calibration half,
 never the report half), grounds each final call's raw arguments (as the model wrote them)
-again under each rule, scores the result against the item, and prints passes per source:
+again under each rule, scores the result against the item, and prints passes per source.
+
+An expectation leaves arguments it does not list free, so a rule that keeps more can only
+gain passes there, even when what it keeps is invented. So each value a rule keeps that
+grounding drops today is also judged on its own, for a call of the expected tool: "right"
+(the expectation lists it with that value), "wrong" (listed with another value) or
+"unlisted" (the item does not ask for it: an invented filter or option, which a real API
+would act on):
 
     FLOWCALL_HOME=... .venv/bin/python benchmarks/grounding_rules.py ID [ID ...]
 """
@@ -25,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flowcall.calling.grounding import Grounds, conversation_text, ground_optional  # noqa: E402
 from flowcall.experiments import item_of  # noqa: E402
 from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
-from flowcall.scoring import Observed, passed, score  # noqa: E402
+from flowcall.scoring import Observed, argument_mismatch, name_matches, passed, score  # noqa: E402
 from flowcall.service import FlowCall  # noqa: E402
 from flowcall.store.experiments import get_experiment  # noqa: E402
 
@@ -79,6 +86,15 @@ def main() -> None:
             grounds = Grounds(conversation_text([Message(role="user", content=item.question)]))
             for name, rule in RULES.items():
                 calls = [rule(c, tools[c.name], grounds) if c.name in tools else c for c in raw]
+                for before, after in zip([now(c, tools[c.name], grounds) if c.name in tools else c for c in raw], calls):
+                    expected = next((e for e in item.expect_calls or [] if name_matches(e.name, after.name)), None)
+                    for key, value in (after.arguments or {}).items():
+                        if expected is None or key in (before.arguments or {}):
+                            continue
+                        verdict = ("unlisted" if key not in expected.arguments else
+                                   "right" if argument_mismatch({key: expected.arguments[key]}, {key: value}) is None
+                                   else "wrong")
+                        tally[(experiment.model, source, f"{name}: kept {verdict}")] += 1
                 seen = Observed(status=str(run.status), error=run.error, calls=[(c.name, c.arguments) for c in calls],
                                 answer=decision.get("answer"), latency_s=None)
                 tally[(experiment.model, source, name)] += passed(score(item, seen))
@@ -87,8 +103,11 @@ def main() -> None:
         for source in ("bfcl", "real-world"):
             n = tally[(model, source, "items")]
             if n:
-                print(f"{model} {source} ({n} items): " + ", ".join(
+                print(f"{model} {source} ({n} items), passed: " + ", ".join(
                     f"{name} {tally[(model, source, name)]}" for name in RULES))
+                for name in list(RULES)[1:]:
+                    print(f"    values {name!r} keeps that grounding drops now: " + ", ".join(
+                        f"{verdict} {tally[(model, source, f'{name}: kept {verdict}')]}" for verdict in ("right", "wrong", "unlisted")))
 
 
 if __name__ == "__main__":
