@@ -6,6 +6,7 @@ opens its run in the inspector."""
 from __future__ import annotations
 
 import time
+import zlib
 
 import altair as alt
 import pandas as pd
@@ -113,7 +114,11 @@ with tab_results:
     else:
         wanted = st.session_state.get("experiment")
         chosen = st.selectbox("Experiment", ids, index=ids.index(wanted) if wanted in ids else 0,
-                              format_func=labels.get, key="results-experiment")
+                              format_func=labels.get,
+                              # the browser keeps showing a picked label as it was drawn: a key that
+                              # changes with the labels draws the picker anew when an experiment moves on
+                              key=f"results-experiment:{zlib.crc32(chr(10).join(labels.values()).encode())}")
+        st.session_state["experiment"] = chosen  # the picker drawn anew keeps this choice
         experiment = get_experiment(app.store, chosen)
         if "resumed" in st.session_state:
             st.success(md(st.session_state.pop("resumed")))

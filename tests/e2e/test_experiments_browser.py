@@ -5,6 +5,8 @@ opened in the inspector. The flow's decision model is the schema-driven stand-in
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -13,7 +15,7 @@ from flowcall.service import FlowCall
 from flowcall.spec import parse_flow
 from flowcall.store.datasets import save_dataset
 from flowcall.store.experiments import get_experiment, list_experiments
-from tests.e2e.studio_ui import choose, click, go, screenshot, settle, tab
+from tests.e2e.studio_ui import choose, click, go, screenshot, settle, tab, widget
 
 pytestmark = [pytest.mark.browser]
 
@@ -66,4 +68,32 @@ def test_run_an_experiment_and_open_an_item_in_the_inspector(studio, page, shots
     expect(page.get_by_role("heading", name=f"Run {first_run.id[:8]}", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Export run as JSON")).to_be_visible()  # the run is drawn
     screenshot(page, shots / "experiments-item-in-inspector.png")
+    app.store.close()
+
+
+def test_an_experiment_left_running_is_resumed_in_the_browser(studio, page, shots):
+    from flowcall.experiments import start
+
+    app = FlowCall.open(studio.database_url)
+    flow = parse_flow({**FLOW, "name": "lookup-left-running"})
+    app.store.save_flow(flow)
+    save_dataset(app.store, "people-left", ITEMS, source="test")
+    started = start(app, flow, "lookup-left-running", "people-left")  # its process "died" before any item
+
+    go(page, studio.url, "/", "Flows")
+    page.get_by_role("link", name="Experiments").click()
+    expect(page.get_by_role("heading", name="Experiments", exact=True)).to_be_visible()
+    settle(page)
+    tab(page, "Results")  # the newest experiment is the one shown first
+    header = page.get_by_text("lookup-left-running v1 × people-left v1", exact=False).first
+    expect(header).to_contain_text("running")
+    click(page, "Resume it here")
+    expect(page.get_by_text("passed 1 of 2 runs (50.0%)", exact=False).first).to_be_visible()
+    # drawn again after the resume: the header says finished and the button is gone
+    expect(header).to_contain_text("finished")
+    picked = widget(page, "stSelectbox", "Experiment").locator("input").first
+    expect(picked).to_have_value(re.compile(r"\bfinished\b"))  # the picker too
+    expect(page.get_by_role("button", name="Resume it here")).to_have_count(0)
+    assert get_experiment(app.store, started.id).status.value == "finished"
+    screenshot(page, shots / "experiments-resumed.png", page.get_by_role("tab", name="Results"))
     app.store.close()
