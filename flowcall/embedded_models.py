@@ -57,7 +57,9 @@ MODELS = {
             #   to tune. Every example-flow question that needs a tool is above it (lowest 0.22,
             #   --product), and 99 of 100 relevant BFCL cases; it keeps quiet on 40% of irrelevance.
             # more_calls_margin: calibrate_more_calls.py --per-category 12, best separation at -4.8
-            #   (after the last needed call median -6.1, n=48; while calls remain -2.9, n=34).
+            #   (after the last needed call median -6.1, n=48; while calls remain -2.9, n=34). On the
+            #   mix (--per-category 20 and the real-world calibration half) still best at -4.8, and
+            #   -4.8/-4.6 with each real-world family left out (2026-11-26_more_calls_mix_1.5b.txt).
             calibrated={"call_margin": 1.70, "veto_margin": 0.0, "more_calls_margin": -4.8},
         ),
     )
