@@ -37,24 +37,14 @@ from flowcall.service import FlowCall  # noqa: E402
 from flowcall.store.experiments import get_experiment  # noqa: E402
 
 
-def closed_set(schema: dict[str, Any], value: Any) -> bool:
-    """The value is one of the parameter's enum members, or a boolean."""
-    return isinstance(value, bool) or (isinstance(schema.get("enum"), list) and value in schema["enum"])
-
-
 def now(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
     return ground_optional(call, tool, grounds)
 
 
 def keep_closed_sets(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
-    """As now, but an optional value from the parameter's closed set is kept (unless it is the default)."""
-    grounded = ground_optional(call, tool, grounds)
-    properties = tool.parameters.get("properties", {})
-    back = {key: value for key, value in grounded.dropped_arguments.items()
-            if closed_set(properties.get(key) or {}, value) and value != (properties.get(key) or {}).get("default", ...)}
-    if not back:
-        return grounded
-    return grounded.model_copy(update={"arguments": {**(grounded.arguments or {}), **back}})
+    """As now, but an optional value from the parameter's enum is kept (unless it is the default):
+    the product's keep_enum_choices (a boolean is never dropped unless it is the default)."""
+    return ground_optional(call, tool, grounds, keep_enum=True)
 
 
 def nothing_dropped(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:

@@ -146,7 +146,8 @@ class SchemaWay(SingleCallWay):
         """interpret, then drop invented optional arguments where the provider asks for it."""
         turn = self.interpret(turn, request)
         if capabilities.ground_optional_arguments and turn.tool_calls:
-            turn = turn.model_copy(update={"tool_calls": ground_calls(turn.tool_calls, request.tools, request.messages)})
+            grounded = ground_calls(turn.tool_calls, request.tools, request.messages, capabilities.keep_enum_choices)
+            turn = turn.model_copy(update={"tool_calls": grounded})
         return turn
 
     def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:

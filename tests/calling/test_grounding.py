@@ -76,3 +76,34 @@ def test_undeclared_keys_are_dropped_only_when_the_tool_takes_no_others() -> Non
     kept, dropped = drop_undeclared(made, tool(extra=False))
     assert kept.arguments == {"title": "x"} and dropped == ["description"]
     assert drop_undeclared(made, tool(extra=True)) == (made, [])
+
+
+def test_keep_enum_keeps_a_chosen_member_but_not_an_invented_free_value_or_the_default():
+    grounds = Grounds("Route me from London to Edinburgh, nothing too long please")
+    written = call(start="London", destination="Edinburgh", method="shortest", year=2000, units="km")
+    assert ground_optional(written, ROUTE, grounds).dropped_arguments == {"method": "shortest", "year": 2000, "units": "km"}
+    kept = ground_optional(written, ROUTE, grounds, keep_enum=True)
+    assert kept.arguments == {"start": "London", "destination": "Edinburgh", "method": "shortest"}
+    assert kept.dropped_arguments == {"year": 2000, "units": "km"}  # a free value and the default still go
+    odd = ToolSpec(name="route", parameters={"type": "object", "properties": {"tags": {"type": "array", "enum": [["a"]]}}})
+    out = ground_optional(ToolCall(id="c", name="route", arguments={"tags": ["a"]}), odd, Grounds("x"), keep_enum=True)
+    assert out.arguments == {}  # a list is looked up item by item, never as an enum member
+
+
+def test_the_schema_way_keeps_enum_choices_only_where_the_provider_says_so():
+    import json
+
+    from flowcall.calling.schema import SchemaWay
+    from flowcall.messages import ModelRequest, ModelTurn
+    from flowcall.providers.base import Capabilities
+
+    forecast = ToolSpec(name="forecast", parameters={"type": "object", "required": ["location"], "properties": {
+        "location": {"type": "string"}, "units": {"type": "string", "enum": ["metric", "imperial"]}}})
+    request = ModelRequest(messages=[Message(role="user", content="成都天气, in fahrenheit")], tools=[forecast])
+    written = ModelTurn(content=json.dumps({"tool_calls": [
+        {"name": "forecast", "arguments": {"location": "成都", "units": "imperial"}}]}))
+    caps = Capabilities(grammar=True, ground_optional_arguments=True)
+    dropped = SchemaWay().read(written, request, caps).tool_calls[0]
+    assert dropped.arguments == {"location": "成都"} and dropped.dropped_arguments == {"units": "imperial"}
+    kept = SchemaWay().read(written, request, caps.model_copy(update={"keep_enum_choices": True})).tool_calls[0]
+    assert kept.arguments == {"location": "成都", "units": "imperial"} and not kept.dropped_arguments
