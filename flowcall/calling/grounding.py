@@ -87,7 +87,8 @@ class Grounds:
 
 
 def enum_choice(schema: dict[str, Any], value: Any) -> bool:
-    """The value is one of the parameter's enum members."""
+    """The value is one of the parameter's enum members (a server's schema is untrusted: an
+    "enum" that is not a list would match substrings of a string)."""
     members = schema.get("enum")
     return isinstance(members, list) and not isinstance(value, (list, dict)) and value in members
 

@@ -88,6 +88,11 @@ def test_keep_enum_keeps_a_chosen_member_but_not_an_invented_free_value_or_the_d
     odd = ToolSpec(name="route", parameters={"type": "object", "properties": {"tags": {"type": "array", "enum": [["a"]]}}})
     out = ground_optional(ToolCall(id="c", name="route", arguments={"tags": ["a"]}), odd, Grounds("x"), keep_enum=True)
     assert out.arguments == {}  # a list is looked up item by item, never as an enum member
+    # a server's schema is untrusted: an "enum" that is a string is no closed set ("short" is in it)
+    hostile = ToolSpec(name="route", parameters={"type": "object", "properties": {
+        "mode": {"type": "string", "enum": "shortest fastest"}}})
+    out = ground_optional(ToolCall(id="c", name="route", arguments={"mode": "short"}), hostile, Grounds("x"), keep_enum=True)
+    assert out.arguments == {} and out.dropped_arguments == {"mode": "short"}
 
 
 def test_the_schema_way_keeps_enum_choices_only_where_the_provider_says_so():
