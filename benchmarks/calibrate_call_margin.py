@@ -36,14 +36,20 @@ from tqdm import tqdm  # noqa: E402
 from flowcall import config  # noqa: E402
 from flowcall.spec import load_flow  # noqa: E402
 from flowcall.tools.registry import ToolRegistry  # noqa: E402
-from flowcall.calling.relevance import last_user_text, margin, relevance_request  # noqa: E402
+from flowcall.calling.relevance import last_user_text, tool_margin  # noqa: E402
 from flowcall.eval import load_cases  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
 
 
+def fit(provider: LocalProvider, tool, text: str) -> float:
+    """The margin the provider's gate reads (relevance.tool_margin, with its own settings)."""
+    return tool_margin(lambda asked, _label: provider.complete(asked), tool, text,
+                       provider.capabilities.relevance_with_examples)
+
+
 def best_margin(provider: LocalProvider, case) -> float:
     text = last_user_text(case.messages)
-    return max(margin(provider.complete(relevance_request(tool, text)).scores) for tool in case.tools)
+    return max(fit(provider, tool, text) for tool in case.tools)
 
 
 def product(provider: LocalProvider) -> None:
@@ -55,7 +61,7 @@ def product(provider: LocalProvider) -> None:
         tools = [t.spec() for t in ToolRegistry.from_plugin_dirs(config.plugin_dirs()).resolve(flow.tools)]
         for kind, texts in sets.items():
             for text in texts:
-                value = max(margin(provider.complete(relevance_request(t, text)).scores) for t in tools)
+                value = max(fit(provider, t, text) for t in tools)
                 rows.append((file, kind, "zh" if re.search(r"[\u3400-\u9fff]", text) else "en", value, text))
     for file, kind, language, value, text in rows:
         wrong = (value > threshold) != (kind == "call")
@@ -76,7 +82,7 @@ def realworld_margins(provider: LocalProvider) -> tuple[list[float], list[float]
     assert not problems, problems[:3]
     quiet, call = [], []
     for item in tqdm(items, unit="item", desc="real-world calibration half"):
-        value = max(margin(provider.complete(relevance_request(t.spec(), item.question)).scores) for t in item.tools)
+        value = max(fit(provider, t.spec(), item.question) for t in item.tools)
         (quiet if item.expect_no_call else call).append(value)
     return quiet, call
 

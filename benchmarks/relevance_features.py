@@ -14,6 +14,11 @@ and, with `more` (a second pass over the same rows),
   asks    the purpose, asked as "Is the user asking for what this function does?";
 and per item `dec`, logP("tool") - logP("answer") for the first word of the schema way's
 decision after '{"', with every tool listed: the decision's own "no call" option.
+
+`variants SRC OUT` scores, per tool, the plain gate question (`lead`) and the same question after
+worked examples (`shots`: relevance.EXAMPLES, made-up tools of families in neither real-world
+half, half of them near misses); `analyze` adds `both`, their mean (the gate of a provider with
+relevance_with_examples).
 """
 
 from __future__ import annotations
@@ -75,6 +80,30 @@ def collect_lead(src: Path, out: Path) -> None:
         for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
             for scored, tool in zip(row["tools"], tools):
                 scored["lead"] = relevance.margin(provider.complete(relevance.relevance_request(tool, text)).scores)
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+
+
+def collect_variants(src: Path, out: Path) -> None:
+    """Per tool: `lead` (the gate as shipped) and `shots` (the same after worked examples);
+    `dec` is copied from SRC when it has it. SRC only fixes the rows' order and labels."""
+    from flowcall.providers.local import LocalProvider
+
+    provider = LocalProvider.shared()
+    todo = list(rows())
+    done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()] if src.exists() else []
+    with out.open("w", encoding="utf-8") as sink:
+        for i, (source, family, category, kind, text, _m, tools, expected) in enumerate(tqdm(todo, unit="item")):
+            per_tool = []
+            for tool in tools:
+                asked = relevance.relevance_request(tool, text)
+                per_tool.append({"name": tool.name,
+                                 "lead": relevance.margin(provider.complete(asked).scores),
+                                 "shots": relevance.margin(provider.complete(relevance.after_examples(asked)).scores)})
+            row = {"source": source, "family": family, "category": category, "kind": kind, "question": text,
+                   "expected": expected, "tools": per_tool}
+            if i < len(done) and "dec" in done[i]:
+                row["dec"] = done[i]["dec"]
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
             sink.flush()
 
@@ -199,11 +228,15 @@ def top_pick(rows_: list[dict], method: str) -> float:
 
 def analyze(path: Path) -> None:
     data = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in data:
+        for tool in row["tools"]:
+            if "lead" in tool and "shots" in tool:
+                tool["both"] = (tool["lead"] + tool["shots"]) / 2
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
-    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead"]
-               if m == "dec" or m.removesuffix("-null") in data[0]["tools"][0]]
+    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both"]
+               if (m == "dec" and "dec" in data[0]) or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
     print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
     for m in methods:
@@ -226,12 +259,19 @@ def analyze(path: Path) -> None:
         print(f"  {m:8} LOFO real q/c/bal {sum(quiet) / len(quiet):.0%}/{sum(call) / len(call):.0%}/"
               f"{(sum(quiet) / len(quiet) + sum(call) / len(call)) / 2:.1%}   BFCL-fit t={tb:5.2f}: real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
               f"   medians quiet/call real {statistics.median(item_score(r, m) for r in real if r['kind'] == 'quiet'):.2f}/"
-              f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f}")
+              f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f}"
+              f"   LOFO bars {min(t for _, t in held):.2f}..{max(t for _, t in held):.2f}")
+    print("\nthe bar on the whole mix: the best mean of the two sources' balanced accuracies (how call_margin is chosen)")
+    for m in methods:
+        candidates = sorted(set(round(item_score(r, m), 2) for r in data))
+        t = max(candidates, key=lambda c: (scores_at(bfcl, m, c)[2] + scores_at(real, m, c)[2]) / 2)
+        qb, qr = scores_at(bfcl, m, t), scores_at(real, m, t)
+        print(f"  {m:8} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -244,6 +284,8 @@ def main() -> None:
         collect_more(args.path, args.out)
     elif args.command == "lead":
         collect_lead(args.path, args.out)
+    elif args.command == "variants":
+        collect_variants(args.path, args.out)
     else:
         analyze(args.path)
 

@@ -50,9 +50,15 @@ MODELS = {
             about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): about 3x the time per token",
             # Measured on this model, BFCL's even split (the odd one is left for the evaluation),
             # benchmarks/results/2026-11-25_calibration_1.5b.txt:
-            # call_margin: calibrate_call_margin.py --per-category 25 --irrelevance 100, best
-            #   balanced accuracy at 1.70 (quiet on 92% of irrelevance, calls on 90% of relevant;
-            #   the same 1.70 on the first 12/48). At the 0.5B's 0.72 it would keep quiet on 59-69%.
+            # call_margin, relevance_with_examples: the gate reads the mean of its question asked
+            #   plainly and after worked examples (relevance.EXAMPLES). benchmarks/
+            #   relevance_features.py variants/analyze on the tuning data (BFCL even 20 per category
+            #   + 80 irrelevance, the real-world calibration half; 2026-11-26_relevance_examples_1.5b.txt):
+            #   AUC real-world 0.932 against 0.910 for the plain question; the bar 1.35 is the best
+            #   mean of the two sources' balanced accuracies (BFCL even quiet 84% / calls 96%,
+            #   real-world 88% / 86%, against the plain question's best 90%/80% at 1.63); refitted
+            #   with each real-world family left out it lands at 1.35-1.41 (real-world 88%/86%, the
+            #   plain question 88%/76%). Before it, the plain question at 1.70 (fitted on BFCL even).
             # veto_margin: 0.0, where "no" becomes likelier than "yes" for every tool: no threshold
             #   to tune. Every example-flow question that needs a tool is above it (lowest 0.22,
             #   --product), and 99 of 100 relevant BFCL cases; it keeps quiet on 40% of irrelevance.
@@ -65,7 +71,7 @@ MODELS = {
             #   half 7 asked-for values won back against 1 wrong and 2 unasked, 116 -> 117 passes; on
             #   BFCL even 20 per call category nothing changes; 2026-11-26_grounding_rules_*_1.5b.txt).
             #   The 0.5B keeps dropping them: there it was 3 against 3.
-            calibrated={"call_margin": 1.70, "veto_margin": 0.0, "more_calls_margin": -4.8, "keep_enum_choices": True},
+            calibrated={"call_margin": 1.35, "relevance_with_examples": True, "veto_margin": 0.0, "more_calls_margin": -4.8, "keep_enum_choices": True},
         ),
     )
 }

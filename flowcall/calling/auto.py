@@ -64,7 +64,7 @@ class AutoWay:
         if (capabilities.veto_margin is None or not capabilities.scoring or request.tool_choice != "auto"
                 or not request.tools or has_tool_results(request.messages)):
             return request
-        scored = score_tools(request, call, "auto")
+        scored = score_tools(request, call, "auto", capabilities.relevance_with_examples)
         if scored and scored[0][0] > capabilities.veto_margin:
             return request
         return request.model_copy(update={"tool_choice": "none"})

@@ -221,5 +221,6 @@ def relevant_tools(request: ModelRequest, capabilities: Capabilities, call: Mode
     """The tools the model says can handle the request, best first (one scoring call each), at
     most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
     overflow a small model's context."""
-    fitting = [tool for value, tool in score_tools(request, call, way) if value > capabilities.call_margin]
+    fitting = [tool for value, tool in score_tools(request, call, way, capabilities.relevance_with_examples)
+               if value > capabilities.call_margin]
     return fitting[:shortlist.SHORTLIST]

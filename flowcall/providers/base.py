@@ -21,6 +21,9 @@ class Capabilities(BaseModel):
     grammar: bool = False  # can constrain decoding with a grammar (local models)
     scoring: bool = False  # answers score_options requests (next-token log-probabilities)
     call_margin: float = 0.0  # call a tool when logP(yes) - logP(no) of "can it handle this?" exceeds this
+    # ...with that margin the mean of the question asked plainly and after worked examples
+    # (relevance.EXAMPLES): two readings of one question disagree less than either alone errs
+    relevance_with_examples: bool = False
     # for `auto` with a scoring provider: answer without tools when no tool's margin exceeds
     # this. Set below call_margin, it only vetoes clearly irrelevant requests and leaves the
     # rest to the first way of the chain (e.g. native, which calls well but cannot keep quiet)

@@ -90,3 +90,64 @@ def test_the_retry_note_is_not_the_users_request():
 
     messages = [Message(role="user", content="成都天气?"), *parse_retry_messages("{bad", "not JSON")]
     assert last_user_text(messages) == "成都天气?"
+
+
+def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_example_readings():
+    """A provider with relevance_with_examples asks each tool's question twice: as it is, and
+    after the worked examples (relevance.EXAMPLES) as earlier turns; the gate reads the mean."""
+    from flowcall.calling.relevance import EXAMPLES, score_tools
+    from flowcall.messages import ModelRequest, ModelTurn
+
+    asked: list[tuple[ModelRequest, str]] = []
+
+    def call(way, request, _schema, label):
+        asked.append((request, label))
+        after = len(request.messages) > 2
+        return ModelTurn(scores={"yes": -0.1, "no": -3.1 if after else -1.1})  # 3.0 after examples, 1.0 plain
+
+    request = ModelRequest(messages=[Message(role="user", content="Will it rain in Paris?")], tools=[WEATHER])
+    assert score_tools(request, call, "schema") == [(1.0, WEATHER)] and len(asked) == 1
+    asked.clear()
+    [(value, tool)] = score_tools(request, call, "schema", with_examples=True)
+    assert tool == WEATHER and abs(value - 2.0) < 1e-9
+    (plain, plain_label), (again, again_label) = asked
+    assert plain_label == "relevance of get_weather" and again_label == "relevance of get_weather, after worked examples"
+    assert again.messages[0] == plain.messages[0] and again.messages[-1] == plain.messages[-1]
+    turns = again.messages[1:-1]
+    assert len(turns) == 2 * len(EXAMPLES) and [m.role for m in turns[:2]] == ["user", "assistant"]
+    assert [m.content for m in turns[1::2]] == [answer for *_, answer in EXAMPLES]
+    assert {answer for *_, answer in EXAMPLES} == {"yes", "no"}  # near misses as well as fits
+    assert again.score_options == ["yes", "no"] and again.max_tokens == 1
+
+
+def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quiet():
+    """End to end through the engine: plain margin 1.0 is under the bar 1.5, the mean (2.0) is
+    over it, so the schema way calls; both scoring calls are recorded steps."""
+    from flowcall.engine import Engine
+    from flowcall.messages import ModelTurn
+    from flowcall.providers.base import Capabilities
+    from flowcall.providers.scripted import ScriptedProvider
+    from flowcall.spec import DecisionConfig, Flow
+    from flowcall.steps import MemorySink
+    from flowcall.tools.python_plugins import build_tool
+    from flowcall.tools.registry import ToolRegistry
+
+    def get_weather(location: str) -> dict:
+        """Weather for a city."""
+        return {"location": location, "weather": "小雨"}
+
+    def scores(request):
+        return ModelTurn(scores={"yes": -0.1, "no": -3.1 if len(request.messages) > 2 else -1.1})
+
+    call = '{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'
+    for with_examples, expect_call in ((False, False), (True, True)):
+        script = [scores, scores, call, '{"answer": "小雨"}'] if with_examples else [scores, '{"answer": "不知道"}']
+        provider = ScriptedProvider(script, capabilities=Capabilities(
+            json_schema_output=True, grammar=True, scoring=True, call_margin=1.5, relevance_with_examples=with_examples))
+        flow = Flow(name="r", tools=["w/v1/get_weather"], decision=DecisionConfig(provider="scripted", calling_way="schema"))
+        registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather")])
+        run = Engine(registry, lambda cfg: provider, MemorySink()).run(flow, "成都天气?")
+        called = [s.arguments for s in run.steps if s.kind == "tool_call"]
+        assert bool(called) is expect_call, (with_examples, run.steps)
+        scored = [r for r in provider.requests if r.score_options == ["yes", "no"]]
+        assert len(scored) == (2 if with_examples else 1)
