@@ -30,11 +30,10 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flowcall.calling.grounding import Grounds, conversation_text, ground_optional  # noqa: E402
-from flowcall.experiments import item_of  # noqa: E402
 from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
 from flowcall.scoring import Observed, argument_mismatch, name_matches, passed, score  # noqa: E402
 from flowcall.service import FlowCall  # noqa: E402
-from flowcall.store.experiments import get_experiment  # noqa: E402
+from recorded_decisions import recorded  # noqa: E402
 
 
 def now(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
@@ -59,36 +58,28 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("experiments", nargs="+")
     args = parser.parse_args()
-    service = FlowCall.open(None)
     tally: Counter[tuple[str, str, str]] = Counter()
-    for experiment_id in args.experiments:
-        experiment = get_experiment(service.store, experiment_id)
-        for row in experiment.items:
-            if row.passed is None:
-                continue
-            _, item = item_of(service, row.run_id)
-            run = service.store.get_run(row.run_id)
-            source = "real-world" if "/" in (item.id or "") else "bfcl"
-            decision = run.final_answer if isinstance(run.final_answer, dict) else {}
-            raw = [ToolCall(id=c["id"], name=c["name"], arguments=json.loads(c["raw_arguments"]))
-                   for c in decision.get("tool_calls") or [] if c.get("raw_arguments")]
-            tools = {t.name: t.spec() for t in item.tools or []}
-            grounds = Grounds(conversation_text([Message(role="user", content=item.question)]))
-            for name, rule in RULES.items():
-                calls = [rule(c, tools[c.name], grounds) if c.name in tools else c for c in raw]
-                for before, after in zip([now(c, tools[c.name], grounds) if c.name in tools else c for c in raw], calls):
-                    expected = next((e for e in item.expect_calls or [] if name_matches(e.name, after.name)), None)
-                    for key, value in (after.arguments or {}).items():
-                        if expected is None or key in (before.arguments or {}):
-                            continue
-                        verdict = ("unlisted" if key not in expected.arguments else
-                                   "right" if argument_mismatch({key: expected.arguments[key]}, {key: value}) is None
-                                   else "wrong")
-                        tally[(experiment.model, source, f"{name}: kept {verdict}")] += 1
-                seen = Observed(status=str(run.status), error=run.error, calls=[(c.name, c.arguments) for c in calls],
-                                answer=decision.get("answer"), latency_s=None)
-                tally[(experiment.model, source, name)] += passed(score(item, seen))
-            tally[(experiment.model, source, "items")] += 1
+    for found in recorded(FlowCall.open(None), args.experiments):
+        item, run, decision, source = found.item, found.run, found.decision, found.source
+        raw = [ToolCall(id=c["id"], name=c["name"], arguments=json.loads(c["raw_arguments"]))
+               for c in decision.get("tool_calls") or [] if c.get("raw_arguments")]
+        tools = {t.name: t.spec() for t in item.tools or []}
+        grounds = Grounds(conversation_text([Message(role="user", content=item.question)]))
+        for name, rule in RULES.items():
+            calls = [rule(c, tools[c.name], grounds) if c.name in tools else c for c in raw]
+            for before, after in zip([now(c, tools[c.name], grounds) if c.name in tools else c for c in raw], calls):
+                expected = next((e for e in item.expect_calls or [] if name_matches(e.name, after.name)), None)
+                for key, value in (after.arguments or {}).items():
+                    if expected is None or key in (before.arguments or {}):
+                        continue
+                    verdict = ("unlisted" if key not in expected.arguments else
+                               "right" if argument_mismatch({key: expected.arguments[key]}, {key: value}) is None
+                               else "wrong")
+                    tally[(found.model, source, f"{name}: kept {verdict}")] += 1
+            seen = Observed(status=str(run.status), error=run.error, calls=[(c.name, c.arguments) for c in calls],
+                            answer=decision.get("answer"), latency_s=None)
+            tally[(found.model, source, name)] += passed(score(item, seen))
+        tally[(found.model, source, "items")] += 1
     for model in sorted({m for m, _, _ in tally}):
         for source in ("bfcl", "real-world"):
             n = tally[(model, source, "items")]

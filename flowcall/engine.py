@@ -23,7 +23,7 @@ from flowcall import progress, schemas
 from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay, calls_from_text
-from flowcall.calling.doc_values import doc_values, retry_message
+from flowcall.calling.doc_values import doc_values, required_doc_values, retry_message
 from flowcall.calling.relevance import RETRY_PREFIX
 from flowcall.calling.router import Rule
 from flowcall.errors import ConfigError, ErrorCode, FlowCallError, ProviderError
@@ -610,11 +610,13 @@ class Engine:
         """A decision, made once more when its calls carry values from the tools' docs instead
         of the conversation (calling/doc_values.py): a warning step says which and why, the
         model reads the same, and the second decision stands. It costs one retry of `budget`;
-        with none left, the first decision stands. Returns the turn and the budget left."""
+        with none left, the first decision stands. Either way a call whose required argument is
+        still the docs' own example is not made (_without_unsaid). Returns the turn and the
+        budget left."""
         turn = self._decide(provider, way, request, rec, round_no)
         found = doc_values(turn.tool_calls, request.tools, request.messages) if turn.tool_calls and budget > 0 else []
         if not found:
-            return turn, budget
+            return self._without_unsaid(provider, way, request, turn, rec, round_no), budget
         rec.record(StepKind.WARNING, round=round_no, name="doc_values", error_code=str(ErrorCode.INVALID_ARGUMENT),
                    note="argument values from the tools' docs, not the conversation; asking once more (one retry)",
                    error_message="; ".join(item.line() for item in found),
@@ -625,7 +627,32 @@ class Engine:
             # the decision to call these tools stands; only their arguments are written again
             "tools": [t for t in request.tools if t.name in named],
             "tool_choice": request.tool_choice if request.tool_choice not in ("auto", "none") else "required"})
-        return self._decide(provider, way, again, rec, round_no), budget - 1
+        turn = self._decide(provider, way, again, rec, round_no)
+        return self._without_unsaid(provider, way, request, turn, rec, round_no), budget - 1
+
+    def _without_unsaid(self, provider: Provider, way: CallingWay, request: ModelRequest, turn: ModelTurn,
+                        rec: _Recorder, round_no: int) -> ModelTurn:
+        """The decision without the calls whose required argument is the tool's own example
+        ("owner": "octocat" from the docs, for "thanks, that's all"): the conversation never
+        gave what the tool cannot run without, so the call is not what the user asked, and it
+        could act on a resource nobody named. Where no call is left, the model answers instead
+        (tool_choice none). A flow whose tool_choice demands a call keeps it."""
+        if not turn.tool_calls or request.tool_choice != "auto":
+            return turn
+        unsaid = {id(call): required_doc_values(doc_values([call], request.tools, request.messages), request.tools)
+                  for call in turn.tool_calls}
+        if not any(unsaid.values()):
+            return turn
+        flagged = [item for items in unsaid.values() for item in items]
+        kept = [call for call in turn.tool_calls if not unsaid[id(call)]]
+        rec.record(StepKind.WARNING, round=round_no, name="doc_values", error_code=str(ErrorCode.INVALID_ARGUMENT),
+                   note=("not made: a required argument is the tool's own example, which the conversation never "
+                         "gave" + ("; the model answers instead" if not kept else "")),
+                   error_message="; ".join(item.line() for item in flagged),
+                   result=[{"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why} for i in flagged])
+        if kept:
+            return turn.model_copy(update={"tool_calls": kept})
+        return self._decide(provider, way, request.model_copy(update={"tool_choice": "none"}), rec, round_no)
 
     def _model_call(
         self, provider: Provider, rec: _Recorder, kind: StepKind, round_no: int, way_name: str | None,

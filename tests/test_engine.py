@@ -341,16 +341,37 @@ def test_a_value_copied_from_the_tools_docs_is_asked_for_once_more(registry):
     assert not any("成都" in (m.content or "") for m in decision.requests[2].messages)
 
 
-def test_the_second_decision_stands_and_no_budget_means_no_second_ask(registry):
-    twice = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "成都"})], "成都阴。"]
+def test_a_required_value_still_from_the_docs_is_not_called_and_the_model_answers(registry):
+    """Asked once, the model writes the docs' example city again for a question about another
+    city: the conversation never gave the location, so no call is made (it would answer for a
+    place nobody named) and the model answers with no tools (tool_choice none). Asked not at
+    all (no budget left), the same."""
+    twice = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "成都"})], "请告诉我是哪个城市?"]
     result, decision, _ = run(registry, make_flow(retry_budget=2), twice, question="北京现在天气怎么样?")
+    assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL, StepKind.WARNING,
+                             StepKind.MODEL_CALL]
+    assert "not made" in result.steps[3].note and "get_weather.location = '成都'" in result.steps[3].error_message
+    assert decision.requests[2].tool_choice == "none" and decision.requests[2].messages == decision.requests[0].messages
+    assert CALLS == [] and result.final_answer == "请告诉我是哪个城市?" and result.status == RunStatus.SUCCEEDED
+    result, decision, _ = run(registry, make_flow(retry_budget=0), [[("get_weather", {"location": "成都"})], "哪个城市?"],
+                              question="北京现在天气怎么样?")
+    assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL]
+    assert CALLS == [] and result.final_answer == "哪个城市?"
+
+
+def test_a_flow_that_demands_a_call_keeps_the_second_decision(registry):
+    twice = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "成都"})], "成都阴。"]
+    result, _, _ = run(registry, make_flow(retry_budget=2, tool_choice="required"), twice, question="北京现在天气怎么样?")
     assert [s.kind for s in result.steps].count(StepKind.WARNING) == 1  # asked once, not twice
     assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]
-    CALLS.clear()
-    result, decision, _ = run(registry, make_flow(retry_budget=0), [[("get_weather", {"location": "成都"})], "阴。"],
-                              question="北京现在天气怎么样?")
-    assert StepKind.WARNING not in kinds(result) and len(decision.requests) == 2
-    assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]
+
+
+def test_only_the_call_with_an_unsaid_required_value_is_dropped(registry):
+    both = [[("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
+            [("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})], "北京晴。"]
+    result, _, _ = run(registry, make_flow(retry_budget=2), both, question="北京现在天气怎么样?")
+    assert "get_weather.location = '成都'" in result.steps[3].error_message
+    assert CALLS == [("get_weather", {"location": "北京", "extensions": "base"})]
 
 
 def test_a_value_the_user_said_is_not_questioned(registry):

@@ -41,6 +41,7 @@ class DocValue:
     argument: str  # a path: "location", "fields.priority.name", "edits[0].path"
     value: Any
     why: str  # "the tool's description has it as an example", "the request names Low"
+    example: bool = False  # copied from the docs (not an enum member the words speak against)
 
     def line(self) -> str:
         return f"{self.tool}.{self.argument} = {self.value!r}: {self.why}"
@@ -101,7 +102,7 @@ def doc_values(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Mess
             for path, value, schema in _values(argument, _property(tool.parameters, key), key):
                 problem = _problem(value, schema or {}, docs, grounds)
                 if problem:
-                    found.append(DocValue(call.name, path, value, problem))
+                    found.append(DocValue(call.name, path, value, problem, example=problem == _EXAMPLE))
     return found
 
 
@@ -117,8 +118,18 @@ def _problem(value: Any, schema: dict[str, Any], docs: str, grounds: Grounds) ->
         named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and grounds.has(v)]
         return f"the request names {' or '.join(map(repr, named))}, not this" if named else None
     if _squash(value) in docs:
-        return "it is the tool's own example, and nothing in the conversation says it"
+        return _EXAMPLE
     return None
+
+
+_EXAMPLE = "it is the tool's own example, and nothing in the conversation says it"
+
+
+def required_doc_values(found: list[DocValue], tools: list[ToolSpec]) -> list[DocValue]:
+    """The flagged values that are the docs' examples in a required argument: the conversation
+    never gave what the tool cannot run without."""
+    required = {t.name: set(t.parameters.get("required") or []) for t in tools}
+    return [f for f in found if f.example and re.split(r"[.\[]", f.argument, maxsplit=1)[0] in required.get(f.tool, set())]
 
 
 def retry_message(found: list[DocValue]) -> Message:

@@ -7,8 +7,8 @@ optional argument whose value appears nowhere in the conversation (system prompt
 messages, earlier tool results) is dropped, so the tool's own default applies. Required
 arguments are never touched: the tool cannot run without them, so a guess is the best there is.
 
-"Appears" is deliberately loose (case, punctuation, the first four letters of a word, a number
-written as a percentage), because the cost of keeping a guess is lower than the cost of dropping what the
+"Appears" is deliberately loose (case, punctuation, the first four letters of a word, the first
+two characters of a run of Chinese ones, a number written as a percentage), because the cost of keeping a guess is lower than the cost of dropping what the
 user said. Booleans and objects cannot be looked up in text and are kept.
 
 With `keep_enum`, a value chosen from the parameter's enum is kept too: a closed-set choice is
@@ -31,6 +31,7 @@ _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
 _DIGITS_ONLY = re.compile(r"\d+(?:[-/.: ]\d+)+")  # 2026-12-05, 12/05, 10:30
 _WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4+ letters: short ones match too much
 _LETTERS = re.compile(r"[^\W\d_]+")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]{2,}")  # Chinese has no spaces: a run of characters is a phrase
 
 
 # FlowCall's own note to the model about values it should not have written (doc_values.py):
@@ -77,7 +78,8 @@ class Grounds:
                 # a date or time written another way ("12月5日" -> "2026-12-05", the year from
                 # {{today}}): grounded when each of its numbers was said
                 return all(float(part) in self.parts for part in re.findall(r"\d+", value))
-            return any(w[:4] in self.stems or self._plural_of_said(w) for w in _WORD.findall(value.lower()))
+            return (any(w[:4] in self.stems or self._plural_of_said(w) for w in _WORD.findall(value.lower()))
+                    or any(run[:2] in self.squashed for run in _CJK_RUN.findall(value)))
         return False
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowcall.calling.doc_values import doc_values, retry_message
+from flowcall.calling.doc_values import doc_values, required_doc_values, retry_message
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.relevance import last_user_text
 from flowcall.messages import Message, ToolCall, ToolSpec
@@ -49,6 +49,24 @@ def test_examples_in_an_examples_list_count_as_docs():
     [found] = doc_values([call("list_issues", repo="octocat/Hello-World")], [REPO],
                          asked("open issues in torvalds/linux please"))
     assert found.argument == "repo"
+
+
+def test_only_docs_examples_in_required_arguments_count_as_unsaid():
+    """An example in a required argument (deep in it too) is unsaid; an enum value the words
+    speak against, or an example in an optional argument, is not (the call can do without it)."""
+    found = doc_values([call("list_issues", repo="octocat/Hello-World")], [REPO], asked("thanks, that's all"))
+    assert [f.argument for f in required_doc_values(found, [REPO])] == ["repo"]
+    against = doc_values([call("create_issue", fields={"project": {"key": "PAY"}, "priority": {"name": "Medium"}})],
+                         [JIRA], asked("lowest priority bug in project PAY: login button is grey"))
+    assert [f.argument for f in against] == ["fields.priority.name"] and required_doc_values(against, [JIRA]) == []
+    example_in_required_object = doc_values([call("create_issue", fields={"project": {"key": "PAYROLL"}})],
+                                            [JIRA.model_copy(update={"description": "Example project key: PAYROLL."})],
+                                            asked("file a bug: login button is grey"))
+    assert [f.argument for f in required_doc_values(example_in_required_object, [JIRA])] == ["fields.project.key"]
+    optional = ToolSpec(name="w", description="", parameters={"type": "object", "properties": {
+        "location": {"type": "string", "description": "e.g. San Francisco, CA"}}})
+    found = doc_values([call("w", location="San Francisco, CA")], [optional], asked("weather in chicago"))
+    assert found and required_doc_values(found, [optional]) == []
 
 
 def test_a_value_from_an_earlier_tool_result_is_grounded():

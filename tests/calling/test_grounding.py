@@ -112,3 +112,11 @@ def test_the_schema_way_keeps_enum_choices_only_where_the_provider_says_so():
     assert dropped.arguments == {"location": "成都"} and dropped.dropped_arguments == {"units": "imperial"}
     kept = SchemaWay().read(written, request, caps.model_copy(update={"keep_enum_choices": True})).tool_calls[0]
     assert kept.arguments == {"location": "成都", "units": "imperial"} and not kept.dropped_arguments
+
+
+def test_a_chinese_place_with_a_country_added_is_the_users():
+    """"成都,China" for "成都现在多少度": the Chinese words have no 4-letter stem, so the first two
+    characters of a run of them count as its stem ("成都市" too); a place nobody said is dropped."""
+    grounds = Grounds("成都现在多少度？用摄氏度")
+    out = ground_optional(call(start="a", destination="b", avoid=["成都,China", "成都市", "重庆,China"]), ROUTE, grounds)
+    assert out.arguments["avoid"] == ["成都,China", "成都市"] and out.dropped_arguments == {"avoid": ["重庆,China"]}
