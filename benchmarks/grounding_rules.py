@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flowcall.calling.grounding import Grounds, conversation_text, ground_optional  # noqa: E402
+from flowcall.calling.grounding import Grounds, conversation_text, enum_choice, ground_optional  # noqa: E402
 from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
 from flowcall.scoring import Observed, argument_mismatch, name_matches, passed, score  # noqa: E402
 from flowcall.service import FlowCall  # noqa: E402
@@ -50,8 +50,22 @@ def nothing_dropped(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCal
     return call
 
 
+def drop_translations(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:
+    """As 'keep closed sets', but a value in a script the conversation does not use ("Shanghai,China"
+    for 上海) is dropped too, as grounding did until it kept translations."""
+    grounded = keep_closed_sets(call, tool, grounds)
+    gone = {k: v for k, v in grounded.arguments.items()
+            if k not in set(tool.parameters.get("required", [])) and grounds.in_other_script(v) and not grounds.has(v)
+            and not enum_choice((tool.parameters.get("properties") or {}).get(k) or {}, v)}
+    if not gone:
+        return grounded
+    return grounded.model_copy(update={"arguments": {k: v for k, v in grounded.arguments.items() if k not in gone},
+                                       "dropped_arguments": {**grounded.dropped_arguments, **gone}})
+
+
 RULES: dict[str, Callable[[ToolCall, ToolSpec, Grounds], ToolCall]] = {
-    "now": now, "keep closed sets": keep_closed_sets, "drop nothing": nothing_dropped}
+    "now": now, "keep closed sets": keep_closed_sets, "keep closed sets, drop translations": drop_translations,
+    "drop nothing": nothing_dropped}
 
 
 def main() -> None:

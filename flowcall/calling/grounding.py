@@ -31,6 +31,8 @@ _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
 _DIGITS_ONLY = re.compile(r"\d+(?:[-/.: ]\d+)+")  # 2026-12-05, 12/05, 10:30
 _WORD = re.compile(r"[^\W\d_]{4,}")  # words of 4+ letters: short ones match too much
 _LETTERS = re.compile(r"[^\W\d_]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_NAME = re.compile(r"\b[A-Z][a-z]{2,}")  # a capitalised Latin word: Shanghai, Tokyo
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]{2,}")  # Chinese has no spaces: a run of characters is a phrase
 
 
@@ -63,6 +65,19 @@ class Grounds:
                 continue
         # "2026-11-24" reads as 2026, -11, -24: the parts of a date are counted without sign
         self.parts = {abs(n) for n in self.numbers}
+        self.has_cjk = bool(_CJK.search(text))
+
+    def in_other_script(self, value: Any) -> bool:
+        """A name written in a script the conversation does not use for it: "Shanghai,China" for
+        "上海未来几天天气" (the API wants English names), "北京" for "weather in Beijing". A literal
+        look-up cannot judge a translation, so grounding keeps it. In Latin script only a
+        capitalised word counts as a name: "fahrenheit" for a Chinese request is an option the
+        model chose, and stays subject to grounding."""
+        if not isinstance(value, str):
+            return False
+        if _CJK.search(value):
+            return not self.has_cjk
+        return self.has_cjk and bool(_NAME.search(value))
 
     def has(self, value: Any) -> bool:
         if isinstance(value, bool) or isinstance(value, dict):
@@ -95,9 +110,16 @@ def enum_choice(schema: dict[str, Any], value: Any) -> bool:
     return isinstance(members, list) and not isinstance(value, (list, dict)) and value in members
 
 
+def _translated(value: Any, schema: dict[str, Any], grounds: Grounds) -> bool:
+    """A name in another script than the conversation's; an enum member is a choice, not a name."""
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    return grounds.in_other_script(value) and not enum_choice(schema, value) and not enum_choice(items, value)
+
+
 def ground_optional(call: ToolCall, tool: ToolSpec, grounds: Grounds, keep_enum: bool = False) -> ToolCall:
     """The call without optional arguments (or list items) that the conversation never mentions
-    (with `keep_enum`, an enum member other than the default counts as mentioned)."""
+    (with `keep_enum`, an enum member other than the default counts as mentioned; a value in
+    another script than the conversation's is a translation, and kept)."""
     if not isinstance(call.arguments, dict):
         return call
     required = set(tool.parameters.get("required", []))
@@ -111,12 +133,13 @@ def ground_optional(call: ToolCall, tool: ToolSpec, grounds: Grounds, keep_enum:
         elif value is None or value == default:
             dropped[key] = value
         elif isinstance(value, list):
-            items = [v for v in value if grounds.has(v)]
+            items = [v for v in value if grounds.has(v) or _translated(v, properties.get(key) or {}, grounds)]
             if items:
                 kept[key] = items
             if len(items) < len(value):
                 dropped[key] = [v for v in value if v not in items]
-        elif grounds.has(value) or (keep_enum and enum_choice(properties.get(key) or {}, value)):
+        elif (grounds.has(value) or _translated(value, properties.get(key) or {}, grounds)
+              or (keep_enum and enum_choice(properties.get(key) or {}, value))):
             kept[key] = value
         else:
             dropped[key] = value

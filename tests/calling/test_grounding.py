@@ -120,3 +120,21 @@ def test_a_chinese_place_with_a_country_added_is_the_users():
     grounds = Grounds("成都现在多少度？用摄氏度")
     out = ground_optional(call(start="a", destination="b", avoid=["成都,China", "成都市", "重庆,China"]), ROUTE, grounds)
     assert out.arguments["avoid"] == ["成都,China", "成都市"] and out.dropped_arguments == {"avoid": ["重庆,China"]}
+
+
+def test_a_translation_is_kept_an_invention_in_the_same_script_is_not():
+    """"Shanghai,China" for "上海未来几天天气": a literal look-up cannot judge a value in another
+    script than the conversation's (the API wants English names), so it is kept; in English,
+    a city nobody named is still dropped, and so is one written in Chinese for a Chinese request."""
+    chinese = ground_optional(call(start="a", destination="b", avoid=["Shanghai,China", "重庆", "tolls"], units="Miles"),
+                              ROUTE, Grounds("上海未来几天天气预报，用华氏度显示"))
+    assert chinese.arguments["avoid"] == ["Shanghai,China"] and chinese.arguments["units"] == "Miles"
+    assert chinese.dropped_arguments == {"avoid": ["重庆", "tolls"]}  # "tolls": an option, not a name
+    enum = ground_optional(call(start="a", destination="b", method="Fastest"), ROUTE.model_copy(update={"parameters": {
+        **ROUTE.parameters, "properties": {**ROUTE.parameters["properties"], "method": {"enum": ["Fastest"]}}}}),
+        Grounds("上海到北京"))
+    assert enum.dropped_arguments == {"method": "Fastest"}  # an enum member is a choice (keep_enum), not a name
+    english = ground_optional(call(start="a", destination="b", avoid=["上海", "Chongqing"]), ROUTE,
+                              Grounds("weather in Shanghai for the next days"))
+    assert english.arguments["avoid"] == ["上海"] and english.dropped_arguments == {"avoid": ["Chongqing"]}
+    assert not Grounds("上海天气").in_other_script(2024) and not Grounds("上海天气").in_other_script("42")
