@@ -126,10 +126,25 @@ _EXAMPLE = "it is the tool's own example, and nothing in the conversation says i
 
 
 def required_doc_values(found: list[DocValue], tools: list[ToolSpec]) -> list[DocValue]:
-    """The flagged values that are the docs' examples in a required argument: the conversation
-    never gave what the tool cannot run without."""
-    required = {t.name: set(t.parameters.get("required") or []) for t in tools}
-    return [f for f in found if f.example and re.split(r"[.\[]", f.argument, maxsplit=1)[0] in required.get(f.tool, set())]
+    """The flagged values that are the docs' examples in a required argument (required at every
+    level of its path: `fields.project.key` when `fields`, `project` and `key` each are): the
+    conversation never gave what the tool cannot run without."""
+    by_name = {t.name: t for t in tools}
+    return [f for f in found if f.example and f.tool in by_name and _required_path(by_name[f.tool].parameters, f.argument)]
+
+
+def _required_path(schema: Any, path: str) -> bool:
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if not isinstance(schema, dict):
+            return False
+        if part.startswith("["):  # an item of a required list
+            schema = schema.get("items")
+            continue
+        required = schema.get("required")
+        if not isinstance(required, list) or part not in required:
+            return False
+        schema = _property(schema, part)
+    return True
 
 
 def retry_message(found: list[DocValue]) -> Message:

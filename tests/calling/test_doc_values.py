@@ -59,10 +59,21 @@ def test_only_docs_examples_in_required_arguments_count_as_unsaid():
     against = doc_values([call("create_issue", fields={"project": {"key": "PAY"}, "priority": {"name": "Medium"}})],
                          [JIRA], asked("lowest priority bug in project PAY: login button is grey"))
     assert [f.argument for f in against] == ["fields.priority.name"] and required_doc_values(against, [JIRA]) == []
-    example_in_required_object = doc_values([call("create_issue", fields={"project": {"key": "PAYROLL"}})],
-                                            [JIRA.model_copy(update={"description": "Example project key: PAYROLL."})],
-                                            asked("file a bug: login button is grey"))
-    assert [f.argument for f in required_doc_values(example_in_required_object, [JIRA])] == ["fields.project.key"]
+    # deep in a required object, the value counts only when required at every level of its path
+    deep = doc_values([call("create_issue", fields={"project": {"key": "PAYROLL"}})],
+                      [JIRA.model_copy(update={"description": "Example project key: PAYROLL."})],
+                      asked("file a bug: login button is grey"))
+    assert [f.argument for f in deep] == ["fields.project.key"] and required_doc_values(deep, [JIRA]) == []
+    fields = JIRA.parameters["properties"]["fields"]
+    strict = JIRA.model_copy(update={"parameters": {**JIRA.parameters, "properties": {"fields": {
+        **fields, "required": ["project"], "properties": {**fields["properties"], "project": {
+            **fields["properties"]["project"], "required": ["key"]}}}}}})
+    assert [f.argument for f in required_doc_values(deep, [strict])] == ["fields.project.key"]
+    listed = ToolSpec(name="edit", description="e.g. /srv/app/main.py", parameters={
+        "type": "object", "required": ["edits"], "properties": {"edits": {"type": "array", "items": {
+            "type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}}}})
+    found = doc_values([call("edit", edits=[{"path": "/srv/app/main.py"}])], [listed], asked("fix the typo in my readme"))
+    assert [f.argument for f in required_doc_values(found, [listed])] == ["edits[0].path"]
     optional = ToolSpec(name="w", description="", parameters={"type": "object", "properties": {
         "location": {"type": "string", "description": "e.g. San Francisco, CA"}}})
     found = doc_values([call("w", location="San Francisco, CA")], [optional], asked("weather in chicago"))
