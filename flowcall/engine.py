@@ -611,8 +611,9 @@ class Engine:
         of the conversation (calling/doc_values.py): a warning step says which and why, the
         model reads the same, and the second decision stands. It costs one retry of `budget`;
         with none left, the first decision stands. Either way a call whose required argument is
-        still the docs' own example is not made (_without_unsaid). Returns the turn and the
-        budget left."""
+        still the docs' own example is not made (_without_unsaid); where the second decision
+        has no call left, the first one's sound calls stand (the retry must not lose "成都"
+        because the model wrote "北京" twice). Returns the turn and the budget left."""
         turn = self._decide(provider, way, request, rec, round_no)
         found = doc_values(turn.tool_calls, request.tools, request.messages) if turn.tool_calls and budget > 0 else []
         if not found:
@@ -627,32 +628,43 @@ class Engine:
             # the decision to call these tools stands; only their arguments are written again
             "tools": [t for t in request.tools if t.name in named],
             "tool_choice": request.tool_choice if request.tool_choice not in ("auto", "none") else "required"})
-        turn = self._decide(provider, way, again, rec, round_no)
-        return self._without_unsaid(provider, way, request, turn, rec, round_no), budget - 1
+        second = self._decide(provider, way, again, rec, round_no)
+        return self._without_unsaid(provider, way, request, second, rec, round_no, earlier=turn), budget - 1
 
     def _without_unsaid(self, provider: Provider, way: CallingWay, request: ModelRequest, turn: ModelTurn,
-                        rec: _Recorder, round_no: int) -> ModelTurn:
+                        rec: _Recorder, round_no: int, earlier: ModelTurn | None = None) -> ModelTurn:
         """The decision without the calls whose required argument is the tool's own example
         ("owner": "octocat" from the docs, for "thanks, that's all"): the conversation never
         gave what the tool cannot run without, so the call is not what the user asked, and it
         could act on a resource nobody named. Where no call is left, the model answers instead
-        (tool_choice none). A flow whose tool_choice demands a call keeps it."""
+        (tool_choice none), unless `earlier` (the decision before a retry) has calls that are
+        sound. A flow whose tool_choice demands a call keeps it."""
         if not turn.tool_calls or request.tool_choice != "auto":
             return turn
-        unsaid = {id(call): required_doc_values(doc_values([call], request.tools, request.messages), request.tools)
-                  for call in turn.tool_calls}
+        unsaid = self._unsaid(turn, request)
         if not any(unsaid.values()):
             return turn
         flagged = [item for items in unsaid.values() for item in items]
         kept = [call for call in turn.tool_calls if not unsaid[id(call)]]
+        if not kept and earlier is not None and earlier.tool_calls:
+            before = self._unsaid(earlier, request)
+            if kept := [call for call in earlier.tool_calls if not before[id(call)]]:
+                turn = earlier
         rec.record(StepKind.WARNING, round=round_no, name="doc_values", error_code=str(ErrorCode.INVALID_ARGUMENT),
                    note=("not made: a required argument is the tool's own example, which the conversation never "
-                         "gave" + ("; the model answers instead" if not kept else "")),
+                         "gave" + ("; the model answers instead" if not kept else
+                                   "; the first decision's other calls stand" if turn is earlier else "")),
                    error_message="; ".join(item.line() for item in flagged),
                    result=[{"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why} for i in flagged])
         if kept:
             return turn.model_copy(update={"tool_calls": kept})
         return self._decide(provider, way, request.model_copy(update={"tool_choice": "none"}), rec, round_no)
+
+    @staticmethod
+    def _unsaid(turn: ModelTurn, request: ModelRequest) -> dict[int, list]:
+        """Per call (by id): its required arguments that are still the docs' own example."""
+        return {id(call): required_doc_values(doc_values([call], request.tools, request.messages), request.tools)
+                for call in turn.tool_calls}
 
     def _model_call(
         self, provider: Provider, rec: _Recorder, kind: StepKind, round_no: int, way_name: str | None,

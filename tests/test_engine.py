@@ -374,6 +374,19 @@ def test_only_the_call_with_an_unsaid_required_value_is_dropped(registry):
     assert CALLS == [("get_weather", {"location": "北京", "extensions": "base"})]
 
 
+def test_a_retry_that_loses_the_sound_call_keeps_the_first_decisions(registry):
+    """Seen on the 0.5B in the router way: asked about 成都, it wrote 成都 then 北京; pointed at
+    北京, it wrote only 北京 again. The sound call of the first decision is not lost to that."""
+    script = [[("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
+              [("get_weather", {"location": "成都"})], "北京晴。"]
+    result, decision, _ = run(registry, make_flow(retry_budget=2), script, question="北京现在天气怎么样?")
+    dropped = result.steps[3]
+    assert dropped.kind == StepKind.WARNING and "first decision's other calls stand" in dropped.note
+    assert "get_weather.location = '成都'" in dropped.error_message
+    assert CALLS == [("get_weather", {"location": "北京", "extensions": "base"})]
+    assert len(decision.requests) == 3  # no further decision: the first one's call ran
+
+
 def test_a_value_the_user_said_is_not_questioned(registry):
     result, decision, _ = run(registry, make_flow(), [[("get_weather", {"location": "成都"})], "阴。"])
     assert StepKind.WARNING not in kinds(result) and len(decision.requests) == 2
