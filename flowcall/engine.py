@@ -23,7 +23,7 @@ from flowcall import progress, schemas
 from flowcall.approval import Approver, Decision, needs_approval
 from flowcall.calling import make_way
 from flowcall.calling.base import CallingWay, calls_from_text
-from flowcall.calling.doc_values import doc_values, required_doc_values, retry_message
+from flowcall.calling.doc_values import doc_values, required_doc_values, retry_message, with_unmade_note
 from flowcall.calling.relevance import RETRY_PREFIX
 from flowcall.calling.router import Rule
 from flowcall.errors import ConfigError, ErrorCode, FlowCallError, ProviderError
@@ -658,7 +658,8 @@ class Engine:
                    result=[{"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why} for i in flagged])
         if kept:
             return turn.model_copy(update={"tool_calls": kept})
-        return self._decide(provider, way, request.model_copy(update={"tool_choice": "none"}), rec, round_no)
+        return self._decide(provider, way, request.model_copy(update={
+            "tool_choice": "none", "messages": with_unmade_note(request.messages)}), rec, round_no)
 
     @staticmethod
     def _unsaid(turn: ModelTurn, request: ModelRequest) -> dict[int, list]:

@@ -9,6 +9,7 @@ from typing import Literal
 
 import pytest
 
+from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import ModelTurn
@@ -351,7 +352,10 @@ def test_a_required_value_still_from_the_docs_is_not_called_and_the_model_answer
     assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL, StepKind.WARNING,
                              StepKind.MODEL_CALL]
     assert "not made" in result.steps[3].note and "get_weather.location = '成都'" in result.steps[3].error_message
-    assert decision.requests[2].tool_choice == "none" and decision.requests[2].messages == decision.requests[0].messages
+    answer = decision.requests[2]
+    # told, in the system prompt, that nothing ran, so it claims no look-up (or booking) that never happened
+    assert answer.tool_choice == "none" and answer.messages[1:] == decision.requests[0].messages
+    assert (answer.messages[0].role, answer.messages[0].content) == ("system", UNMADE_NOTE)
     assert CALLS == [] and result.final_answer == "请告诉我是哪个城市?" and result.status == RunStatus.SUCCEEDED
     result, decision, _ = run(registry, make_flow(retry_budget=0), [[("get_weather", {"location": "成都"})], "哪个城市?"],
                               question="北京现在天气怎么样?")

@@ -155,3 +155,18 @@ def retry_message(found: list[DocValue]) -> Message:
         f"{lines}\n"
         "Write the call again with the values from my messages. Where I gave no value for an optional "
         "argument, leave it out; never copy an example from a tool's description."))
+
+
+UNMADE_NOTE = ("No tool was run for the user's last message. Reply to it directly, in the user's language. Do not "
+               "say that anything was done, booked, sent or looked up; where the user asks for something to be done, "
+               "ask for the details it needs.")
+
+
+def with_unmade_note(messages: list[Message]) -> list[Message]:
+    """The conversation the model answers in place of calls that were not made. Without the note
+    the 1.5B answered a booking it was never let make with "好的，我已经帮您预订了…"; as a user turn
+    after the request, it was answered instead of the request. So it goes in the system prompt."""
+    if messages and messages[0].role == "system":
+        first = messages[0].model_copy(update={"content": f"{messages[0].content or ''}\n\n{UNMADE_NOTE}".strip()})
+        return [first, *messages[1:]]
+    return [Message(role="system", content=UNMADE_NOTE), *messages]

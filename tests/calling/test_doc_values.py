@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowcall.calling.doc_values import doc_values, required_doc_values, retry_message
+from flowcall.calling.doc_values import UNMADE_NOTE, doc_values, required_doc_values, retry_message, with_unmade_note
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.relevance import last_user_text
 from flowcall.messages import Message, ToolCall, ToolSpec
@@ -129,3 +129,11 @@ def test_a_plural_of_a_short_word_the_user_said_is_the_users():
                       asked("list every pod with label app=redis across all namespaces")) == []
     [found] = doc_values([call("kubectl_get", resourceType="pods")], [kubectl], asked("show me every node"))
     assert found.value == "pods"
+
+
+def test_the_note_for_an_answer_in_place_of_a_call_joins_the_flows_system_prompt():
+    messages = [Message(role="system", content="You book tables."), Message(role="user", content="订个位")]
+    noted = with_unmade_note(messages)
+    assert [m.role for m in noted] == ["system", "user"] and noted[1] == messages[1]
+    assert noted[0].content == "You book tables.\n\n" + UNMADE_NOTE
+    assert messages[0].content == "You book tables."  # the run's own conversation is untouched

@@ -64,6 +64,16 @@ def test_a_date_written_another_way_is_grounded_by_its_numbers() -> None:
     assert not grounds.has("2026-12-06") and not grounds.has("2026-10-05")
 
 
+def test_a_time_said_on_a_12_hour_clock_grounds_its_24_hour_form() -> None:
+    """Seen on the report half: "晚上6点半" booked as time "18:30", the docs' own example, was
+    flagged as never said and the booking not made."""
+    assert Grounds("2025年6月8号晚上6点半，5个人").has("18:30")
+    assert Grounds("下午3点一刻开会").has("15:15") and Grounds("中午12点").has("12:00")
+    assert Grounds("dinner at 6:30pm for two").has("18:30") and Grounds("call me at 7 p.m.").has("19:00")
+    assert Grounds("早上6点半").has("06:30") and not Grounds("早上6点半").has("18:30")
+    assert not Grounds("晚上6点半").has("19:30") and not Grounds("at 6:30pm").has("06:45")
+
+
 def test_undeclared_keys_are_dropped_only_when_the_tool_takes_no_others() -> None:
     from flowcall.tools.base import Tool
     from flowcall.tools.execute import drop_undeclared
