@@ -117,7 +117,8 @@ def _problem(value: Any, schema: dict[str, Any], docs: str, grounds: Grounds) ->
     if isinstance(enum, list) and value in enum:
         named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and grounds.has(v)]
         return f"the request names {' or '.join(map(repr, named))}, not this" if named else None
-    if _squash(value) in docs:
+    # the parameter's declared default (`namespace: "default"`) is what the tool does unasked, not a copy
+    if _squash(value) in docs and value != schema.get("default"):
         return _EXAMPLE
     return None
 

@@ -80,6 +80,23 @@ def test_only_docs_examples_in_required_arguments_count_as_unsaid():
     assert found and required_doc_values(found, [optional]) == []
 
 
+def test_the_parameters_declared_default_is_not_a_copied_example():
+    """A real Kubernetes MCP server requires `namespace` and declares its default "default", which its
+    description repeats; "list every pod with label app=redis" gets namespace "default", which is
+    what the tool does unasked, not an example copied over a value the user gave."""
+    pods = ToolSpec(name="kubectl_get", description="List Kubernetes resources.", parameters={
+        "type": "object", "required": ["resourceType", "namespace"],
+        "properties": {"resourceType": {"type": "string"},
+                       "namespace": {"type": "string", "default": "default",
+                                     "description": "Namespace (defaults to 'default')"}}})
+    assert doc_values([call("kubectl_get", resourceType="pods", namespace="default")], [pods],
+                      asked("list every pod with label app=redis")) == []
+    # an enum's default the user spoke against is still flagged
+    [found] = doc_values([call("list_issues", repo="acme/api", state="open")], [REPO],
+                         asked("closed issues of acme/api please"))
+    assert found.value == "open" and "closed" in found.why
+
+
 def test_a_value_from_an_earlier_tool_result_is_grounded():
     messages = [*asked("list my repo's issues"), Message(role="tool", tool_call_id="x", name="whoami",
                                                           content='{"repo": "octocat/Hello-World"}')]
