@@ -28,7 +28,7 @@ INSTRUCTIONS = """You decide whether to call functions. The functions are listed
 </tools>
 
 Reply with one JSON object.
-- If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", "arguments": {{...}}}}]}}. Take argument values from the user's message; leave out optional arguments the user did not give.{parallel}
+- If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", "arguments": {{...}}}}]}}. {arguments}{parallel}
 - If none of the functions fits the request, or the function results already answer it, do not call anything: {{"answer": "<your reply to the user>"}}."""
 
 # Where a grammar holds the reply to calls only, the prompt need not spell out the JSON or the
@@ -38,8 +38,11 @@ CALL_ONLY = """You call functions. The functions are listed in <tools></tools> a
 {tools}
 </tools>
 
-Call the function that does what the user asks. Take argument values from the user's message; leave out optional arguments the user did not give.{parallel}"""
+Call the function that does what the user asks. {arguments}{parallel}"""
 ANSWER_ONLY = 'Reply with one JSON object: {"answer": "<your reply to the user>"}.'
+
+# How to fill the arguments, in both prompts above.
+ARGUMENTS = "Take argument values from the user's message; leave out optional arguments the user did not give."
 
 OPEN_CALLS = '{"tool_calls": ['
 MAX_CALLS = 10
@@ -80,8 +83,8 @@ def instructions(request: ModelRequest, capabilities: Capabilities) -> str:
         return ANSWER_ONLY
     if capabilities.grammar and choice != "auto":
         named = [t for t in request.tools if t.name == choice] if choice != "required" else request.tools
-        return CALL_ONLY.format(tools=render_tools(named or request.tools), parallel=parallel)
-    return INSTRUCTIONS.format(tools=render_tools(request.tools), parallel=parallel)
+        return CALL_ONLY.format(tools=render_tools(named or request.tools), parallel=parallel, arguments=ARGUMENTS)
+    return INSTRUCTIONS.format(tools=render_tools(request.tools), parallel=parallel, arguments=ARGUMENTS)
 
 
 def read_decision(content: str | None) -> tuple[list[ToolCall], str | None, list[str]]:
