@@ -125,6 +125,46 @@ def collect_more(src: Path, out: Path) -> None:
             sink.flush()
 
 
+# A second set of worked examples for a third reading (`shots2`): made-up tools of families in
+# neither real-world half and none of relevance.EXAMPLES, half of them near misses.
+EXAMPLES_2 = [
+    ("get_stock_quote", "Get the latest price, day change and volume of a stock by its ticker symbol.",
+     "symbol, exchange", "how's NVDA doing today", "yes"),
+    ("get_stock_quote", "Get the latest price, day change and volume of a stock by its ticker symbol.",
+     "symbol, exchange", "buy 10 shares of NVDA at market", "no"),
+    ("book_meeting_room", "Reserve a meeting room in the office for a time slot. Rooms hold 4 to 20 people.",
+     "room, start, end, attendees", "need a room for 6 people tomorrow 2-3pm", "yes"),
+    ("book_meeting_room", "Reserve a meeting room in the office for a time slot. Rooms hold 4 to 20 people.",
+     "room, start, end, attendees", "which rooms have a projector?", "no"),
+    ("translate_text", "把文本翻译成目标语言,支持中英日韩等 30 种语言。", "text, target_lang, source_lang",
+     "帮我把'明天见'翻成日语", "yes"),
+    ("translate_text", "把文本翻译成目标语言,支持中英日韩等 30 种语言。", "text, target_lang, source_lang",
+     "你好呀,最近怎么样", "no"),
+]
+
+
+def collect_shots2(src: Path, out: Path) -> None:
+    """Add `shots2`: the gate's question after EXAMPLES_2, to rows collected by `variants`."""
+    from flowcall.providers.local import LocalProvider
+
+    provider = LocalProvider.shared()
+    done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
+    todo = list(rows())
+    assert len(done) == len(todo)
+    saved = relevance.EXAMPLES
+    relevance.EXAMPLES = EXAMPLES_2
+    try:
+        with out.open("w", encoding="utf-8") as sink:
+            for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
+                for scored, tool in zip(row["tools"], tools):
+                    asked = relevance.after_examples(relevance.relevance_request(tool, text))
+                    scored["shots2"] = relevance.margin(provider.complete(asked).scores)
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                sink.flush()
+    finally:
+        relevance.EXAMPLES = saved
+
+
 def rows():
     """(source, family, category, kind, question, messages, tools, expected tool names)"""
     from flowcall.datasets import parse_jsonl
@@ -232,10 +272,12 @@ def analyze(path: Path) -> None:
         for tool in row["tools"]:
             if "lead" in tool and "shots" in tool:
                 tool["both"] = (tool["lead"] + tool["shots"]) / 2
+            if "shots2" in tool:
+                tool["three"] = (tool["lead"] + tool["shots"] + tool["shots2"]) / 3
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
-    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both"]
+    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both", "shots2", "three"]
                if (m == "dec" and "dec" in data[0]) or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
     print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
@@ -271,7 +313,7 @@ def analyze(path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -286,6 +328,8 @@ def main() -> None:
         collect_lead(args.path, args.out)
     elif args.command == "variants":
         collect_variants(args.path, args.out)
+    elif args.command == "shots2":
+        collect_shots2(args.path, args.out)
     else:
         analyze(args.path)
 
