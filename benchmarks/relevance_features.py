@@ -19,6 +19,10 @@ decision after '{"', with every tool listed: the decision's own "no call" option
 worked examples (`shots`: relevance.EXAMPLES, made-up tools of families in neither real-world
 half, half of them near misses); `analyze` adds `both`, their mean (the gate of a provider with
 relevance_with_examples).
+
+`intent SRC OUT` adds a restatement of each request written by the model (INTENT_SYSTEM) and the
+gate's readings with it (`lead_i`, `shots_i`, their mean `both_i`, `lead_o` on the restatement
+alone, `four`, the mean of all four readings, and `both_o`, the mean of `lead`, `shots` and `lead_o`).
 """
 
 from __future__ import annotations
@@ -108,8 +112,9 @@ def collect_variants(src: Path, out: Path) -> None:
             sink.flush()
 
 
-def collect_more(src: Path, out: Path) -> None:
-    """Add the short-description variants to rows collected before (same order as rows())."""
+def extend_rows(src: Path, out: Path, add) -> None:
+    """Rows collected before (same order as rows()), each with what `add(provider, row, text,
+    tools)` puts in it, written to OUT as they come."""
     from flowcall.providers.local import LocalProvider
 
     provider = LocalProvider.shared()
@@ -118,11 +123,19 @@ def collect_more(src: Path, out: Path) -> None:
     assert len(done) == len(todo)
     with out.open("w", encoding="utf-8") as sink:
         for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
-            for scored, tool in zip(row["tools"], tools):
-                scored["short"] = relevance.margin(provider.complete(first_sentence_request(tool, text)).scores)
-                scored["asks"] = relevance.margin(provider.complete(asks_request(tool, text)).scores)
+            add(provider, row, text, tools)
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
             sink.flush()
+
+
+def collect_more(src: Path, out: Path) -> None:
+    """Add the short-description variants to rows collected before (same order as rows())."""
+    def add(provider, row, text, tools):
+        for scored, tool in zip(row["tools"], tools):
+            scored["short"] = relevance.margin(provider.complete(first_sentence_request(tool, text)).scores)
+            scored["asks"] = relevance.margin(provider.complete(asks_request(tool, text)).scores)
+
+    extend_rows(src, out, add)
 
 
 # A second set of worked examples for a third reading (`shots2`): made-up tools of families in
@@ -163,6 +176,36 @@ def collect_shots2(src: Path, out: Path) -> None:
                 sink.flush()
     finally:
         relevance.EXAMPLES = saved
+
+
+# `intent`: the request restated first, in one short sentence the model writes itself (the action
+# and what it acts on), so that chatty, pasted or misspelt requests reach the
+# gate's question in one plain form. Per tool: `lead_i`/`shots_i`, the gate's two readings of the
+# request followed by the restatement, and `lead_o`, the plain reading of the restatement alone.
+INTENT_SYSTEM = ("Say in one short English sentence what the user wants done: the action and what it acts on. "
+                 "Do not answer the request.")
+INTENT_PREFIX = "The user wants to"
+
+
+def restate(provider, text: str) -> str:
+    """The model's one-sentence restatement (its reply opened with INTENT_PREFIX; the first line)."""
+    asked = ModelRequest(messages=[Message(role="system", content=INTENT_SYSTEM), Message(role="user", content=text)],
+                         max_tokens=40, assistant_prefix=INTENT_PREFIX)
+    lines = (provider.complete(asked).content or "").strip().splitlines()
+    return " ".join(lines[0].split()) if lines else ""
+
+
+def collect_intent(src: Path, out: Path) -> None:
+    """Add `intent` per row and `lead_i`, `shots_i`, `lead_o` per tool to rows collected by `variants`."""
+    def add(provider, row, text, tools):
+        intent = row["intent"] = restate(provider, text)
+        for scored, tool in zip(row["tools"], tools):
+            asked = relevance.relevance_request(tool, f"{text}\n(In short: {intent})")
+            scored["lead_i"] = relevance.margin(provider.complete(asked).scores)
+            scored["shots_i"] = relevance.margin(provider.complete(relevance.after_examples(asked)).scores)
+            scored["lead_o"] = relevance.margin(provider.complete(relevance.relevance_request(tool, intent)).scores)
+
+    extend_rows(src, out, add)
 
 
 def rows():
@@ -272,12 +315,16 @@ def analyze(path: Path) -> None:
         for tool in row["tools"]:
             if "lead" in tool and "shots" in tool:
                 tool["both"] = (tool["lead"] + tool["shots"]) / 2
+            if "lead_i" in tool:
+                tool["both_i"] = (tool["lead_i"] + tool["shots_i"]) / 2
+                tool["four"] = (tool["lead"] + tool["shots"] + tool["lead_i"] + tool["shots_i"]) / 4
+                tool["both_o"] = (tool["lead"] + tool["shots"] + tool["lead_o"]) / 3
             if "shots2" in tool:
                 tool["three"] = (tool["lead"] + tool["shots"] + tool["shots2"]) / 3
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
-    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both", "shots2", "three"]
+    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both", "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o"]
                if (m == "dec" and "dec" in data[0]) or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
     print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
@@ -313,7 +360,7 @@ def analyze(path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -328,6 +375,8 @@ def main() -> None:
         collect_lead(args.path, args.out)
     elif args.command == "variants":
         collect_variants(args.path, args.out)
+    elif args.command == "intent":
+        collect_intent(args.path, args.out)
     elif args.command == "shots2":
         collect_shots2(args.path, args.out)
     else:
