@@ -156,7 +156,7 @@ def ground_optional(call: ToolCall, tool: ToolSpec, grounds: Grounds, keep_enum:
             items = [v for v in value if grounds.has(v) or _translated(v, properties.get(key) or {}, grounds)]
             if items:
                 kept[key] = items
-            if len(items) < len(value):
+            if len(items) < len(value) or not value:  # an empty list gives nothing either
                 dropped[key] = [v for v in value if v not in items]
         elif (grounds.has(value) or _translated(value, properties.get(key) or {}, grounds)
               or (keep_enum and enum_choice(properties.get(key) or {}, value))):

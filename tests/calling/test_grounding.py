@@ -38,6 +38,19 @@ def test_loose_matches_count_as_mentioned():
     assert out.arguments["avoid"] == ["Tolls", "Ferry"] and out.dropped_arguments == {"avoid": ["Bridges"]}
 
 
+def test_an_empty_optional_list_is_dropped_whether_or_not_anything_else_is():
+    """An empty list carries no value the conversation gave. It used to be left out only when
+    another argument was dropped too, and kept when it was the only thing to drop: the same
+    call grounded two ways, and `"assignees": []` sent to the API (BFCL's checker refuses it)."""
+    alone = ground_optional(call(start="a", destination="b", avoid=[]), ROUTE, Grounds("a to b"))
+    assert alone.arguments == {"start": "a", "destination": "b"} and alone.dropped_arguments == {"avoid": []}
+    beside = ground_optional(call(start="a", destination="b", avoid=[], year=1999), ROUTE, Grounds("a to b"))
+    assert beside.arguments == alone.arguments and beside.dropped_arguments == {"avoid": [], "year": 1999}
+    required = ToolSpec(name="route", parameters={**ROUTE.parameters, "required": ["start", "destination", "avoid"]})
+    kept = ground_optional(call(start="a", destination="b", avoid=[]), required, Grounds("a to b"))
+    assert kept.arguments == {"start": "a", "destination": "b", "avoid": []}  # a required list is the schema's
+
+
 def test_booleans_are_kept_and_defaults_dropped():
     out = ground_optional(call(start="a", destination="b", scenic=True, units="km"), ROUTE, Grounds("a to b"))
     assert out.arguments == {"start": "a", "destination": "b", "scenic": True} and out.dropped_arguments == {"units": "km"}
