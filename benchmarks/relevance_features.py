@@ -114,7 +114,7 @@ def collect_variants(src: Path, out: Path) -> None:
 
 def extend_rows(src: Path, out: Path, add) -> None:
     """Rows collected before (same order as rows()), each with what `add(provider, row, text,
-    tools)` puts in it, written to OUT as they come."""
+    tools, messages)` puts in it, written to OUT as they come."""
     from flowcall.providers.local import LocalProvider
 
     provider = LocalProvider.shared()
@@ -122,15 +122,15 @@ def extend_rows(src: Path, out: Path, add) -> None:
     todo = list(rows())
     assert len(done) == len(todo)
     with out.open("w", encoding="utf-8") as sink:
-        for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
-            add(provider, row, text, tools)
+        for row, (_s, _f, _c, _k, text, messages, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
+            add(provider, row, text, tools, messages)
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
             sink.flush()
 
 
 def collect_more(src: Path, out: Path) -> None:
     """Add the short-description variants to rows collected before (same order as rows())."""
-    def add(provider, row, text, tools):
+    def add(provider, row, text, tools, _messages):
         for scored, tool in zip(row["tools"], tools):
             scored["short"] = relevance.margin(provider.complete(first_sentence_request(tool, text)).scores)
             scored["asks"] = relevance.margin(provider.complete(asks_request(tool, text)).scores)
@@ -197,7 +197,7 @@ def restate(provider, text: str) -> str:
 
 def collect_intent(src: Path, out: Path) -> None:
     """Add `intent` per row and `lead_i`, `shots_i`, `lead_o` per tool to rows collected by `variants`."""
-    def add(provider, row, text, tools):
+    def add(provider, row, text, tools, _messages):
         intent = row["intent"] = restate(provider, text)
         for scored, tool in zip(row["tools"], tools):
             asked = relevance.relevance_request(tool, f"{text}\n(In short: {intent})")
@@ -231,6 +231,23 @@ def rows():
                [Message(role="user", content=item.question)], [t.spec() for t in item.tools], expected)
 
 
+def decision_scores(provider, messages: list[Message], tools: list[ToolSpec]) -> dict[str, float]:
+    """logP of "tool" and "answer" as the first word of the schema way's decision after '{"'."""
+    asked = ModelRequest(messages=messages, tools=tools, tool_choice="auto")
+    sent = SchemaWay().prepare(asked, provider.capabilities).model_copy(
+        update={"assistant_prefix": '{"', "response_format": None, "score_options": ["tool", "answer"], "max_tokens": 1})
+    return provider.complete(sent).scores or {}
+
+
+def collect_dec(src: Path, out: Path) -> None:
+    """Add `dec` (the decision's own "no call" option) to rows collected before."""
+    def add(provider, row, _text, tools, messages):
+        scores = decision_scores(provider, messages, tools)
+        row["dec"] = scores.get("tool", 0.0) - scores.get("answer", 0.0)
+
+    extend_rows(src, out, add)
+
+
 def collect(out: Path) -> None:
     from flowcall.providers.local import LocalProvider
 
@@ -250,10 +267,7 @@ def collect(out: Path) -> None:
                     "rf": relevance.margin(provider.complete(whole_description(tool, text, REQUEST_FIRST)).scores),
                     "null": null_cache[key],
                 })
-            asked = ModelRequest(messages=messages, tools=tools, tool_choice="auto")
-            sent = SchemaWay().prepare(asked, provider.capabilities).model_copy(
-                update={"assistant_prefix": '{"', "response_format": None, "score_options": ["tool", "answer"], "max_tokens": 1})
-            scores = provider.complete(sent).scores or {}
+            scores = decision_scores(provider, messages, tools)
             sink.write(json.dumps({"source": source, "family": family, "category": category, "kind": kind,
                                    "question": text, "expected": expected, "tools": per_tool,
                                    "dec": scores.get("tool", 0.0) - scores.get("answer", 0.0)}, ensure_ascii=False) + "\n")
@@ -267,6 +281,8 @@ def item_score(row: dict, method: str) -> float:
     tools = row["tools"]
     if method == "dec":
         return row["dec"]
+    if method.endswith("+dec"):  # two log-odds read as independent evidence: their sum
+        return max(t[method.removesuffix("+dec")] for t in tools) + row["dec"]
     if method.endswith("-null"):
         base = method.removesuffix("-null")
         return max(t[base] - t["null"] for t in tools)
@@ -304,7 +320,7 @@ def top_pick(rows_: list[dict], method: str) -> float:
     several = [r for r in rows_ if r["kind"] == "call" and len(r["tools"]) > 1 and r["expected"]]
     if not several or method == "dec":  # dec speaks of the item, not of one tool
         return float("nan")
-    base = method.removesuffix("-null")
+    base = method.removesuffix("-null").removesuffix("+dec")
     key = (lambda t: t[base] - t["null"]) if method.endswith("-null") else (lambda t: t[base])
     return sum(max(r["tools"], key=key)["name"] in r["expected"] for r in several) / len(several)
 
@@ -324,8 +340,10 @@ def analyze(path: Path) -> None:
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
-    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both", "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o"]
-               if (m == "dec" and "dec" in data[0]) or m.removesuffix("-null") in data[0]["tools"][0]]
+    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
+                           "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec"]
+               if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
+               or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
     print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
     for m in methods:
@@ -358,9 +376,47 @@ def analyze(path: Path) -> None:
         print(f"  {m:8} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}")
 
 
+def band(data: list[dict]) -> None:
+    """The gate's bar, and between the veto (0) and the bar the decision's own first word: call
+    there when "tool" is likelier than "answer" (no second threshold)."""
+    bfcl = [r for r in data if r["source"] == "bfcl"]
+    real = [r for r in data if r["source"] == "realworld"]
+
+    def rates(rows_: list[dict], base: str, t: float) -> tuple[float, float, float]:
+        calls = {id(r): item_score(r, base) > t or (item_score(r, base) > 0 and r["dec"] > 0) for r in rows_}
+        q = [not calls[id(r)] for r in rows_ if r["kind"] == "quiet"]
+        c = [calls[id(r)] for r in rows_ if r["kind"] == "call"]
+        return sum(q) / len(q), sum(c) / len(c), (sum(q) / len(q) + sum(c) / len(c)) / 2
+
+    def fit(rows_: list[dict], base: str) -> float:
+        b = [r for r in rows_ if r["source"] == "bfcl"]
+        w = [r for r in rows_ if r["source"] == "realworld"]
+        candidates = sorted(set(round(item_score(r, base), 2) for r in rows_ if item_score(r, base) > 0))
+        return max(candidates, key=lambda t: (rates(b, base, t)[2] + rates(w, base, t)[2]) / 2)
+
+    print("\nthe bar, and in the band (0, bar] the decision's own word (call when logP(tool) > logP(answer))")
+    for base in ("lead", "both"):
+        if base not in data[0]["tools"][0]:
+            continue
+        t = fit(data, base)
+        qb, qr = rates(bfcl, base, t), rates(real, base, t)
+        held_q, held_c = [], []
+        for fam in sorted({r["family"] for r in real}):
+            tf = fit(bfcl + [r for r in real if r["family"] != fam], base)
+            q, c, _ = rates([r for r in real if r["family"] == fam], base, tf)
+            n_q = sum(r["kind"] == "quiet" for r in real if r["family"] == fam)
+            n_c = sum(r["kind"] == "call" for r in real if r["family"] == fam)
+            held_q.append((q, n_q))
+            held_c.append((c, n_c))
+        lq = sum(q * n for q, n in held_q) / sum(n for _, n in held_q)
+        lc = sum(c * n for c, n in held_c) / sum(n for _, n in held_c)
+        print(f"  {base:6} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
+              f"   family left out {lq:.0%}/{lc:.0%}/{(lq + lc) / 2:.1%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -375,12 +431,21 @@ def main() -> None:
         collect_lead(args.path, args.out)
     elif args.command == "variants":
         collect_variants(args.path, args.out)
+    elif args.command == "dec":
+        collect_dec(args.path, args.out)
     elif args.command == "intent":
         collect_intent(args.path, args.out)
     elif args.command == "shots2":
         collect_shots2(args.path, args.out)
     else:
         analyze(args.path)
+        data = [json.loads(line) for line in args.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if "dec" in data[0]:
+            for row in data:
+                for tool in row["tools"]:
+                    if "shots" in tool:
+                        tool["both"] = (tool["lead"] + tool["shots"]) / 2
+            band(data)
 
 
 if __name__ == "__main__":
