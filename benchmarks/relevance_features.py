@@ -23,6 +23,8 @@ relevance_with_examples).
 `intent SRC OUT` adds a restatement of each request written by the model (INTENT_SYSTEM) and the
 gate's readings with it (`lead_i`, `shots_i`, their mean `both_i`, `lead_o` on the restatement
 alone, `four`, the mean of all four readings, and `both_o`, the mean of `lead`, `shots` and `lead_o`).
+`dec SRC OUT` adds `dec` to rows collected before; `analyze` then adds `lead+dec` and `both+dec`
+(the sums of two log-odds) and the band rule (the bar, and between 0 and the bar the decision's word).
 """
 
 from __future__ import annotations
