@@ -25,6 +25,10 @@ gate's readings with it (`lead_i`, `shots_i`, their mean `both_i`, `lead_o` on t
 alone, `four`, the mean of all four readings, and `both_o`, the mean of `lead`, `shots` and `lead_o`).
 `dec SRC OUT` adds `dec` to rows collected before; `analyze` then adds `lead+dec` and `both+dec`
 (the sums of two log-odds) and the band rule (the bar, and between 0 and the bar the decision's word).
+`anchor SRC OUT` adds each tool's own scale (`pos_l`/`pos_s`, `null_l`/`null_s`: the gate's readings
+of a request the model writes for the tool and of an empty one); `analyze` then adds `both_m`
+(above the midpoint of the two: 0 needs no fitting), `both_a` (the same as a fraction), `both_n`
+and `both_p` (against either anchor alone).
 """
 
 from __future__ import annotations
@@ -210,6 +214,46 @@ def collect_intent(src: Path, out: Path) -> None:
     extend_rows(src, out, add)
 
 
+# `anchor`: each tool's own scale, read once per tool (cacheable with the tool): the gate's two
+# readings of a request the model writes for that tool (`pos_l`, `pos_s`) and of an empty request
+# (`null_l`, `null_s`). `analyze` adds `both_a`, where the request's mean reading falls between the
+# tool's empty-request and own-request readings (0 at the first, 1 at the second): a tool whose
+# readings run low everywhere is read on its own scale, and the midpoint 0.5 needs no fitting.
+ANCHOR_SYSTEM = ("Write one message that a user would send to an assistant with this function, asking for "
+                 "something the function does. Write only the message.")
+
+
+def anchor_request(provider, tool: ToolSpec) -> str:
+    parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
+    asked = ModelRequest(messages=[Message(role="system", content=ANCHOR_SYSTEM),
+                                   Message(role="user", content=f"Function: {tool.name}\nDescription: "
+                                           f"{relevance.purpose(tool)}\nParameters: {parameters}")],
+                         max_tokens=48)
+    lines = [line for line in (provider.complete(asked).content or "").strip().splitlines() if line.strip()]
+    return " ".join(lines[0].strip().strip('"').split()) if lines else ""
+
+
+def collect_anchor(src: Path, out: Path) -> None:
+    """Add `anchor` (the written request), `pos_l`, `pos_s`, `null_l`, `null_s` per tool."""
+    cache: dict[str, dict] = {}
+
+    def readings(provider, tool: ToolSpec, text: str) -> tuple[float, float]:
+        asked = relevance.relevance_request(tool, text)
+        return (relevance.margin(provider.complete(asked).scores),
+                relevance.margin(provider.complete(relevance.after_examples(asked)).scores))
+
+    def add(provider, row, _text, tools, _messages):
+        for scored, tool in zip(row["tools"], tools):
+            key = json.dumps(tool.model_dump(), sort_keys=True)
+            if key not in cache:
+                written = anchor_request(provider, tool)
+                pos, null = readings(provider, tool, written), readings(provider, tool, "")
+                cache[key] = {"anchor": written, "pos_l": pos[0], "pos_s": pos[1], "null_l": null[0], "null_s": null[1]}
+            scored.update(cache[key])
+
+    extend_rows(src, out, add)
+
+
 def rows():
     """(source, family, category, kind, question, messages, tools, expected tool names)"""
     from flowcall.datasets import parse_jsonl
@@ -337,13 +381,20 @@ def analyze(path: Path) -> None:
                 tool["both_i"] = (tool["lead_i"] + tool["shots_i"]) / 2
                 tool["four"] = (tool["lead"] + tool["shots"] + tool["lead_i"] + tool["shots_i"]) / 4
                 tool["both_o"] = (tool["lead"] + tool["shots"] + tool["lead_o"]) / 3
+            if "pos_l" in tool:
+                pos, null = (tool["pos_l"] + tool["pos_s"]) / 2, (tool["null_l"] + tool["null_s"]) / 2
+                tool["both_m"] = tool["both"] - (pos + null) / 2  # above the tool's own midpoint
+                tool["both_a"] = (tool["both"] - null) / max(pos - null, 0.1) - 0.5
+                tool["both_n"] = tool["both"] - null
+                tool["both_p"] = tool["both"] - pos
             if "shots2" in tool:
                 tool["three"] = (tool["lead"] + tool["shots"] + tool["shots2"]) / 3
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
     methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
-                           "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec"]
+                           "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec",
+                           "both_m", "both_a", "both_n", "both_p"]
                if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
                or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
@@ -418,7 +469,7 @@ def band(data: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -435,6 +486,8 @@ def main() -> None:
         collect_variants(args.path, args.out)
     elif args.command == "dec":
         collect_dec(args.path, args.out)
+    elif args.command == "anchor":
+        collect_anchor(args.path, args.out)
     elif args.command == "intent":
         collect_intent(args.path, args.out)
     elif args.command == "shots2":
