@@ -25,6 +25,7 @@ gate's readings with it (`lead_i`, `shots_i`, their mean `both_i`, `lead_o` on t
 alone, `four`, the mean of all four readings, and `both_o`, the mean of `lead`, `shots` and `lead_o`).
 `dec SRC OUT` adds `dec` to rows collected before; `analyze` then adds `lead+dec` and `both+dec`
 (the sums of two log-odds) and the band rule (the bar, and between 0 and the bar the decision's word).
+`plain SRC OUT` adds `lead_h`/`shots_h` (`both_h`): the gate's readings with HTML docs read as text.
 `anchor SRC OUT` adds each tool's own scale (`pos_l`/`pos_s`, `null_l`/`null_s`: the gate's readings
 of a request the model writes for the tool and of an empty one); `analyze` then adds `both_m`
 (above the midpoint of the two: 0 needs no fitting), `both_a` (the same as a fraction), `both_n`
@@ -254,6 +255,24 @@ def collect_anchor(src: Path, out: Path) -> None:
     extend_rows(src, out, add)
 
 
+def collect_plain(src: Path, out: Path) -> None:
+    """Add `lead_h`/`shots_h`: the gate's two readings with the description read as plain text
+    (doc_text.plain, as the decision's listing reads it); read again only where the docs look like HTML."""
+    from flowcall.calling.doc_text import _LOOKS_HTML, plain
+
+    def add(provider, row, text, tools, _messages):
+        for scored, tool in zip(row["tools"], tools):
+            if _LOOKS_HTML.search(tool.description or ""):
+                as_text = tool.model_copy(update={"description": plain(tool.description)})
+                asked = relevance.relevance_request(as_text, text)
+                scored["lead_h"] = relevance.margin(provider.complete(asked).scores)
+                scored["shots_h"] = relevance.margin(provider.complete(relevance.after_examples(asked)).scores)
+            else:
+                scored["lead_h"], scored["shots_h"] = scored["lead"], scored["shots"]
+
+    extend_rows(src, out, add)
+
+
 def rows():
     """(source, family, category, kind, question, messages, tools, expected tool names)"""
     from flowcall.datasets import parse_jsonl
@@ -381,6 +400,8 @@ def analyze(path: Path) -> None:
                 tool["both_i"] = (tool["lead_i"] + tool["shots_i"]) / 2
                 tool["four"] = (tool["lead"] + tool["shots"] + tool["lead_i"] + tool["shots_i"]) / 4
                 tool["both_o"] = (tool["lead"] + tool["shots"] + tool["lead_o"]) / 3
+            if "lead_h" in tool:
+                tool["both_h"] = (tool["lead_h"] + tool["shots_h"]) / 2
             if "pos_l" in tool:
                 pos, null = (tool["pos_l"] + tool["pos_s"]) / 2, (tool["null_l"] + tool["null_s"]) / 2
                 tool["both_m"] = tool["both"] - (pos + null) / 2  # above the tool's own midpoint
@@ -394,7 +415,7 @@ def analyze(path: Path) -> None:
     families = sorted({r["family"] for r in real})
     methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
                            "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec",
-                           "both_m", "both_a", "both_n", "both_p"]
+                           "both_m", "both_a", "both_n", "both_p", "both_h"]
                if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
                or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
@@ -469,7 +490,7 @@ def band(data: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -486,6 +507,8 @@ def main() -> None:
         collect_variants(args.path, args.out)
     elif args.command == "dec":
         collect_dec(args.path, args.out)
+    elif args.command == "plain":
+        collect_plain(args.path, args.out)
     elif args.command == "anchor":
         collect_anchor(args.path, args.out)
     elif args.command == "intent":

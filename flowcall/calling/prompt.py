@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from flowcall.calling.doc_text import plain, plain_schema
 from flowcall.calling.base import SingleCallWay, calls_from_text, choice_instruction, honour_choice
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec
 from flowcall.providers.base import Capabilities
@@ -27,7 +28,8 @@ Use only parameters the tool declares and give every required one. If no tool fi
 
 def render_tools(tools: list[ToolSpec]) -> str:
     return "\n".join(
-        json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}, ensure_ascii=False)
+        json.dumps({"name": t.name, "description": plain(t.description), "parameters": plain_schema(t.parameters)},
+                   ensure_ascii=False)
         for t in tools
     )
 

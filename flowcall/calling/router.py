@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import regex
 
 from flowcall.calling.base import ModelCall
+from flowcall.calling.doc_text import plain
 from flowcall.calling.relevance import has_tool_results, last_user_text
 from flowcall.calling.schema import SchemaWay, relevant_tools
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
@@ -50,7 +51,7 @@ def _matches(pattern: str, text: str) -> bool:
 def _choose_by_name(request: ModelRequest, call: ModelCall, way: str) -> list[ToolSpec]:
     """The model picks tool names (or none) under a schema that allows nothing else."""
     names = [t.name for t in request.tools]
-    listing = "\n".join(f"- {t.name}: {t.description}" for t in request.tools)
+    listing = "\n".join(f"- {t.name}: {plain(t.description)}" for t in request.tools)
     options = names + ([NONE] if request.tool_choice == "auto" else [])
     item = {"type": "string", "enum": options}
     schema = {"type": "object", "properties": {"tools": {"type": "array", "items": item, "minItems": 1,

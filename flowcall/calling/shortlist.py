@@ -22,6 +22,7 @@ import json
 import re
 
 from flowcall.calling.base import ModelCall
+from flowcall.calling.doc_text import plain
 from flowcall.messages import Message, ModelRequest, ResponseFormat, ToolSpec
 
 # At most this many tools are scored: a cost cap, not a tuned figure. BFCL's cases attach at
@@ -36,7 +37,7 @@ FIRST_SENTENCE = re.compile(r"(.+?(?:(?<!e\.g)(?<!i\.e)[.!?](?=\s|$)|[。！？]
 
 def summary(tool: ToolSpec, limit: int = 160) -> str:
     """The first sentence of the description, on one line: what a tool is for, not how."""
-    text = " ".join((tool.description or "").split())
+    text = " ".join(plain(tool.description).split())
     match = FIRST_SENTENCE.match(text)
     text = match.group(1) if match else text
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -74,7 +75,7 @@ def by_overlap(tools: list[ToolSpec], request_text: str) -> list[ToolSpec]:
     the order attached)."""
     from rank_bm25 import BM25Okapi
 
-    corpus = [words(f"{t.name} {t.description}") or ["-"] for t in tools]
+    corpus = [words(f"{t.name} {plain(t.description)}") or ["-"] for t in tools]
     scores = BM25Okapi(corpus).get_scores(words(request_text))
     order = sorted(range(len(tools)), key=lambda i: -scores[i])
     return [tools[i] for i in order]
