@@ -30,6 +30,8 @@ alone, `four`, the mean of all four readings, and `both_o`, the mean of `lead`, 
 of a request the model writes for the tool and of an empty one); `analyze` then adds `both_m`
 (above the midpoint of the two: 0 needs no fitting), `both_a` (the same as a fraction), `both_n`
 and `both_p` (against either anchor alone).
+`channel SRC OUT` adds the request's own log-likelihood as the reply to prompts about each tool
+(`can`, `cannot`; per row `generic`); `analyze` then adds `chan`, `contrast` and their sums with `both`.
 """
 
 from __future__ import annotations
@@ -119,12 +121,12 @@ def collect_variants(src: Path, out: Path) -> None:
             sink.flush()
 
 
-def extend_rows(src: Path, out: Path, add) -> None:
+def extend_rows(src: Path, out: Path, add, provider: bool = True) -> None:
     """Rows collected before (same order as rows()), each with what `add(provider, row, text,
     tools, messages)` puts in it, written to OUT as they come."""
     from flowcall.providers.local import LocalProvider
 
-    provider = LocalProvider.shared()
+    provider = LocalProvider.shared() if provider else None
     done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
     todo = list(rows())
     assert len(done) == len(todo)
@@ -167,7 +169,7 @@ def collect_shots2(src: Path, out: Path) -> None:
     """Add `shots2`: the gate's question after EXAMPLES_2, to rows collected by `variants`."""
     from flowcall.providers.local import LocalProvider
 
-    provider = LocalProvider.shared()
+    provider = LocalProvider.shared() if provider else None
     done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
     todo = list(rows())
     assert len(done) == len(todo)
@@ -271,6 +273,72 @@ def collect_plain(src: Path, out: Path) -> None:
                 scored["lead_h"], scored["shots_h"] = scored["lead"], scored["shots"]
 
     extend_rows(src, out, add)
+
+
+# `channel`: the request read as text the tool explains, not as a question put to the model
+# (the "noisy channel" reading of zero-shot classification). Per tool, the request's
+# log-likelihood as the reply to "write a message this function can handle" (`can`) and to
+# "write a message about the same things that this function cannot handle" (`cannot`); per item,
+# as the reply to "write a message to an assistant" (`generic`). `analyze` adds `chan`
+# (can - generic: how much the tool explains the request) and `contrast` (can - cannot: is it
+# likelier as a request the tool handles than as a near miss; 0 needs no fitting).
+CHANNEL_SYSTEM = "You write messages that users send to an assistant. Write only the message."
+CHANNEL_CAN = ("The assistant has this function:\nFunction: {name}\nDescription: {description}\n"
+               "Parameters: {parameters}\n\nWrite a message a user might send that this function can handle.")
+CHANNEL_CANNOT = ("The assistant has this function:\nFunction: {name}\nDescription: {description}\n"
+                  "Parameters: {parameters}\n\nWrite a message a user might send on a related subject that this "
+                  "function cannot handle.")
+CHANNEL_GENERIC = "Write a message a user might send to an assistant."
+
+
+class RequestLikelihood:
+    """log P(text | prompt) as the assistant's reply, on a model of its own that keeps every
+    position's logits (the shared provider keeps only the last), reusing the longest prefix."""
+
+    def __init__(self, n_ctx: int = 4096):
+        from llama_cpp import Llama
+
+        from flowcall import config, local_model
+
+        self.llm = Llama(model_path=str(local_model.require(config.model_path())), n_ctx=n_ctx, logits_all=True,
+                         n_threads=config.model_threads(), n_threads_batch=config.model_threads(), verbose=False,
+                         seed=42, n_batch=256, n_ubatch=256)
+
+    def __call__(self, system: str, user: str, text: str) -> float:
+        import numpy as np
+
+        head = (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+                "<|im_start|>assistant\n")
+        context = self.llm.tokenize(head.encode(), add_bos=False, special=True)
+        reply = self.llm.tokenize(text.encode(), add_bos=False, special=False)
+        reply = reply[: self.llm.n_ctx() - len(context) - 2] + self.llm.tokenize(b"<|im_end|>", add_bos=False, special=True)
+        tokens = context + reply
+        common = 0
+        for a, b in zip(self.llm._input_ids[: self.llm.n_tokens], tokens):
+            if a != b:
+                break
+            common += 1
+        self.llm.n_tokens = min(common, len(context))  # eval drops the KV cache from here on
+        self.llm.eval(tokens[self.llm.n_tokens:])
+        logits = np.asarray(self.llm.scores[len(context) - 1: len(tokens) - 1], dtype=np.float64)
+        peak = logits.max(axis=1, keepdims=True)
+        logprobs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=1, keepdims=True)))
+        return round(float(logprobs[np.arange(len(reply)), reply].sum()), 4)
+
+
+def collect_channel(src: Path, out: Path) -> None:
+    """Add `generic` per row and `can`, `cannot` per tool to rows collected before."""
+    score = RequestLikelihood()
+
+    def add(_provider, row, text, tools, _messages):
+        row["generic"] = score(CHANNEL_SYSTEM, CHANNEL_GENERIC, text)
+        for scored, tool in zip(row["tools"], tools):
+            fields = {"name": tool.name, "description": relevance.purpose(tool),
+                      "parameters": ", ".join(tool.parameters.get("properties", {})) or "none"}
+            scored["can"] = score(CHANNEL_SYSTEM, CHANNEL_CAN.format(**fields), text)
+            scored["cannot"] = score(CHANNEL_SYSTEM, CHANNEL_CANNOT.format(**fields), text)
+
+    extend_rows(src, out, add, provider=False)
 
 
 def rows():
@@ -408,6 +476,12 @@ def analyze(path: Path) -> None:
                 tool["both_a"] = (tool["both"] - null) / max(pos - null, 0.1) - 0.5
                 tool["both_n"] = tool["both"] - null
                 tool["both_p"] = tool["both"] - pos
+            if "can" in tool:
+                tool["chan"] = tool["can"] - row["generic"]
+                tool["contrast"] = tool["can"] - tool["cannot"]
+                if "both" in tool:
+                    tool["both+con"] = tool["both"] + tool["contrast"]
+                    tool["both+chan"] = tool["both"] + tool["chan"] / 10
             if "shots2" in tool:
                 tool["three"] = (tool["lead"] + tool["shots"] + tool["shots2"]) / 3
     bfcl = [r for r in data if r["source"] == "bfcl"]
@@ -415,7 +489,8 @@ def analyze(path: Path) -> None:
     families = sorted({r["family"] for r in real})
     methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
                            "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec",
-                           "both_m", "both_a", "both_n", "both_p", "both_h"]
+                           "both_m", "both_a", "both_n", "both_p", "both_h",
+                           "chan", "contrast", "both+con", "both+chan"]
                if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
                or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
@@ -490,7 +565,7 @@ def band(data: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "channel", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -511,6 +586,8 @@ def main() -> None:
         collect_plain(args.path, args.out)
     elif args.command == "anchor":
         collect_anchor(args.path, args.out)
+    elif args.command == "channel":
+        collect_channel(args.path, args.out)
     elif args.command == "intent":
         collect_intent(args.path, args.out)
     elif args.command == "shots2":
