@@ -30,6 +30,7 @@ alone, `four`, the mean of all four readings, and `both_o`, the mean of `lead`, 
 of a request the model writes for the tool and of an empty one); `analyze` then adds `both_m`
 (above the midpoint of the two: 0 needs no fitting), `both_a` (the same as a fraction), `both_n`
 and `both_p` (against either anchor alone).
+`first SRC OUT` adds `lead_f`/`shots_f` (`both_f`): the gate's readings of the first sentence alone.
 `channel SRC OUT` adds the request's own log-likelihood as the reply to prompts about each tool
 (`can`, `cannot`; per row `generic`); `analyze` then adds `chan`, `contrast` and their sums with `both`.
 """
@@ -341,6 +342,21 @@ def collect_channel(src: Path, out: Path) -> None:
     extend_rows(src, out, add, provider=False)
 
 
+def collect_first(src: Path, out: Path) -> None:
+    """Add `lead_f`/`shots_f` (`both_f`): the gate's two readings with the description cut to its first
+    sentence, read as text (shortlist.summary): what the tool is for, without the caveats that follow."""
+    from flowcall.calling.shortlist import summary
+
+    def add(provider, row, text, tools, _messages):
+        for scored, tool in zip(row["tools"], tools):
+            first = tool.model_copy(update={"description": summary(tool, relevance.PURPOSE_MAX)})
+            asked = relevance.relevance_request(first, text)
+            scored["lead_f"] = relevance.margin(provider.complete(asked).scores)
+            scored["shots_f"] = relevance.margin(provider.complete(relevance.after_examples(asked)).scores)
+
+    extend_rows(src, out, add)
+
+
 def rows():
     """(source, family, category, kind, question, messages, tools, expected tool names)"""
     from flowcall.datasets import parse_jsonl
@@ -476,6 +492,8 @@ def analyze(path: Path) -> None:
                 tool["both_a"] = (tool["both"] - null) / max(pos - null, 0.1) - 0.5
                 tool["both_n"] = tool["both"] - null
                 tool["both_p"] = tool["both"] - pos
+            if "lead_f" in tool:
+                tool["both_f"] = (tool["lead_f"] + tool["shots_f"]) / 2
             if "can" in tool:
                 tool["chan"] = tool["can"] - row["generic"]
                 tool["contrast"] = tool["can"] - tool["cannot"]
@@ -490,7 +508,7 @@ def analyze(path: Path) -> None:
     methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
                            "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec",
                            "both_m", "both_a", "both_n", "both_p", "both_h",
-                           "chan", "contrast", "both+con", "both+chan"]
+                           "chan", "contrast", "both+con", "both+chan", "lead_f", "shots_f", "both_f"]
                if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
                or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
@@ -565,7 +583,7 @@ def band(data: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "channel", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "channel", "first", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -586,6 +604,8 @@ def main() -> None:
         collect_plain(args.path, args.out)
     elif args.command == "anchor":
         collect_anchor(args.path, args.out)
+    elif args.command == "first":
+        collect_first(args.path, args.out)
     elif args.command == "channel":
         collect_channel(args.path, args.out)
     elif args.command == "intent":
