@@ -31,6 +31,10 @@ of a request the model writes for the tool and of an empty one); `analyze` then 
 (above the midpoint of the two: 0 needs no fitting), `both_a` (the same as a fraction), `both_n`
 and `both_p` (against either anchor alone).
 `first SRC OUT` adds `lead_f`/`shots_f` (`both_f`): the gate's readings of the first sentence alone.
+`realshots SRC OUT` adds `shots_r` (`both_r` with `lead`, `three_r` with `lead` and `shots`): the
+gate's question after worked examples taken from the real-world calibration half itself, one
+request that needs its tool and one near miss from each family, never from the row's own family
+(so a family's reading is one of a tool list the examples never showed).
 `channel SRC OUT` adds the request's own log-likelihood as the reply to prompts about each tool
 (`can`, `cannot`; per row `generic`); `analyze` then adds `chan`, `contrast` and their sums with `both`.
 """
@@ -357,6 +361,45 @@ def collect_first(src: Path, out: Path) -> None:
     extend_rows(src, out, add)
 
 
+def calibration_examples() -> dict[str, list[tuple]]:
+    """Per real-world family, the (name, description, parameters, request, answer) examples of
+    the other families: each family's first single-call item with its tool ("yes") and its first
+    no-fit item with its first tool ("no"), families interleaved in file order."""
+    from flowcall.datasets import parse_jsonl
+
+    items, _ = parse_jsonl((ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8"))
+    per_family: dict[str, list[tuple]] = {}
+    for item in items:
+        family, rest = item.id.split("/", 1)
+        kind = "yes" if rest.startswith("single-") else "no" if rest.startswith("nofit-") else None
+        chosen = per_family.setdefault(family, [])
+        if kind is None or any(answer == kind for *_, answer in chosen):
+            continue
+        tool = item.tools[0].spec()
+        chosen.append((tool.name, relevance.purpose(tool), ", ".join(tool.parameters.get("properties", {})) or "none",
+                       item.question, kind))
+    families = list(per_family)
+    return {family: [example for other in families if other != family
+                     for example in sorted(per_family[other], key=lambda e: e[4] != "yes")]
+            for family in [*families, "bfcl"]}
+
+
+def collect_realshots(src: Path, out: Path) -> None:
+    """Add `shots_r`: the gate's question after calibration_examples() of the other families."""
+    examples = calibration_examples()
+
+    def add(provider, row, text, tools, _messages):
+        saved, relevance.EXAMPLES = relevance.EXAMPLES, examples[row["family"]]
+        try:
+            for scored, tool in zip(row["tools"], tools):
+                asked = relevance.after_examples(relevance.relevance_request(tool, text))
+                scored["shots_r"] = relevance.margin(provider.complete(asked).scores)
+        finally:
+            relevance.EXAMPLES = saved
+
+    extend_rows(src, out, add)
+
+
 def rows():
     """(source, family, category, kind, question, messages, tools, expected tool names)"""
     from flowcall.datasets import parse_jsonl
@@ -500,6 +543,9 @@ def analyze(path: Path) -> None:
                 if "both" in tool:
                     tool["both+con"] = tool["both"] + tool["contrast"]
                     tool["both+chan"] = tool["both"] + tool["chan"] / 10
+            if "shots_r" in tool:
+                tool["both_r"] = (tool["lead"] + tool["shots_r"]) / 2
+                tool["three_r"] = (tool["lead"] + tool["shots"] + tool["shots_r"]) / 3
             if "shots2" in tool:
                 tool["three"] = (tool["lead"] + tool["shots"] + tool["shots2"]) / 3
     bfcl = [r for r in data if r["source"] == "bfcl"]
@@ -508,7 +554,8 @@ def analyze(path: Path) -> None:
     methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
                            "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec",
                            "both_m", "both_a", "both_n", "both_p", "both_h",
-                           "chan", "contrast", "both+con", "both+chan", "lead_f", "shots_f", "both_f"]
+                           "chan", "contrast", "both+con", "both+chan", "lead_f", "shots_f", "both_f",
+                           "shots_r", "both_r", "three_r"]
                if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
                or m.removesuffix("-null") in data[0]["tools"][0]]
     print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
@@ -583,7 +630,7 @@ def band(data: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "channel", "first", "analyze"])
+    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "channel", "first", "realshots", "analyze"])
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -606,6 +653,8 @@ def main() -> None:
         collect_anchor(args.path, args.out)
     elif args.command == "first":
         collect_first(args.path, args.out)
+    elif args.command == "realshots":
+        collect_realshots(args.path, args.out)
     elif args.command == "channel":
         collect_channel(args.path, args.out)
     elif args.command == "intent":
