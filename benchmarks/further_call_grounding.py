@@ -21,7 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flowcall.calling.grounding import Grounds, _translated, conversation_text, enum_choice  # noqa: E402
+from flowcall.calling.grounding import enum_choice
+from flowcall.calling.said import Said as Grounds, conversation_text  # noqa: E402
 from flowcall.eval.bfcl_data import BfclCase, load_cases  # noqa: E402
 from flowcall.messages import ToolSpec  # noqa: E402
 
@@ -33,9 +34,8 @@ def unsaid_required(call: dict[str, Any], tools: list[ToolSpec], grounds: Ground
     required = set(tool.parameters.get("required", []))
     properties = tool.parameters.get("properties", {})
     return [(key, value) for key, value in call["arguments"].items()
-            if key in required and isinstance(value, str) and value.strip() and not grounds.has(value)
-            and not enum_choice(properties.get(key) or {}, value)
-            and not _translated(value, properties.get(key) or {}, grounds)]
+            if key in required and isinstance(value, str) and value.strip() and not grounds.says(value, properties.get(key) or {})
+            and not enum_choice(properties.get(key) or {}, value)]
 
 
 def main(paths: list[str]) -> None:

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flowcall.calling.grounding import Grounds, conversation_text, enum_choice, ground_optional  # noqa: E402
+from flowcall.calling.grounding import enum_choice, ground_optional  # noqa: E402
+from flowcall.calling.said import Said as Grounds, conversation_text  # noqa: E402
 from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
 from flowcall.scoring import Observed, argument_mismatch, name_matches, passed, score  # noqa: E402
 from flowcall.service import FlowCall  # noqa: E402
@@ -55,7 +56,7 @@ def drop_translations(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolC
     for 上海) is dropped too, as grounding did until it kept translations."""
     grounded = keep_closed_sets(call, tool, grounds)
     gone = {k: v for k, v in grounded.arguments.items()
-            if k not in set(tool.parameters.get("required", [])) and grounds.in_other_script(v) and not grounds.has(v)
+            if k not in set(tool.parameters.get("required", [])) and grounds.in_other_script(v) and not grounds.literally(v)
             and not enum_choice((tool.parameters.get("properties") or {}).get(k) or {}, v)}
     if not gone:
         return grounded

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402
 
-from flowcall.calling.grounding import Grounds, conversation_text  # noqa: E402
+from flowcall.calling.said import Said as Grounds, conversation_text  # noqa: E402
 from flowcall.calling.relevance import margin, purpose, score_tools  # noqa: E402
 from flowcall.calling.schema import SchemaWay  # noqa: E402
 from flowcall.datasets import DatasetItem, parse_jsonl  # noqa: E402
@@ -57,7 +57,7 @@ def required_grounded(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> tuple
     required = [k for k in tool.parameters.get("required", []) if k in (call.arguments or {})]
     values = [(call.arguments or {})[k] for k in required]
     checkable = [v for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
-    return sum(grounds.has(v) for v in checkable), len(checkable)
+    return sum(grounds.literally(v) for v in checkable), len(checkable)
 
 
 def tuning_items(per_category: int, irrelevance: int) -> list[tuple[str, DatasetItem]]:

@@ -20,10 +20,11 @@ from flowcall.cli_common import service as _service
 from flowcall.cli_datasets import datasets_group
 from flowcall.cli_experiments import experiments_group
 from flowcall.errors import ConfigError, FlowCallError
-from flowcall.rendering import answer_text, describe_step, run_line, run_totals, short, step_ref
+from flowcall.rendering import (answer_text, describe_step, provenance_rows, provenance_summary, run_line, run_totals,
+                                short, status_text, step_ref)
 from flowcall.spec import parse_flow
 from flowcall.spinner import terminal_watcher
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind
 
 
 @contextmanager
@@ -57,9 +58,11 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @click.option("--queue", is_flag=True, help="Hand the run to the workers (FLOWCALL_BROKER_URL, `flowcall worker`) "
               "and print its id.")
 @click.option("--wait", is_flag=True, help="With --queue: show its steps as the worker commits them, then the answer.")
+@click.option("--require-tools", is_flag=True, help="Exit 1 when the answer has no tool result behind it "
+              "(the decision wanted a tool, and none gave a result).")
 @click.pass_context
 def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool, approve: bool,
-            queue: bool, wait: bool) -> None:
+            queue: bool, wait: bool, require_tools: bool) -> None:
     """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
     if wait and not queue:
         raise click.UsageError("--wait goes with --queue")
@@ -83,7 +86,7 @@ def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, qui
     if run.flow_name != flow.name:
         click.echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
                    f"{run.flow_name!r}; the saved {flow.name!r} is unchanged", err=True)
-    _report(ctx, run, as_json, quiet)
+    _report(ctx, run, as_json, quiet, require_tools)
 
 
 def ask_on_terminal(call: Any, tool: Any) -> Any:
@@ -110,8 +113,9 @@ def ask_on_terminal(call: Any, tool: Any) -> Any:
         click.echo("  the arguments must be a JSON object; try again", err=True)
 
 
-def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool) -> None:
-    """The end of a run on the terminal; exit 1 when it failed, 3 when it waits for approval."""
+def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool, require_tools: bool = False) -> None:
+    """The end of a run on the terminal; exit 1 when it failed (or, with `require_tools`, answered
+    without a tool result), 3 when it waits for approval."""
     if run.status == RunStatus.WAITING_APPROVAL:
         if as_json:
             click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
@@ -128,8 +132,13 @@ def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool) -> None:
     if run.status != RunStatus.SUCCEEDED:
         click.echo(f"error: run {run.id} failed: {run.error}", err=True)
         ctx.exit(1)
+    if run.outcome == ANSWERED_WITHOUT_TOOLS:
+        click.echo(f"warning: no tool result backs this answer: {'; '.join(run.outcome_reasons)}", err=True)
     if not as_json and not quiet:
         click.echo(run_totals(run), err=True)
+    if require_tools and run.outcome == ANSWERED_WITHOUT_TOOLS:
+        click.echo(f"error: run {run.id} answered without tools (--require-tools)", err=True)
+        ctx.exit(1)
 
 
 @cli.group()
@@ -221,13 +230,19 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    click.echo(f"run {run.id}  flow {run.flow_name}  {run.status.value}  trace {run.trace_id}")
+    click.echo(f"run {run.id}  flow {run.flow_name}  {status_text(run)}  trace {run.trace_id}")
     click.echo(f"question: {run.question}")
     for step in run.steps:
         click.echo(describe_step(step))
     if run.error:
         click.echo(f"error: {run.error}")
+    for reason in run.outcome_reasons:
+        click.echo(f"no tool result: {reason}")
     click.echo("answer: " + answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
+    if summary := provenance_summary(run.provenance):
+        click.echo(f"sources: {summary}")
+        for row in provenance_rows(run.provenance):
+            click.echo(f"  {row['field'] or '/'} = {row['value']}  ← {row['where']}")
 
 
 @runs.command("replay")

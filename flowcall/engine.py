@@ -32,7 +32,8 @@ from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, 
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider
 from flowcall.spec import Flow, ModelConfig
-from flowcall.steps import Run, RunCancelled, RunStatus, Step, StepKind, StepSink, utcnow
+from flowcall.provenance import trace
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunCancelled, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, drop_undeclared, run_calls
 from flowcall.tools.registry import ToolRegistry
@@ -270,6 +271,7 @@ class Engine:
                 models = models or _Models.build(flow, self.provider_for)  # a failure here is recorded
                 scope = self._begin(flow, run, recorder, registry, approver, state, models)
                 run.final_answer = self._loop(scope)
+                run.provenance = trace(run.final_answer, scope.state.done, run.question, run.steps)
             run.status = RunStatus.SUCCEEDED
         except _Paused as paused:
             run.status = RunStatus.WAITING_APPROVAL
@@ -411,6 +413,11 @@ class Engine:
         turn, state.budget = self._decide_checked(scope.models.decider, scope.way, request, scope.rec, state.round_no,
                                                   state.budget)
         state.last_text = turn.content
+        if choice != "none" and (turn.tool_calls or turn.withheld or turn.parse_errors):
+            state.wanted_tools = True  # an answer without a tool result is then unbacked (unbacked_reasons)
+            state.unbacked += turn.withheld
+            if turn.parse_errors and not turn.tool_calls:
+                state.unbacked.append(unreadable_reason("; ".join(turn.parse_errors)))
         if turn.parse_errors and not turn.tool_calls:
             state.budget = self._spend(state.budget, ErrorCode.PARSE_FAILED, turn.parse_errors[0], scope.rec)
             state.messages += parse_retry_messages(turn.content, turn.parse_errors[0])
@@ -490,6 +497,8 @@ class Engine:
         for outcome in outcomes:
             state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
                                           content=outcome.content_for_model()))
+            if outcome.error_code is not None:
+                state.unbacked.append(no_result_reason(outcome.call.name, outcome.error_code, outcome.error_message))
             if outcome.error_code not in NOT_RUN:
                 state.done.append(outcome)
                 if outcome.error_code is None:
@@ -514,9 +523,12 @@ class Engine:
         decider, way = scope.models.decider, scope.way
         messages, round_no, finished, last_text, done = (state.messages, state.round_no, state.finished,
                                                          state.last_text, state.done)
+        unbacked = unbacked_reasons(state, flow)
+        if unbacked is not None:
+            scope.run.outcome, scope.run.outcome_reasons = ANSWERED_WITHOUT_TOOLS, unbacked
         if scope.models.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
             return self._polish(flow, scope.models.polisher, scope.run.question, done,
-                                last_text if finished else None, rec)
+                                last_text if finished else None, rec, unbacked)
         if finished and last_text:
             return last_text
         if not finished:
@@ -656,10 +668,12 @@ class Engine:
                                    "; the first decision's other calls stand" if turn is earlier else "")),
                    error_message="; ".join(item.line() for item in flagged),
                    result=[{"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why} for i in flagged])
+        withheld = [withheld_reason(item.tool, item.argument, item.value) for item in flagged]
         if kept:
-            return turn.model_copy(update={"tool_calls": kept})
-        return self._decide(provider, way, request.model_copy(update={
+            return turn.model_copy(update={"tool_calls": kept, "withheld": withheld})
+        answer = self._decide(provider, way, request.model_copy(update={
             "tool_choice": "none", "messages": with_unmade_note(request.messages)}), rec, round_no)
+        return answer.model_copy(update={"withheld": withheld})
 
     @staticmethod
     def _unsaid(turn: ModelTurn, request: ModelRequest) -> dict[int, list]:
@@ -699,10 +713,12 @@ class Engine:
         return turn
 
     def _polish(self, flow: Flow, polisher: Provider, question: str, done: list[CallOutcome], draft: str | None,
-                rec: _Recorder) -> Any:
+                rec: _Recorder, unbacked: list[str] | None = None) -> Any:
         assert flow.polish is not None
         schema = flow.polish.output_schema
         system = fill_variables(flow.polish.system_prompt or POLISH_SYSTEM)
+        if unbacked is not None:
+            system += "\n" + NO_TOOL_RESULT_NOTE
         # Where the provider enforces the schema (grammar, json_schema), the schema text in the
         # prompt only costs tokens: ~400 prompt tokens, ~28% of the commute polish step locally.
         if schema and not polisher.capabilities.json_schema_output:
@@ -710,6 +726,8 @@ class Engine:
                        + json.dumps(schema, ensure_ascii=False))
         lines = [f"Question: {question}", "", "Tool results:"]
         lines += [f"- {o.call.name}({o.call.arguments_json()}) -> {o.content_for_model()}" for o in done] or ["(no tool was called)"]
+        if unbacked is not None:
+            lines += ["", "No tool result came back, because:", *(f"- {reason}" for reason in unbacked)]
         if draft:
             lines += ["", f"The decision model's draft answer: {draft}"]
         messages = [Message(role="system", content=system), Message(role="user", content="\n".join(lines))]
@@ -719,7 +737,8 @@ class Engine:
             request = ModelRequest(messages=list(messages), response_format=response_format,
                                    temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
             try:
-                turn = self._model_call(polisher, rec, StepKind.POLISH, 0, None, request)
+                turn = self._model_call(polisher, rec, StepKind.POLISH, 0, None, request,
+                                        note=f"{UNBACKED_NOTE}{'; '.join(unbacked)}" if unbacked is not None else None)
             except ProviderError as exc:
                 raise RunFailed(exc.code, exc.message) from exc
             if not schema:
@@ -822,3 +841,38 @@ def _structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str |
     if errors:
         return value, "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
     return value, None
+
+
+UNBACKED_NOTE = "no tool result backs this answer: "  # the polish step's note, then the reasons
+NO_TOOL_RESULT_NOTE = ("No tool gave a result for this question, so you have no facts from tools. Do not state "
+                       "weather, times, prices, names, numbers or any other fact as if a tool had looked it up. "
+                       "Say plainly that it could not be looked up and why, in the user's language.")
+
+
+def unbacked_reasons(state: LoopState, flow: Flow) -> list[str] | None:
+    """Why the answer has no tool result behind it, or None when one backs it (or no tool was
+    wanted: the decision answered directly and the flow lets it)."""
+    demanded = flow.tool_choice not in ("auto", "none")
+    if not (state.wanted_tools or demanded) or any(o.error_code is None for o in state.done):
+        return None
+    reasons = list(dict.fromkeys(state.unbacked))
+    if demanded and not state.wanted_tools:
+        reasons.append("the flow requires a tool call, and the decision model made none")
+    return reasons or ["the decision model called a tool, and no call gave a result"]
+
+
+def no_result_reason(name: str, code: ErrorCode | str, message: str | None) -> str:
+    """Why a call gave no result, for the run's outcome and the polish model."""
+    message = (message or "").strip()
+    if code == ErrorCode.APPROVAL_DENIED:
+        return f"{name} was denied: {message}" if message else f"{name} was denied"
+    verb = "failed" if code not in NOT_RUN else "was not run"
+    return f"{name} {verb}: {code}" + (f" ({message[:300]})" if message else "")
+
+
+def unreadable_reason(problem: str) -> str:
+    return f"a tool call could not be read: {problem}"
+
+
+def withheld_reason(tool: str, argument: str, value: Any) -> str:
+    return f"{tool} was not run: its {argument} {value!r} is the tool's own example, and nothing in the conversation says it"

@@ -40,6 +40,9 @@ class LoopState:
     # it, kept from the earlier run; with the pending calls they make the round that is counted
     kept: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, Any] = field(default_factory=dict)  # the run context's hidden data (DataFrames)
+    # a decision called a tool (even one that never ran): an answer with no tool result is then unbacked
+    wanted_tools: bool = False
+    unbacked: list[str] = field(default_factory=list)  # why calls gave no result: refused, failed, denied
 
     def checkpoint(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,8 @@ class LoopState:
             **({"running": self.running} if self.running else {}),
             **({"kept": self.kept} if self.kept else {}),
             **({"artifacts": artifact_codec.encode(self.artifacts)} if self.artifacts else {}),
+            **({"wanted_tools": True} if self.wanted_tools else {}),
+            **({"unbacked": self.unbacked} if self.unbacked else {}),
         }
 
     @classmethod
@@ -69,7 +74,8 @@ class LoopState:
                        pending=[ToolCall.model_validate(c) for c in data["pending"]],
                        pending_repairs=data["pending_repairs"], running=list(data.get("running", [])),
                        done_records=data["done"], kept=data.get("kept", []),
-                       artifacts=artifact_codec.decode(data.get("artifacts")))
+                       artifacts=artifact_codec.decode(data.get("artifacts")),
+                       wanted_tools=bool(data.get("wanted_tools")), unbacked=list(data.get("unbacked", [])))
         except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             raise ConfigError(f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
                               "it cannot be resumed") from exc

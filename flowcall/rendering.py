@@ -5,11 +5,12 @@ Plain text only: the pages escape it for Markdown (studio.md) or show it as text
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from flowcall.datasets import DatasetItem
 from flowcall.experiment_record import Experiment, Summary
-from flowcall.steps import Run, Step, StepKind
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
 
 
 def short(value: Any, limit: int = 90) -> str:
@@ -19,9 +20,27 @@ def short(value: Any, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def reused_from(step: Step) -> str | None:
+    """The run a re-run took this step over from (its id's first 8 characters), else None."""
+    if not is_reused(step):
+        return None
+    return (step.note or "").split(REUSED_NOTE, 1)[1].split()[0].strip(" ·;,") or "?"
+
+
+def step_time(step: Step) -> str:
+    """The time a step took, or "reused" for one a re-run took over: no time was spent again."""
+    return "reused" if is_reused(step) else f"{step.latency_ms / 1000:.2f}s"
+
+
+def held_notes(step: Step) -> list[str]:
+    """What a calling way's grammar held the reply to (calling/schema.held): the parts of the
+    step's note that say what was enforced outside the request."""
+    return [part for part in re.split(r"; | · ", step.note or "") if " held to " in f" {part}"]
+
+
 def describe_step(step: Step) -> str:
     """One line per step, for live progress and `runs show`."""
-    head = f"[{step.seq}] {step.kind.value:<10} {step.latency_ms / 1000:6.2f}s"
+    head = f"[{step.seq}] {step.kind.value:<10} {step_time(step):>7}"
     if step.kind in (StepKind.MODEL_CALL, StepKind.POLISH):
         tokens = f"{step.tokens_in}→{step.tokens_out} tok"
         if step.response and step.response.get("scores"):
@@ -63,7 +82,7 @@ def answer_text(answer: Any) -> str:
 
 def run_line(run: Run) -> str:
     """One line per run, for `runs list`."""
-    return f"{run.id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {run.status.value:<9}  {run.flow_name:<20}  {short(run.question, 50)}"
+    return f"{run.id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {status_text(run):<9}  {run.flow_name:<20}  {short(run.question, 50)}"
 
 
 def run_totals(run: Run) -> str:
@@ -72,8 +91,57 @@ def run_totals(run: Run) -> str:
 
 
 def run_seconds(run: Run) -> float:
-    """The run's time: its steps' latencies added up."""
-    return sum(s.latency_ms for s in run.steps) / 1000
+    """The run's time: its steps' latencies added up, without the steps a re-run reused (the
+    run it re-ran spent that time)."""
+    return sum(s.latency_ms for s in run.steps if not is_reused(s)) / 1000
+
+
+def status_text(run: Run) -> str:
+    """The run's status in words; a run that answered without the tool its decision wanted
+    says so rather than "succeeded"."""
+    if run.status == RunStatus.SUCCEEDED and run.outcome == ANSWERED_WITHOUT_TOOLS:
+        return "answered without tools"
+    return run.status.value
+
+
+
+def provenance_rows(provenance: list[dict[str, Any]] | None) -> list[dict[str, str]]:
+    """Where each value of an answer came from, one row per value (run.provenance): "field"
+    (where in the answer), "value", "source" (tool, question or model) and "where" (the tool
+    and the place in its result, "the question", or "no tool gave this")."""
+    rows = []
+    for entry in provenance or []:
+        span = entry.get("span")
+        field = entry.get("path") or (f"text, characters {span[0]}–{span[1]}" if span else "the answer")
+        value = entry.get("value")
+        rows.append({"field": field, "value": value if isinstance(value, str) else short(value, 60),
+                     "source": str(entry.get("source") or "model"), "where": _where(entry)})
+    return rows
+
+
+def _where(entry: dict[str, Any]) -> str:
+    if entry.get("source") == "tool":
+        where = f"{entry.get('tool') or 'a tool'} → {entry.get('result_path') or '/'}"
+        return where + (" (normalised)" if entry.get("match") == "normalised" else "")
+    return "the question" if entry.get("source") == "question" else "no tool gave this"
+
+
+def source_line(entry: dict[str, Any]) -> str:
+    """Where one answer value came from, as a short sentence (a tooltip on the answer card)."""
+    if entry.get("source") in ("tool", "question"):
+        return f"from {_where(entry)}"
+    return "⚠ from the model — no tool gave this"
+
+
+def provenance_summary(provenance: list[dict[str, Any]] | None) -> str | None:
+    """One line: how many of the answer's values tool results or the question back; None when
+    nothing was traced."""
+    if not provenance:
+        return None
+    traced = sum(1 for entry in provenance if entry.get("source") in ("tool", "question"))
+    line = f"{traced} of {len(provenance)} values traced to tool results or the question"
+    untraced = len(provenance) - traced
+    return line + (f"; {untraced} from the model" if untraced else "")
 
 
 def expectations_text(item: DatasetItem) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flowcall.engine import NOT_RUN, fill_variables, parse_retry_messages
+from flowcall.engine import (NOT_RUN, fill_variables, no_result_reason, parse_retry_messages, unreadable_reason,
+                             withheld_reason)
 from flowcall.errors import ConfigError, ErrorCode
 from flowcall.messages import Message, ToolCall
 from flowcall.spec import Flow
@@ -161,9 +162,29 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
         else:
             state["finished"] = True  # the model answered without tools, or only repeated answered calls
 
+    if flow.tool_choice != "none":  # as in the engine, a flow that offers no tool wants none
+        state.update(_backing(reused))
     if chosen.kind == StepKind.POLISH:
         state["tool_rounds"] = max(state["tool_rounds"], flow.max_rounds)  # straight to the polish model
     state["messages"] = [m.model_dump(mode="json") for m in messages]
     note = f"{REUSED}{run.id[:8]}"
     reused = [s.model_copy(update={"note": f"{s.note} · {note}" if s.note else note}) for s in reused]
     return state, reused
+
+
+def _backing(reused: list[Step]) -> dict[str, Any]:
+    """Whether the reused decisions called tools, and why calls gave no result: the engine's
+    wanted_tools and unbacked (LoopState), read from the steps."""
+    wanted, reasons = False, []
+    for step in reused:
+        if step.kind == StepKind.MODEL_CALL and (step.tool_calls or step.error_code == str(ErrorCode.PARSE_FAILED)):
+            wanted = True
+            if not step.tool_calls and step.error_code == str(ErrorCode.PARSE_FAILED):
+                reasons.append(unreadable_reason(step.error_message or ""))
+        elif step.kind == StepKind.WARNING and step.name == "doc_values" and (step.note or "").startswith("not made"):
+            wanted = True
+            reasons += [withheld_reason(i.get("tool"), i.get("argument"), i.get("value"))
+                        for i in step.result or [] if isinstance(i, dict)]
+        elif step.kind == StepKind.TOOL_CALL and step.error_code:
+            reasons.append(no_result_reason(step.name or "a tool", step.error_code, step.error_message))
+    return {"wanted_tools": wanted, "unbacked": reasons}

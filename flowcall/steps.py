@@ -82,6 +82,13 @@ class Run(BaseModel):
     # which process runs it ("host/pid/start") and until when it holds the run unless renewed
     owner: str | None = None
     lease_until: datetime | None = None
+    # how far the answer is backed by tools: None when tool results back it (or no tool was
+    # wanted), ANSWERED_WITHOUT_TOOLS when the decision wanted a tool and none ran (provenance.py)
+    outcome: str | None = None
+    outcome_reasons: list[str] = Field(default_factory=list)
+    # where each value of the answer came from (provenance.trace): a tool result, the question,
+    # or the model alone
+    provenance: list[dict[str, Any]] | None = None
     steps: list[Step] = Field(default_factory=list)
 
     @property
@@ -91,6 +98,9 @@ class Run(BaseModel):
     @property
     def tokens_out(self) -> int:
         return sum(s.tokens_out for s in self.steps if not is_reused(s))
+
+
+ANSWERED_WITHOUT_TOOLS = "answered_without_tools"
 
 
 class RunCancelled(Exception):

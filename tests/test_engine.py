@@ -16,7 +16,7 @@ from flowcall.messages import ModelTurn
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.steps import MemorySink, RunStatus, StepKind
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, MemorySink, RunStatus, StepKind
 from flowcall.tools.base import RunContext
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
@@ -351,6 +351,9 @@ def test_a_required_value_still_from_the_docs_is_not_called_and_the_model_answer
     result, decision, _ = run(registry, make_flow(retry_budget=2), twice, question="北京现在天气怎么样?")
     assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL, StepKind.WARNING,
                              StepKind.MODEL_CALL]
+    # the answer has no tool result behind it, and the run says so
+    assert result.outcome == ANSWERED_WITHOUT_TOOLS
+    assert any("get_weather was not run: its location '成都'" in r for r in result.outcome_reasons)
     assert "not made" in result.steps[3].note and "get_weather.location = '成都'" in result.steps[3].error_message
     answer = decision.requests[2]
     # told, in the system prompt, that nothing ran, so it claims no look-up (or booking) that never happened
@@ -360,7 +363,7 @@ def test_a_required_value_still_from_the_docs_is_not_called_and_the_model_answer
     result, decision, _ = run(registry, make_flow(retry_budget=0), [[("get_weather", {"location": "成都"})], "哪个城市?"],
                               question="北京现在天气怎么样?")
     assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL]
-    assert CALLS == [] and result.final_answer == "哪个城市?"
+    assert CALLS == [] and result.final_answer == "哪个城市?" and result.outcome == ANSWERED_WITHOUT_TOOLS
 
 
 def test_a_flow_that_demands_a_call_keeps_the_second_decision(registry):

@@ -9,8 +9,8 @@ engine then asks the model once more with the problem pointed out (one retry fro
 because a required value cannot simply be left out.
 
 A string value is flagged when it appears in the tool's docs (its description, or a
-parameter's description or examples) and nowhere in the conversation (grounding.Grounds, the
-same loose match that keeps what the user said). An enum value is flagged when the
+parameter's description or examples) and the conversation does not say it (said.Said, the one
+notion grounding shares: "北京" is said when the user wrote "Beijing"). An enum value is flagged when the
 conversation names another value of the same enum and not this one. Numbers, booleans and
 short strings (under 3 letters or digits, 2 Chinese characters) are never flagged: "10" or "US" appear everywhere.
 """
@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flowcall.calling.grounding import DOC_CHECK_PREFIX, Grounds, conversation_text
+from flowcall.calling.said import DOC_CHECK_PREFIX, Said, conversation_text
 from flowcall.messages import Message, ToolCall, ToolSpec
 
 MIN_CHARS = 3  # letters and digits of a value, fewer and it matches by chance...
@@ -91,7 +91,7 @@ def _values(value: Any, schema: dict[str, Any] | None, path: str):
 def doc_values(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Message]) -> list[DocValue]:
     """The argument values in `calls` that come from the tools' docs, not the conversation."""
     by_name = {t.name: t for t in tools}
-    grounds = Grounds(conversation_text(messages))  # the system prompt, the user, earlier tool results
+    said = Said(conversation_text(messages))  # the system prompt, the user, earlier tool results
     found: list[DocValue] = []
     for call in calls:
         tool = by_name.get(call.name)
@@ -100,7 +100,7 @@ def doc_values(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Mess
         docs = _squash(_docs_of(tool))
         for key, argument in call.arguments.items():
             for path, value, schema in _values(argument, _property(tool.parameters, key), key):
-                problem = _problem(value, schema or {}, docs, grounds)
+                problem = _problem(value, schema or {}, docs, said)
                 if problem:
                     found.append(DocValue(call.name, path, value, problem, example=problem == _EXAMPLE))
     return found
@@ -110,12 +110,12 @@ def _long_enough(value: str) -> bool:
     return len(_squash(value)) >= (MIN_CJK_CHARS if _CJK.search(value) else MIN_CHARS)
 
 
-def _problem(value: Any, schema: dict[str, Any], docs: str, grounds: Grounds) -> str | None:
-    if not isinstance(value, str) or not _long_enough(value) or grounds.has(value):
+def _problem(value: Any, schema: dict[str, Any], docs: str, said: Said) -> str | None:
+    if not isinstance(value, str) or not _long_enough(value) or said.says(value, schema):
         return None
     enum = schema.get("enum")
     if isinstance(enum, list) and value in enum:
-        named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and grounds.has(v)]
+        named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and said.literally(v)]
         return f"the request names {' or '.join(map(repr, named))}, not this" if named else None
     # the parameter's declared default (`namespace: "default"`) is what the tool does unasked, not a copy
     if _squash(value) in docs and value != schema.get("default"):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from flowcall.calling.grounding import DOC_CHECK_PREFIX
+from flowcall.calling.said import DOC_CHECK_PREFIX
 from flowcall.calling.shortlist import FIRST_SENTENCE, shortlist
 from flowcall.errors import ErrorCode
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec

@@ -106,6 +106,10 @@ class RunRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # when a run recorded before it ran (queued) was recorded; its started_at is when it was claimed
     queued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # answered_without_tools, with why; and each answer value's source (steps.Run)
+    outcome: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    outcome_reasons: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    provenance: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
 class StepRow(Base):

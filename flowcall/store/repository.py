@@ -64,6 +64,7 @@ def _run_to_row(run: Run) -> RunRow:
 
 def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
     data = {name: getattr(row, name) for name in Run.model_fields if name != "steps"}
+    data["outcome_reasons"] = data["outcome_reasons"] or []  # runs recorded before outcomes existed
     if data["status"] == _RUNNING and owner_gone(row.owner, row.lease_until):
         data["status"] = RunStatus.INTERRUPTED  # derived on every read, never stored
     return Run.model_validate({**data, "steps": [_step_from_row(s) for s in steps or []]})
@@ -295,6 +296,9 @@ class Store:
                         status=str(run.status),
                         final_answer=run.model_dump(mode="json", include={"final_answer"})["final_answer"],
                         error=run.error,
+                        outcome=run.outcome,
+                        outcome_reasons=run.outcome_reasons or None,
+                        provenance=run.provenance,
                         ended_at=run.ended_at or utcnow(),
                         tokens_in=tokens_in,
                         tokens_out=tokens_out,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from flowcall.calling.grounding import Grounds, ground_calls, ground_optional
+from flowcall.calling.grounding import ground_calls, ground_optional
+from flowcall.calling.said import Said
 from flowcall.messages import Message, ToolCall, ToolSpec
 
 ROUTE = ToolSpec(name="route", parameters={
@@ -18,7 +19,7 @@ def call(**arguments):
 
 
 def test_invented_optional_values_are_dropped_and_recorded():
-    grounds = Grounds("What is the fastest route from London to Edinburgh?")
+    grounds = Said("What is the fastest route from London to Edinburgh?")
     out = ground_optional(call(start="London", destination="Edinburgh", method="fastest", year=2000, units="miles"),
                           ROUTE, grounds)
     assert out.arguments == {"start": "London", "destination": "Edinburgh", "method": "fastest"}
@@ -26,12 +27,12 @@ def test_invented_optional_values_are_dropped_and_recorded():
 
 
 def test_required_arguments_stay_even_when_invented():
-    out = ground_optional(call(start="Paris", destination="Rome"), ROUTE, Grounds("Plan my trip"))
+    out = ground_optional(call(start="Paris", destination="Rome"), ROUTE, Said("Plan my trip"))
     assert out.arguments == {"start": "Paris", "destination": "Rome"} and not out.dropped_arguments
 
 
 def test_loose_matches_count_as_mentioned():
-    grounds = Grounds("An interest rate of 5% in 2021; avoid tolls and ferries, I'm travelling by motorway")
+    grounds = Said("An interest rate of 5% in 2021; avoid tolls and ferries, I'm travelling by motorway")
     out = ground_optional(call(start="a", destination="b", rate=0.05, year=2021, avoid=["Tolls", "Ferry", "Bridges"]),
                           ROUTE, grounds)
     assert out.arguments["rate"] == 0.05 and out.arguments["year"] == 2021
@@ -42,17 +43,17 @@ def test_an_empty_optional_list_is_dropped_whether_or_not_anything_else_is():
     """An empty list carries no value the conversation gave. It used to be left out only when
     another argument was dropped too, and kept when it was the only thing to drop: the same
     call grounded two ways, and `"assignees": []` sent to the API (BFCL's checker refuses it)."""
-    alone = ground_optional(call(start="a", destination="b", avoid=[]), ROUTE, Grounds("a to b"))
+    alone = ground_optional(call(start="a", destination="b", avoid=[]), ROUTE, Said("a to b"))
     assert alone.arguments == {"start": "a", "destination": "b"} and alone.dropped_arguments == {"avoid": []}
-    beside = ground_optional(call(start="a", destination="b", avoid=[], year=1999), ROUTE, Grounds("a to b"))
+    beside = ground_optional(call(start="a", destination="b", avoid=[], year=1999), ROUTE, Said("a to b"))
     assert beside.arguments == alone.arguments and beside.dropped_arguments == {"avoid": [], "year": 1999}
     required = ToolSpec(name="route", parameters={**ROUTE.parameters, "required": ["start", "destination", "avoid"]})
-    kept = ground_optional(call(start="a", destination="b", avoid=[]), required, Grounds("a to b"))
+    kept = ground_optional(call(start="a", destination="b", avoid=[]), required, Said("a to b"))
     assert kept.arguments == {"start": "a", "destination": "b", "avoid": []}  # a required list is the schema's
 
 
 def test_booleans_are_kept_and_defaults_dropped():
-    out = ground_optional(call(start="a", destination="b", scenic=True, units="km"), ROUTE, Grounds("a to b"))
+    out = ground_optional(call(start="a", destination="b", scenic=True, units="km"), ROUTE, Said("a to b"))
     assert out.arguments == {"start": "a", "destination": "b", "scenic": True} and out.dropped_arguments == {"units": "km"}
 
 
@@ -72,19 +73,19 @@ def test_unknown_tools_and_unparsed_arguments_pass_through():
 
 def test_a_date_written_another_way_is_grounded_by_its_numbers() -> None:
     """"12月5日" with today 2026-11-24 in the prompt grounds "2026-12-05"; a day nobody said does not."""
-    grounds = Grounds("Today is 2026-11-24.\n12月5日之前要交报销单")
-    assert grounds.has("2026-12-05") and grounds.has("12/05") and grounds.has("2026-11-24")
-    assert not grounds.has("2026-12-06") and not grounds.has("2026-10-05")
+    grounds = Said("Today is 2026-11-24.\n12月5日之前要交报销单")
+    assert grounds.literally("2026-12-05") and grounds.literally("12/05") and grounds.literally("2026-11-24")
+    assert not grounds.literally("2026-12-06") and not grounds.literally("2026-10-05")
 
 
 def test_a_time_said_on_a_12_hour_clock_grounds_its_24_hour_form() -> None:
     """Seen on the report half: "晚上6点半" booked as time "18:30", the docs' own example, was
     flagged as never said and the booking not made."""
-    assert Grounds("2025年6月8号晚上6点半，5个人").has("18:30")
-    assert Grounds("下午3点一刻开会").has("15:15") and Grounds("中午12点").has("12:00")
-    assert Grounds("dinner at 6:30pm for two").has("18:30") and Grounds("call me at 7 p.m.").has("19:00")
-    assert Grounds("早上6点半").has("06:30") and not Grounds("早上6点半").has("18:30")
-    assert not Grounds("晚上6点半").has("19:30") and not Grounds("at 6:30pm").has("06:45")
+    assert Said("2025年6月8号晚上6点半，5个人").literally("18:30")
+    assert Said("下午3点一刻开会").literally("15:15") and Said("中午12点").literally("12:00")
+    assert Said("dinner at 6:30pm for two").literally("18:30") and Said("call me at 7 p.m.").literally("19:00")
+    assert Said("早上6点半").literally("06:30") and not Said("早上6点半").literally("18:30")
+    assert not Said("晚上6点半").literally("19:30") and not Said("at 6:30pm").literally("06:45")
 
 
 def test_undeclared_keys_are_dropped_only_when_the_tool_takes_no_others() -> None:
@@ -102,19 +103,19 @@ def test_undeclared_keys_are_dropped_only_when_the_tool_takes_no_others() -> Non
 
 
 def test_keep_enum_keeps_a_chosen_member_but_not_an_invented_free_value_or_the_default():
-    grounds = Grounds("Route me from London to Edinburgh, nothing too long please")
+    grounds = Said("Route me from London to Edinburgh, nothing too long please")
     written = call(start="London", destination="Edinburgh", method="shortest", year=2000, units="km")
     assert ground_optional(written, ROUTE, grounds).dropped_arguments == {"method": "shortest", "year": 2000, "units": "km"}
     kept = ground_optional(written, ROUTE, grounds, keep_enum=True)
     assert kept.arguments == {"start": "London", "destination": "Edinburgh", "method": "shortest"}
     assert kept.dropped_arguments == {"year": 2000, "units": "km"}  # a free value and the default still go
     odd = ToolSpec(name="route", parameters={"type": "object", "properties": {"tags": {"type": "array", "enum": [["a"]]}}})
-    out = ground_optional(ToolCall(id="c", name="route", arguments={"tags": ["a"]}), odd, Grounds("x"), keep_enum=True)
+    out = ground_optional(ToolCall(id="c", name="route", arguments={"tags": ["a"]}), odd, Said("x"), keep_enum=True)
     assert out.arguments == {}  # a list is looked up item by item, never as an enum member
     # a server's schema is untrusted: an "enum" that is a string is no closed set ("short" is in it)
     hostile = ToolSpec(name="route", parameters={"type": "object", "properties": {
         "mode": {"type": "string", "enum": "shortest fastest"}}})
-    out = ground_optional(ToolCall(id="c", name="route", arguments={"mode": "short"}), hostile, Grounds("x"), keep_enum=True)
+    out = ground_optional(ToolCall(id="c", name="route", arguments={"mode": "short"}), hostile, Said("x"), keep_enum=True)
     assert out.arguments == {} and out.dropped_arguments == {"mode": "short"}
 
 
@@ -140,7 +141,7 @@ def test_the_schema_way_keeps_enum_choices_only_where_the_provider_says_so():
 def test_a_chinese_place_with_a_country_added_is_the_users():
     """"成都,China" for "成都现在多少度": the Chinese words have no 4-letter stem, so the first two
     characters of a run of them count as its stem ("成都市" too); a place nobody said is dropped."""
-    grounds = Grounds("成都现在多少度？用摄氏度")
+    grounds = Said("成都现在多少度？用摄氏度")
     out = ground_optional(call(start="a", destination="b", avoid=["成都,China", "成都市", "重庆,China"]), ROUTE, grounds)
     assert out.arguments["avoid"] == ["成都,China", "成都市"] and out.dropped_arguments == {"avoid": ["重庆,China"]}
 
@@ -150,14 +151,14 @@ def test_a_translation_is_kept_an_invention_in_the_same_script_is_not():
     script than the conversation's (the API wants English names), so it is kept; in English,
     a city nobody named is still dropped, and so is one written in Chinese for a Chinese request."""
     chinese = ground_optional(call(start="a", destination="b", avoid=["Shanghai,China", "重庆", "tolls"], units="Miles"),
-                              ROUTE, Grounds("上海未来几天天气预报，用华氏度显示"))
+                              ROUTE, Said("上海未来几天天气预报，用华氏度显示"))
     assert chinese.arguments["avoid"] == ["Shanghai,China"] and chinese.arguments["units"] == "Miles"
     assert chinese.dropped_arguments == {"avoid": ["重庆", "tolls"]}  # "tolls": an option, not a name
     enum = ground_optional(call(start="a", destination="b", method="Fastest"), ROUTE.model_copy(update={"parameters": {
         **ROUTE.parameters, "properties": {**ROUTE.parameters["properties"], "method": {"enum": ["Fastest"]}}}}),
-        Grounds("上海到北京"))
+        Said("上海到北京"))
     assert enum.dropped_arguments == {"method": "Fastest"}  # an enum member is a choice (keep_enum), not a name
     english = ground_optional(call(start="a", destination="b", avoid=["上海", "Chongqing"]), ROUTE,
-                              Grounds("weather in Shanghai for the next days"))
+                              Said("weather in Shanghai for the next days"))
     assert english.arguments["avoid"] == ["上海"] and english.dropped_arguments == {"avoid": ["Chongqing"]}
-    assert not Grounds("上海天气").in_other_script(2024) and not Grounds("上海天气").in_other_script("42")
+    assert not Said("上海天气").in_other_script(2024) and not Said("上海天气").in_other_script("42")
