@@ -66,12 +66,7 @@ MODELS = {
             #   (after the last needed call median -6.1, n=48; while calls remain -2.9, n=34). On the
             #   mix (--per-category 20 and the real-world calibration half) still best at -4.8, and
             #   -4.8/-4.6 with each real-world family left out (2026-11-26_more_calls_mix_1.5b.txt).
-            # keep_enum_choices: grounding keeps an optional enum value the words do not spell out
-            #   (benchmarks/grounding_rules.py on recorded decisions: on the real-world calibration
-            #   half 7 asked-for values won back against 1 wrong and 2 unasked, 116 -> 117 passes; on
-            #   BFCL even 20 per call category nothing changes; 2026-11-26_grounding_rules_*_1.5b.txt).
-            #   The 0.5B keeps dropping them: there it was 3 against 3.
-            calibrated={"call_margin": 1.35, "relevance_with_examples": True, "veto_margin": 0.0, "more_calls_margin": -4.8, "keep_enum_choices": True},
+            calibrated={"call_margin": 1.35, "relevance_with_examples": True, "veto_margin": 0.0, "more_calls_margin": -4.8},
         ),
     )
 }

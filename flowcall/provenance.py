@@ -23,7 +23,7 @@ from flowcall.calling.said import Said
 from flowcall.steps import Step, StepKind
 from flowcall.tools.execute import CallOutcome
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])-?\d+(?:\.\d+)?(?![0-9])")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}")
 # a quoted name: “…”, "…", 「…」, 《…》
 _QUOTED = re.compile(r"[“\"「《]([^”\"」》\n]{1,60})[”\"」》]")
@@ -113,12 +113,15 @@ def _squash(text: str) -> str:
 
 
 def _string_match(wanted: str, leaf: Any) -> str | None:
-    if not isinstance(leaf, str) or isinstance(leaf, bool):
+    if not isinstance(leaf, str):
         return None
     if wanted == leaf:
         return "exact"
     a, b = _squash(wanted), _squash(leaf)
-    if a and b and (a == b or (len(a) >= 2 and a in b) or (len(b) >= 2 and b in a)):
+    if a and a == b:
+        return "normalised"
+    # one name inside the other ("成都" and "成都市"); a sentence is never one name
+    if not _SENTENCE.search(wanted) and len(a) >= 2 and len(b) >= 2 and (a in b or b in a):
         return "normalised"
     return None
 
@@ -146,14 +149,14 @@ def _find(value: Any, key: str | None, leaves: list[_Leaf]) -> tuple[_Leaf, str]
     return leaf, match
 
 
-def _entry(path: str, value: Any, leaves: list[_Leaf], question: Said, steps: dict[str, int],
+def _entry(path: str, value: Any, leaves: list[_Leaf], question: Said | None, steps: dict[str, int],
            key: str | None = None) -> dict[str, Any]:
     hit = _find(value, key, leaves)
     if hit is not None:
         leaf, match = hit
         return {"path": path, "value": value, "source": "tool", "tool": leaf.tool, "tool_call_id": leaf.call_id,
                 "step_seq": steps.get(leaf.call_id), "result_path": leaf.path, "match": match}
-    if not isinstance(value, bool) and question.literally(value):
+    if question is not None and not isinstance(value, bool) and question.literally(value):
         return {"path": path, "value": value, "source": "question"}
     return {"path": path, "value": value, "source": "model"}
 
@@ -187,8 +190,9 @@ def trace(answer: Any, done: list[CallOutcome], question: str, steps: list[Step]
     entries = []
     for path, value in _leaves(answer):
         key = path.rsplit("/", 1)[-1] or None
-        entry = _entry(path, value, leaves, said, step_of, key)
-        if entry["source"] == "model" and isinstance(value, str) and _SENTENCE.search(value):
+        sentence = isinstance(value, str) and bool(_SENTENCE.search(value))
+        entry = _entry(path, value, leaves, None if sentence else said, step_of, key)
+        if sentence and entry["source"] == "model":  # the model's own wording: its numbers and names traced
             entry = {**entry, "kind": "text", "parts": _parts(value, leaves, said, step_of, path)}
         entries.append(entry)
     return entries

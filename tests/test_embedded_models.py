@@ -113,9 +113,7 @@ def test_each_embedded_model_gets_its_own_calibrated_margins():
     from flowcall.providers.local import CAPABILITIES, capabilities_for
 
     bigger = embedded_models.MODELS["qwen2.5-coder-1.5b"]
-    assert set(bigger.calibrated) == {"call_margin", "relevance_with_examples", "veto_margin", "more_calls_margin",
-                                      "keep_enum_choices"}
-    assert CAPABILITIES.keep_enum_choices is False  # the 0.5B drops enum values nobody said (3 right against 3)
+    assert set(bigger.calibrated) == {"call_margin", "relevance_with_examples", "veto_margin", "more_calls_margin"}
     assert CAPABILITIES.relevance_with_examples is False  # its bars were set on the plain question
     own = capabilities_for(bigger.file)
     for name, value in bigger.calibrated.items():

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flowcall.calling.said import DOC_CHECK_PREFIX, Said, conversation_text
+from flowcall.calling.said import DOC_CHECK_PREFIX, Said, said_in
 from flowcall.messages import Message, ToolCall, ToolSpec
 
 MIN_CHARS = 3  # letters and digits of a value, fewer and it matches by chance...
@@ -91,7 +91,7 @@ def _values(value: Any, schema: dict[str, Any] | None, path: str):
 def doc_values(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Message]) -> list[DocValue]:
     """The argument values in `calls` that come from the tools' docs, not the conversation."""
     by_name = {t.name: t for t in tools}
-    said = Said(conversation_text(messages))  # the system prompt, the user, earlier tool results
+    said = said_in(messages)  # the system prompt, the user, earlier tool results
     found: list[DocValue] = []
     for call in calls:
         tool = by_name.get(call.name)
@@ -115,7 +115,7 @@ def _problem(value: Any, schema: dict[str, Any], docs: str, said: Said) -> str |
         return None
     enum = schema.get("enum")
     if isinstance(enum, list) and value in enum:
-        named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and said.literally(v)]
+        named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and said.as_words(v)]
         return f"the request names {' or '.join(map(repr, named))}, not this" if named else None
     # the parameter's declared default (`namespace: "default"`) is what the tool does unasked, not a copy
     if _squash(value) in docs and value != schema.get("default"):

@@ -45,12 +45,35 @@ _CLOCK_EN = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b", re.IGNORECASE
 _CLOCK_PAST = re.compile(r"\b(half|quarter) (past|to) (\d{1,2})\b(?:[^.?!\d]{0,12}\b(evening|afternoon|night|tonight))?",
                          re.IGNORECASE)
 _QUARTERS = {"半": 30, "一刻": 15, "三刻": 45}
+_MONTHS = {name: n for n, names in enumerate(
+    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+     ("december", "dec")], start=1) for name in names}
+_MONTH = re.compile(r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?", re.IGNORECASE)
+# a day named in words: relative days, weekdays, months, "the 15th", "5号", "in 3 days", "月底"
+_DAY_WORDS = re.compile(
+    r"\b(today|tonight|tomorrow|yesterday|weekends?|weeks?|months?|years?|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|\d{1,2}(?:st|nd|rd|th)|\d+ ?days?|noon|midnight)\b"
+    r"|" + _MONTH.pattern[2:-5] + r"\b"
+    r"|今天|今日|今晚|明天|明日|明早|明晚|后天|大后天|昨天|前天|[本这下上]周|周[一二三四五六日天末1-7]|星期|礼拜|"
+    r"月底|月初|月末|年底|年初|[本这下上]个?月|\d+\s*[日号號]|[\d一二三四五六七八九十两]+\s*(?:天|周|週|个?星期|个?月)[后後内]|"
+    r"[早晚]上|上午|下午|中午|傍晚", re.IGNORECASE)
 _WINDOW = 4  # the longest run of Chinese characters read as one name (北京西站, 乌鲁木齐)
 
 
 def conversation_text(messages: list[Message]) -> str:
     """Everything the model was told or shown, where argument values may come from."""
     return "\n".join(m.content for m in messages if m.content and not m.content.startswith(DOC_CHECK_PREFIX))
+
+
+def users_words(messages: list[Message]) -> str:
+    """What the user wrote: a flow's system prompt may state today's date, the user did not."""
+    return "\n".join(m.content for m in messages if m.role == "user" and m.content
+                     and not m.content.startswith(DOC_CHECK_PREFIX))
+
+
+def said_in(messages: list[Message]) -> Said:
+    return Said(conversation_text(messages), users_words(messages))
 
 
 def _squash(text: str) -> str:
@@ -63,7 +86,7 @@ def with_numerals(text: str) -> str:
     from cn2an import transform  # imported here: each loads tables that most runs never need
     from text_to_num import alpha2digit
 
-    forms = [text]
+    forms = [text, _MONTH.sub(lambda m: str(_MONTHS[m.group(1).lower()]), text)]
     try:
         forms.append(alpha2digit(text, "en", threshold=0))
     except Exception:  # a library's edge case must not refuse a call
@@ -104,9 +127,11 @@ def _pinyin(run: str) -> list[str]:
 class Said:
     """The conversation, prepared once for many look-ups."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, users_words: str | None = None):
         self.text = text
         full = with_numerals(text)
+        # the user named a day, so a date in ISO form may be theirs (grounding.closed_choice)
+        self.names_a_day = bool(_DAY_WORDS.search(with_numerals(users_words if users_words is not None else text)))
         self.squashed = _squash(full)
         self.stems = {w[:4] for w in _WORD.findall(full.lower())}
         self.words = set(_LETTERS.findall(full.lower()))
@@ -145,6 +170,14 @@ class Said:
             return (any(w[:4] in self.stems or self._plural_of_said(w) for w in _WORD.findall(value.lower()))
                     or any(run[:2] in self.squashed for run in _CJK_RUN.findall(value)))
         return False
+
+    def as_words(self, value: str) -> bool:
+        """Said as whole words, not inside another ("low" is not said by "flowers"): where an
+        enum member counts as named, a stem or a substring is not enough."""
+        words = _LETTERS.findall(value.lower())
+        latin = [w for w in words if not _CJK.search(w)]
+        return bool(words) and all(w in self.words for w in latin) and all(
+            run in self.text for run in _CJK_RUN.findall(value))
 
     def transliterated(self, value: Any) -> bool:
         """A Chinese name said in pinyin, or a pinyin name said in Chinese characters."""

@@ -74,6 +74,30 @@ def decision_schema(tools: list[ToolSpec], choice: str, parallel: bool) -> dict[
     return calls if choice != "auto" else {"anyOf": [calls, answer]}
 
 
+def held(request: ModelRequest, capabilities: Capabilities) -> str | None:
+    """What the grammar holds the reply to, in words. The sent request says `tool_choice: auto`
+    (the choice lives in the decision schema the grammar is built from), so the step's note
+    says it, and the inspector shows it beside the request. None without a grammar: there the
+    schema is only asked for, and honour_choice applies the choice after the reply."""
+    if not capabilities.grammar:
+        return None
+    choice = str(request.tool_choice)
+    if not request.tools or choice == "none":
+        return "reply held to an answer, no tool call, by the grammar"
+    one = "" if request.parallel_tool_calls else ", one call at most"
+    if choice not in ("auto", "required"):
+        return f"tool held to {choice} by the grammar{one}"
+    names = [t.name for t in request.tools]
+    tools = ", ".join(names) if len(names) <= 5 else f"one of {len(names)} tools"
+    if choice == "required":
+        return f"reply held to a call of {tools} by the grammar{one}"
+    return f"reply held to a call of {tools} or an answer by the grammar{one}"
+
+
+def with_held(note: str | None, request: ModelRequest, capabilities: Capabilities) -> str | None:
+    return "; ".join(filter(None, [note, held(request, capabilities)])) or None
+
+
 def instructions(request: ModelRequest, capabilities: Capabilities) -> str:
     """The system prompt's part that lists the tools and says how to reply. With tool_choice
     none the tools are left out: they cannot be called, and reading them costs time."""
@@ -143,13 +167,14 @@ class SchemaWay(SingleCallWay):
 
     def decide_at_once(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
                        note: str | None = None) -> ModelTurn:
-        return call(self.name, self.prepare(request, capabilities), lambda turn: self.read(turn, request, capabilities), note)
+        return call(self.name, self.prepare(request, capabilities),
+                    lambda turn: self.read(turn, request, capabilities), with_held(note, request, capabilities))
 
     def read(self, turn: ModelTurn, request: ModelRequest, capabilities: Capabilities) -> ModelTurn:
         """interpret, then drop invented optional arguments where the provider asks for it."""
         turn = self.interpret(turn, request)
         if capabilities.ground_optional_arguments and turn.tool_calls:
-            grounded = ground_calls(turn.tool_calls, request.tools, request.messages, capabilities.keep_enum_choices)
+            grounded = ground_calls(turn.tool_calls, request.tools, request.messages)
             turn = turn.model_copy(update={"tool_calls": grounded})
         return turn
 

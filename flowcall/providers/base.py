@@ -34,8 +34,6 @@ class Capabilities(BaseModel):
     # drop optional arguments the conversation never mentions (calling/grounding.py): for small
     # models that fill every optional parameter a grammar offers them
     ground_optional_arguments: bool = False
-    # ...but keep an optional value chosen from the parameter's enum (grounding.py, keep_enum)
-    keep_enum_choices: bool = False
     preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
 
 

@@ -102,24 +102,39 @@ def test_undeclared_keys_are_dropped_only_when_the_tool_takes_no_others() -> Non
     assert drop_undeclared(made, tool(extra=True)) == (made, [])
 
 
-def test_keep_enum_keeps_a_chosen_member_but_not_an_invented_free_value_or_the_default():
+def test_an_enum_member_is_kept_but_not_an_invented_free_value_or_the_default():
+    """"nothing too long" -> method "shortest": a closed-set choice said in the user's own words."""
     grounds = Said("Route me from London to Edinburgh, nothing too long please")
     written = call(start="London", destination="Edinburgh", method="shortest", year=2000, units="km")
-    assert ground_optional(written, ROUTE, grounds).dropped_arguments == {"method": "shortest", "year": 2000, "units": "km"}
-    kept = ground_optional(written, ROUTE, grounds, keep_enum=True)
+    kept = ground_optional(written, ROUTE, grounds)
     assert kept.arguments == {"start": "London", "destination": "Edinburgh", "method": "shortest"}
     assert kept.dropped_arguments == {"year": 2000, "units": "km"}  # a free value and the default still go
     odd = ToolSpec(name="route", parameters={"type": "object", "properties": {"tags": {"type": "array", "enum": [["a"]]}}})
-    out = ground_optional(ToolCall(id="c", name="route", arguments={"tags": ["a"]}), odd, Said("x"), keep_enum=True)
+    out = ground_optional(ToolCall(id="c", name="route", arguments={"tags": ["a"]}), odd, Said("x"))
     assert out.arguments == {}  # a list is looked up item by item, never as an enum member
     # a server's schema is untrusted: an "enum" that is a string is no closed set ("short" is in it)
     hostile = ToolSpec(name="route", parameters={"type": "object", "properties": {
         "mode": {"type": "string", "enum": "shortest fastest"}}})
-    out = ground_optional(ToolCall(id="c", name="route", arguments={"mode": "short"}), hostile, Said("x"), keep_enum=True)
+    out = ground_optional(ToolCall(id="c", name="route", arguments={"mode": "short"}), hostile, Said("x"))
     assert out.arguments == {} and out.dropped_arguments == {"mode": "short"}
 
 
-def test_the_schema_way_keeps_enum_choices_only_where_the_provider_says_so():
+def test_a_time_zone_and_a_date_for_a_named_day_are_the_users():
+    """"LA" -> America/Los_Angeles, "后天" -> an ISO date: rewritings no look-up can check, kept;
+    a date where the user named no day is still dropped, as is a made-up zone."""
+    clock = ToolSpec(name="clock", parameters={"type": "object", "properties": {
+        "timezone": {"type": "string"}, "due": {"type": "string"}}})
+    made = ToolCall(id="c", name="clock", arguments={"timezone": "America/Los_Angeles", "due": "2026-11-30"})
+    kept = ground_calls([made], [clock], [Message(role="system", content="今天是 2026-11-28"),
+                                          Message(role="user", content="后天提醒我 LA 那边的会")])[0]
+    assert kept.arguments == made.arguments
+    unasked = ground_calls([made.model_copy(update={"arguments": {"timezone": "Mars/Olympus", "due": "2026-11-30"}})],
+                           [clock], [Message(role="system", content="Today is 2026-11-28."),
+                                     Message(role="user", content="remind me to buy milk")])[0]
+    assert unasked.dropped_arguments == {"timezone": "Mars/Olympus", "due": "2026-11-30"}
+
+
+def test_the_schema_way_keeps_enum_choices():
     import json
 
     from flowcall.calling.schema import SchemaWay
@@ -127,15 +142,14 @@ def test_the_schema_way_keeps_enum_choices_only_where_the_provider_says_so():
     from flowcall.providers.base import Capabilities
 
     forecast = ToolSpec(name="forecast", parameters={"type": "object", "required": ["location"], "properties": {
-        "location": {"type": "string"}, "units": {"type": "string", "enum": ["metric", "imperial"]}}})
+        "location": {"type": "string"}, "units": {"type": "string", "enum": ["metric", "imperial"]},
+        "days": {"type": "integer"}}})
     request = ModelRequest(messages=[Message(role="user", content="成都天气, in fahrenheit")], tools=[forecast])
     written = ModelTurn(content=json.dumps({"tool_calls": [
-        {"name": "forecast", "arguments": {"location": "成都", "units": "imperial"}}]}))
+        {"name": "forecast", "arguments": {"location": "成都", "units": "imperial", "days": 7}}]}))
     caps = Capabilities(grammar=True, ground_optional_arguments=True)
-    dropped = SchemaWay().read(written, request, caps).tool_calls[0]
-    assert dropped.arguments == {"location": "成都"} and dropped.dropped_arguments == {"units": "imperial"}
-    kept = SchemaWay().read(written, request, caps.model_copy(update={"keep_enum_choices": True})).tool_calls[0]
-    assert kept.arguments == {"location": "成都", "units": "imperial"} and not kept.dropped_arguments
+    kept = SchemaWay().read(written, request, caps).tool_calls[0]
+    assert kept.arguments == {"location": "成都", "units": "imperial"} and kept.dropped_arguments == {"days": 7}
 
 
 def test_a_chinese_place_with_a_country_added_is_the_users():
@@ -157,7 +171,7 @@ def test_a_translation_is_kept_an_invention_in_the_same_script_is_not():
     enum = ground_optional(call(start="a", destination="b", method="Fastest"), ROUTE.model_copy(update={"parameters": {
         **ROUTE.parameters, "properties": {**ROUTE.parameters["properties"], "method": {"enum": ["Fastest"]}}}}),
         Said("上海到北京"))
-    assert enum.dropped_arguments == {"method": "Fastest"}  # an enum member is a choice (keep_enum), not a name
+    assert enum.arguments["method"] == "Fastest"  # an enum member is a choice, kept as one (not as a name)
     english = ground_optional(call(start="a", destination="b", avoid=["上海", "Chongqing"]), ROUTE,
                               Said("weather in Shanghai for the next days"))
     assert english.arguments["avoid"] == ["上海"] and english.dropped_arguments == {"avoid": ["Chongqing"]}

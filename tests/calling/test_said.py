@@ -83,3 +83,13 @@ def test_grounding_keeps_a_count_said_in_words() -> None:
 def test_with_numerals_leaves_text_it_cannot_read() -> None:
     assert with_numerals("no numbers here") == "no numbers here"
     assert "3" in with_numerals("three") and "2" in with_numerals("两个")
+
+
+def test_an_enum_member_is_named_only_as_a_whole_word():
+    """"flowers" does not name the priority "low": an important reminder keeps "high"."""
+    task = ToolSpec(name="add_task", parameters={"type": "object", "required": ["title"], "properties": {
+        "title": {"type": "string"}, "priority": {"type": "string", "enum": ["low", "medium", "high"]}}})
+    call = ToolCall(id="c", name="add_task", arguments={"title": "buy flowers", "priority": "high"})
+    assert doc_values([call], [task], ask("remind me to buy flowers, it's important")) == []
+    spoken_against = doc_values([call], [task], ask("buy flowers, low priority"))
+    assert [f.why for f in spoken_against] == ["the request names 'low', not this"]

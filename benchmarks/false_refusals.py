@@ -1,0 +1,312 @@
+"""How often FlowCall's argument checks refuse a call that is right (issue 34, point 1).
+
+Grounding (calling/grounding.py) drops optional arguments the conversation "never mentions",
+doc values (calling/doc_values.py) flags values that are the tool's own examples, and the
+relevance gate (calling/relevance.py) withholds the tools when none seems to fit. Each was
+built against copied or invented values; this script feeds them only *correct* calls, the
+ones in benchmarks/product_questions/questions.jsonl (every way a correct model may write the
+call: the user's spelling, the other script, the canonical form), so whatever they refuse
+there is a false refusal. No model is run unless --gate is given.
+
+    .venv/bin/python benchmarks/false_refusals.py [--json PATH] [--limit N]
+    FLOWCALL_MODEL=qwen2.5-coder-0.5b .venv/bin/python benchmarks/false_refusals.py --gate
+
+Counts are per item (an item counts when any of its correct call lists is refused) and per
+correct call list. Grounding harms a call when what it leaves is no longer one of the item's
+correct calls (dropping a default, or "all" from "today's weather", leaves a correct call; the
+--json details list every drop, with `harmful`). The last line is
+`false refusals: grounding N, doc values N, gate N` in items: grounding, doc values flagged at
+all, the gate's veto (<= veto_margin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import datetime as dt
+import json
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flowcall import config  # noqa: E402
+from flowcall.calling.doc_values import doc_values, required_doc_values  # noqa: E402
+from flowcall.calling.grounding import ground_calls  # noqa: E402
+from flowcall.calling.relevance import last_user_text, tool_margin  # noqa: E402
+from flowcall.engine import fill_variables  # noqa: E402
+from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
+from flowcall.spec import load_flow  # noqa: E402
+from flowcall.tools.registry import ToolRegistry  # noqa: E402
+
+QUESTIONS = ROOT / "benchmarks" / "product_questions" / "questions.jsonl"
+FLOWS = ROOT / "flows"
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_PLACEHOLDER = re.compile(r"\{\{(today|tomorrow|today\+\d+|next:[a-z]{3}|date:\d\d-\d\d|month_end)\}\}")
+
+
+def resolve_dates(value: Any, today: dt.date) -> Any:
+    """A correct call's date as the day the check runs makes it (`today` is the day the engine's
+    fill_variables fills into the prompts): {{today}}, {{tomorrow}}, {{today+N}}, {{next:mon}}
+    (the first such weekday after today), {{date:MM-DD}} (the next such day from today on),
+    {{month_end}}."""
+    if isinstance(value, dict):
+        return {k: resolve_dates(v, today) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_dates(v, today) for v in value]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key in ("today", "tomorrow"):
+            return (today + dt.timedelta(days=key == "tomorrow")).isoformat()
+        if key.startswith("today+"):
+            return (today + dt.timedelta(days=int(key[6:]))).isoformat()
+        if key.startswith("next:"):
+            ahead = (WEEKDAYS.index(key[5:]) - today.weekday() - 1) % 7 + 1
+            return (today + dt.timedelta(days=ahead)).isoformat()
+        if key.startswith("date:"):
+            month, day = map(int, key[5:].split("-"))
+            wanted = dt.date(today.year, month, day)
+            return (wanted if wanted >= today else dt.date(today.year + 1, month, day)).isoformat()
+        return today.replace(day=calendar.monthrange(today.year, today.month)[1]).isoformat()
+
+    return _PLACEHOLDER.sub(one, value)
+
+
+@dataclass
+class Item:
+    """One request as the checks see it: the engine's messages, the attached tools' specs."""
+
+    id: str
+    lang: str
+    half: str
+    question: str
+    tools: list[ToolSpec]
+    messages: list[Message]
+    correct: list[list[ToolCall]]  # every correct call list; [] when no tool is needed
+    tool_choice: str
+    notes: str = ""
+
+    @property
+    def needs_tool(self) -> bool:
+        return bool(self.correct)
+
+
+def registry() -> ToolRegistry:
+    """The real plugin registry (the repo's plugins/ and FLOWCALL_PLUGIN_DIRS), as the product loads it."""
+    return ToolRegistry.from_plugin_dirs(config.plugin_dirs())
+
+
+def load_raw(path: Path = QUESTIONS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def build_item(raw: dict[str, Any], tools_of: ToolRegistry, today: dt.date) -> Item:
+    """The system prompt (the flow's decision prompt, or the item's own) filled as the engine
+    fills it, then the user's message; the tools the flow or item attaches."""
+    system, choice = raw.get("system_prompt"), "auto"
+    refs = raw.get("tools")
+    if raw.get("flow"):
+        flow = load_flow(FLOWS / f"{raw['flow']}.json")
+        refs, system, choice = flow.tools, flow.decision.system_prompt, flow.tool_choice
+    messages = [Message(role="system", content=fill_variables(system))] if system else []
+    messages.append(Message(role="user", content=raw["question"]))
+    correct = [[ToolCall(id=f"c{n}", name=c["name"], arguments=resolve_dates(c["arguments"], today))
+                for n, c in enumerate(calls)] for calls in raw["correct_calls"]]
+    return Item(id=raw["id"], lang=raw["lang"], half=raw["half"], question=raw["question"],
+                tools=[t.spec() for t in tools_of.resolve(refs)], messages=messages, correct=correct,
+                tool_choice=choice, notes=raw.get("notes", ""))
+
+
+def load_items(path: Path = QUESTIONS, today: dt.date | None = None) -> list[Item]:
+    tools_of = registry()
+    today = today or dt.datetime.now().astimezone().date()  # the day fill_variables uses
+    return [build_item(raw, tools_of, today) for raw in load_raw(path)]
+
+
+# --- the checks -------------------------------------------------------------------------------
+
+
+def _shape(calls: list[ToolCall]) -> str:
+    return json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True, ensure_ascii=False)
+
+
+def grounding_refusals(item: Item) -> list[dict[str, Any]]:
+    """Arguments ground_calls drops from a correct call. `harmful` when what is left is no
+    longer a correct call ("all" dropped for "today's weather" leaves the live reading, which
+    answers it too; a default dropped changes nothing the tool does)."""
+    correct = {_shape(calls) for calls in item.correct}
+    by_name = {t.name: t for t in item.tools}
+    found = []
+    for variant, calls in enumerate(item.correct):
+        grounded = ground_calls(calls, item.tools, item.messages)
+        harmful = _shape(grounded) not in correct
+        for call in grounded:
+            properties = by_name[call.name].parameters.get("properties", {})
+            for argument, value in call.dropped_arguments.items():
+                default = (properties.get(argument) or {}).get("default", ...)
+                found.append({"variant": variant, "tool": call.name, "argument": argument, "value": value,
+                              "harmful": harmful and value != default})
+    return found
+
+
+def doc_value_refusals(item: Item) -> list[dict[str, Any]]:
+    """Values of a correct call that doc_values flags (the engine asks the model once more).
+    `required`: still the docs' example in a required argument; `not_made`: and tool_choice is
+    auto, so the engine drops the call (a flow that names the tool keeps it)."""
+    found = []
+    for variant, calls in enumerate(item.correct):
+        flagged = doc_values(calls, item.tools, item.messages)
+        unmade = required_doc_values(flagged, item.tools)
+        for f in flagged:
+            required = f in unmade
+            found.append({"variant": variant, "tool": f.tool, "argument": f.argument, "value": f.value,
+                          "why": f.why, "required": required, "not_made": required and item.tool_choice == "auto"})
+    return found
+
+
+def gate_margins(items: list[Item]) -> dict[str, dict[str, Any]]:
+    """Each item's relevance margins on the embedded model (FLOWCALL_MODEL), as the gate reads
+    them: tool_margin with the provider's own relevance_with_examples, on the user's request."""
+    from tqdm import tqdm
+
+    from flowcall.providers.local import LocalProvider
+
+    provider = LocalProvider.shared()
+    ask = lambda asked, _label: provider.complete(asked)  # noqa: E731
+    out = {}
+    for item in tqdm(items, desc=f"gate on {provider.model}", file=sys.stderr):
+        text = last_user_text(item.messages)
+        margins = {t.name: tool_margin(ask, t, text, provider.capabilities.relevance_with_examples) for t in item.tools}
+        best = max(margins, key=lambda name: margins[name])
+        out[item.id] = {"best_tool": best, "best_margin": margins[best], "margins": margins}
+    return out
+
+
+# --- the report -------------------------------------------------------------------------------
+
+
+def groups(items: list[Item]) -> list[tuple[str, list[Item]]]:
+    """The whole set, each half, each language."""
+    out = [("all", items)]
+    out += [(half, [i for i in items if i.half == half]) for half in ("calibration", "report")]
+    out += [(lang, [i for i in items if i.lang == lang]) for lang in ("en", "zh", "mixed")]
+    return out
+
+
+def table(title: str, items: list[Item], refused: dict[str, list[dict[str, Any]]],
+          keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> int:
+    """Per group: items with a refused correct call list, and the refused lists themselves.
+    Returns the count over the whole set."""
+    print(f"\n{title}")
+    print(f"  {'':12} {'items':>12} {'call lists':>14}")
+    total = 0
+    for name, members in groups(items):
+        members = [i for i in members if i.needs_tool]
+        hit_items = variants = hit_variants = 0
+        for item in members:
+            bad = {r["variant"] for r in refused[item.id] if keep(r)}
+            hit_items += bool(bad)
+            variants += len(item.correct)
+            hit_variants += len(bad)
+        total = hit_items if name == "all" else total
+        print(f"  {name:12} {hit_items:>5}/{len(members):<6} {hit_variants:>6}/{variants:<7}")
+    return total
+
+
+def gate_table(items: list[Item], gate: dict[str, dict[str, Any]], veto: float | None, call: float) -> int:
+    print(f"\nthe gate: best relevance margin per item (veto_margin {veto}, call_margin {call})")
+    print(f"  {'':12} {'needs a tool: <= veto':>22} {'<= call':>10} {'no tool: > veto':>16} {'> call':>9}"
+          f"   (where tool_choice is auto: <= veto)")
+    total = 0
+    veto_bar = float("-inf") if veto is None else veto
+    for name, members in groups(items):
+        need = [i for i in members if i.needs_tool]
+        free = [i for i in members if not i.needs_tool]
+        auto = [i for i in need if i.tool_choice == "auto"]
+        m = lambda i: gate[i.id]["best_margin"]  # noqa: E731
+        vetoed = sum(m(i) <= veto_bar for i in need)
+        total = vetoed if name == "all" else total
+        print(f"  {name:12} {vetoed:>12}/{len(need):<9} {sum(m(i) <= call for i in need):>4}/{len(need):<5}"
+              f" {sum(m(i) > veto_bar for i in free):>9}/{len(free):<6} {sum(m(i) > call for i in free):>3}/{len(free):<5}"
+              f"   {sum(m(i) <= veto_bar for i in auto)}/{len(auto)}")
+    return total
+
+
+def listing(title: str, items: list[Item], refused: dict[str, list[dict[str, Any]]],
+            keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> None:
+    """Each refused value once per item: what to fix."""
+    rows = []
+    for item in items:
+        seen = set()
+        for r in filter(keep, refused[item.id]):
+            key = (r["tool"], r["argument"], json.dumps(r["value"], ensure_ascii=False), r.get("required", False))
+            if key not in seen:
+                seen.add(key)
+                note = ("  (required: call not made)" if r.get("not_made") else
+                        "  (required; tool_choice names the tool: made after the retry)" if key[3] else "")
+                rows.append(f"  {item.id:18} {r['tool']}.{r['argument']} = {key[2]}{note}   | {item.question}")
+    if rows:
+        print(f"\n{title}")
+        print("\n".join(rows))
+
+
+def main(argv: Iterable[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument("--limit", type=int, help="only the first N items")
+    parser.add_argument("--gate", action="store_true", help="also score the relevance gate on the embedded model")
+    parser.add_argument("--json", type=Path, help="write per-item details here")
+    parser.add_argument("--quiet", action="store_true", help="no per-value listing")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+
+    items = load_items(args.questions)[: args.limit]
+    print(f"{len(items)} items ({sum(i.needs_tool for i in items)} need a tool, "
+          f"{sum(len(i.correct) for i in items)} correct call lists) from {args.questions}")
+    grounding = {i.id: grounding_refusals(i) for i in items}
+    docs = {i.id: doc_value_refusals(i) for i in items}
+
+    harmful = lambda r: r["harmful"]  # noqa: E731
+    grounded = table("grounding: correct calls left incorrect by a dropped argument", items, grounding, harmful)
+    flagged = table("doc values: correct calls with a value flagged (asked once more)", items, docs)
+    table("doc values in required arguments (the docs' example still there after the retry: not made)", items, docs,
+          lambda r: r["required"])
+    table("...of which not made (tool_choice auto; a flow naming the tool makes it)", items, docs,
+          lambda r: r["not_made"])
+
+    gate: dict[str, dict[str, Any]] = {}
+    vetoed: int | None = None
+    if args.gate:
+        from flowcall.providers.local import LocalProvider
+
+        gate = gate_margins(items)
+        capabilities = LocalProvider.shared().capabilities
+        vetoed = gate_table(items, gate, capabilities.veto_margin, capabilities.call_margin)
+
+    if not args.quiet:
+        listing("grounding drops:", items, grounding, harmful)
+        listing("doc values flags:", items, docs)
+        if gate:
+            low = sorted((gate[i.id]["best_margin"], i.id, i.question) for i in items if i.needs_tool)[:25]
+            print("\nthe gate's lowest margins on items that need a tool:")
+            print("\n".join(f"  {m:6.2f} {item_id:18} {q}" for m, item_id, q in low))
+
+    if args.json:
+        details = [{"id": i.id, "lang": i.lang, "half": i.half, "question": i.question, "needs_tool": i.needs_tool,
+                    "grounding": grounding[i.id],
+                    "doc_values": docs[i.id], **({"gate": gate[i.id]} if gate else {})} for i in items]
+        args.json.write_text(json.dumps(details, ensure_ascii=False, indent=1), encoding="utf-8")
+        print(f"\nper-item details: {args.json}")
+    gate_text = "not run" if vetoed is None else str(vetoed)
+    print(f"false refusals: grounding {grounded}, doc values {flagged}, gate {gate_text}")
+
+
+if __name__ == "__main__":
+    main()
