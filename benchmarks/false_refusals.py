@@ -27,8 +27,7 @@ import datetime as dt
 import json
 import re
 import sys
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 

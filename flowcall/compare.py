@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowcall.steps import Run, Step, StepKind
+from flowcall.steps import Run, Step, StepKind, is_reused
 
 
 @dataclass
@@ -100,8 +100,8 @@ def latency_ms(step: Step | None) -> float | None:
 
 def summary(left: Run, right: Run) -> dict[str, tuple[Any, Any]]:
     """Run-level figures side by side."""
-    def seconds(run: Run) -> float:
-        return round(sum(s.latency_ms for s in run.steps) / 1000, 2)
+    def seconds(run: Run) -> float:  # a step a re-run reused took its time in the run it re-ran
+        return round(sum(s.latency_ms for s in run.steps if not is_reused(s)) / 1000, 2)
 
     return {
         "status": (str(left.status), str(right.status)),

@@ -10,6 +10,7 @@ from typing import Any
 
 from flowcall.datasets import DatasetItem
 from flowcall.experiment_record import Experiment, Summary
+from flowcall.provenance import traced_share
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
 
 
@@ -104,30 +105,49 @@ def status_text(run: Run) -> str:
     return run.status.value
 
 
-
 def provenance_rows(provenance: list[dict[str, Any]] | None) -> list[dict[str, str]]:
     """Where each value of an answer came from, one row per value (run.provenance): "field"
-    (where in the answer), "value", "source" (tool, question or model) and "where" (the tool
-    and the place in its result, "the question", or "no tool gave this")."""
+    (where in the answer), "value", "source" (tool, question, model, or text: the model's own
+    sentence, its numbers and names on the rows after it) and "where"."""
     rows = []
     for entry in provenance or []:
-        span = entry.get("span")
-        field = entry.get("path") or (f"text, characters {span[0]}–{span[1]}" if span else "the answer")
-        value = entry.get("value")
-        rows.append({"field": field, "value": value if isinstance(value, str) else short(value, 60),
-                     "source": str(entry.get("source") or "model"), "where": _where(entry)})
+        rows.append(_row(entry))
+        if entry.get("kind") == "text":
+            rows += [_row(part) for part in entry.get("parts", [])]
     return rows
 
 
+def _row(entry: dict[str, Any]) -> dict[str, str]:
+    span, value = entry.get("span"), entry.get("value")
+    field = entry.get("path") or "the answer"
+    if span:
+        field = f"{entry.get('path') or 'text'}, characters {span[0]}–{span[1]}"
+    source = "text" if entry.get("kind") == "text" else str(entry.get("source") or "model")
+    return {"field": field, "value": short(value, 80), "source": source, "where": _where(entry)}
+
+
 def _where(entry: dict[str, Any]) -> str:
+    if entry.get("kind") == "text":
+        return "written by the model from the results"
     if entry.get("source") == "tool":
         where = f"{entry.get('tool') or 'a tool'} → {entry.get('result_path') or '/'}"
         return where + (" (normalised)" if entry.get("match") == "normalised" else "")
     return "the question" if entry.get("source") == "question" else "no tool gave this"
 
 
+def unbacked_value(entry: dict[str, Any]) -> bool:
+    """A value no tool result or the question gave (for a text, one of its numbers or names)."""
+    if entry.get("kind") == "text":
+        return any(part.get("source") == "model" for part in entry.get("parts", []))
+    return entry.get("source") not in ("tool", "question")
+
+
 def source_line(entry: dict[str, Any]) -> str:
     """Where one answer value came from, as a short sentence (a tooltip on the answer card)."""
+    if entry.get("kind") == "text":
+        parts = entry.get("parts", [])
+        traced = sum(p.get("source") != "model" for p in parts)
+        return "the model's own words" + (f"; {traced} of {len(parts)} numbers and names in it traced" if parts else "")
     if entry.get("source") in ("tool", "question"):
         return f"from {_where(entry)}"
     return "⚠ from the model — no tool gave this"
@@ -138,10 +158,11 @@ def provenance_summary(provenance: list[dict[str, Any]] | None) -> str | None:
     nothing was traced."""
     if not provenance:
         return None
-    traced = sum(1 for entry in provenance if entry.get("source") in ("tool", "question"))
-    line = f"{traced} of {len(provenance)} values traced to tool results or the question"
-    untraced = len(provenance) - traced
-    return line + (f"; {untraced} from the model" if untraced else "")
+    traced, values = traced_share(provenance)
+    texts = sum(entry.get("kind") == "text" for entry in provenance)
+    line = f"{traced} of {values} values traced to tool results or the question"
+    line += f"; {values - traced} from the model" if values > traced else ""
+    return line + (f"; {texts} sentence{'s' if texts != 1 else ''} in the model's own words" if texts else "")
 
 
 def expectations_text(item: DatasetItem) -> str:

@@ -17,9 +17,10 @@ import streamlit as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowcall.errors import ConfigError
+from flowcall.rendering import (held_notes, provenance_rows, provenance_summary, reused_from, source_line, unbacked_value)
 from flowcall.service import FlowCall
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, load_flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind, is_reused
 from flowcall.trust import KINDS, TrustItem
 
 M = TypeVar("M", bound=BaseModel)
@@ -122,9 +123,12 @@ def step_label(step: Step) -> str:
 
 
 def steps_table(run: Run) -> list[dict[str, Any]]:
+    """One row per step; a step a re-run reused has no latency here (its note says from which
+    run): this run spent no time on it."""
     return [{"seq": s.seq, "round": s.round, "kind": s.kind.value, "name": s.name, "way": s.calling_way,
              "error": s.error_code, "tokens in": s.tokens_in, "tokens out": s.tokens_out,
-             "latency ms": round(s.latency_ms, 1), "note": s.note} for s in run.steps]
+             "latency ms": None if is_reused(s) else round(s.latency_ms, 1), "note": s.note}
+            for s in run.steps]
 
 
 def show_step(step: Step) -> None:
@@ -133,7 +137,11 @@ def show_step(step: Step) -> None:
     cols = st.columns(4)
     cols[0].metric("Tokens in", step.tokens_in)
     cols[1].metric("Tokens out", step.tokens_out)
-    cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
+    if is_reused(step):
+        cols[2].metric("Latency", "reused",
+                       help=f"Reused from run {reused_from(step)}: it took its time there, not in this run")
+    else:
+        cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
     cols[3].metric("Round", step.round)
     st.caption(md(f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
                   + (f" · {step.note}" if step.note else "")))
@@ -142,6 +150,8 @@ def show_step(step: Step) -> None:
     if step.request:
         request = step.request
         with st.expander("Request (exactly as sent)", expanded=step.kind != StepKind.TOOL_CALL):
+            for held in held_notes(step):  # enforced outside the request: said beside it, not added to it
+                st.info(md(f"Not in the request: {held}."), icon=":material/lock:")
             parts = {k: request[k] for k in ("tool_choice", "parallel_tool_calls", "response_format") if k in request}
             if parts:
                 st.code(as_json(parts), language="json")
@@ -198,32 +208,84 @@ def _card_value(value: Any, key: str | None = None) -> str:
     return md(value)
 
 
-def answer_card(answer: dict[str, Any]) -> None:
+UNBACKED = "⚠ from the model"  # an answer value no tool result or question gave
+
+
+def _pointer(at: str, key: Any) -> str:
+    """A JSON Pointer one level down (RFC 6901: "~" and "/" in a key escaped)."""
+    return f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+def answer_card(answer: dict[str, Any], sources: dict[str, dict[str, Any]] | None = None,
+                at: str = "") -> None:
     """A structured answer as a card (the seeds' commute weather card): short fields as
     metrics, nested objects as their own rows, long text as text. Every key and value is
-    the model's text, so all of it goes through `md`."""
+    the model's text, so all of it goes through `md`. With `sources` (provenance entries by
+    JSON Pointer), each value says on hover where it came from; one only the model gave is
+    marked ⚠."""
+    sources = sources or {}
+
+    def origin(key: Any, where: str = at) -> str | None:  # where the value came from, on hover
+        entry = sources.get(_pointer(where, key))
+        return md(source_line(entry)) if entry is not None else None
+
+    def unbacked(key: Any, where: str = at) -> bool:  # only the model gave it: marked on the card itself
+        entry = sources.get(_pointer(where, key))
+        return entry is not None and unbacked_value(entry)
+
     with st.container(border=True):
         flat = {k: v for k, v in answer.items() if not isinstance(v, (dict, list))}
         title_key = next((k for k in ("title", "location", "name", "city") if k in flat), None)
         if title_key:
-            st.subheader(md(f"{flat.pop(title_key)}" + (f" · {flat.pop('date')}" if "date" in flat else "")))
+            title = [title_key, *(["date"] if "date" in flat else [])]
+            flag = f" {UNBACKED[0]}" if any(unbacked(k) for k in title) else ""
+            st.subheader(md(" · ".join(str(flat.pop(k)) for k in title)) + flag,
+                         help="  \n".join(filter(None, map(origin, title))) or None)
         # metrics for numbers, yes/no and words; sentences as text (a metric cuts them off)
         short = {k: v for k, v in flat.items() if not isinstance(v, str) or len(v) <= 10}
         for chunk in range(0, len(short), 4):
             cols = st.columns(4)
             for col, (key, value) in zip(cols, list(short.items())[chunk:chunk + 4]):
-                col.metric(md(key.replace("_", " ")), _card_value(value, key))
+                col.metric(md(key.replace("_", " ")), _card_value(value, key), help=origin(key),
+                           delta=UNBACKED if unbacked(key) else None, delta_color="orange", delta_arrow="off")
         for key, value in flat.items():
             if key not in short:
-                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}")
+                flag = f" · *{UNBACKED}*" if unbacked(key) else ""
+                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}{flag}",
+                            help=origin(key))
         for key, value in answer.items():
             if isinstance(value, dict):
                 st.markdown(f"**{md(key.replace('_', ' '))}**")
-                answer_card(value)
+                answer_card(value, sources, _pointer(at, key))
             elif isinstance(value, list):
                 st.markdown(f"**{md(key.replace('_', ' '))}**")
-                for item in value:
-                    st.markdown(f"- {md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)}")
+                inner = _pointer(at, key)
+                for index, item in enumerate(value):
+                    text = md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)
+                    flag = f" · *{UNBACKED}*" if unbacked(index, inner) else ""
+                    st.markdown(f"- {text}{flag}", help=origin(index, inner))
+
+
+def show_outcome(run: Run) -> None:
+    """A run that answered without the tool its decision wanted: a warning with the reasons,
+    never a plain success."""
+    if run.outcome != ANSWERED_WITHOUT_TOOLS:
+        return
+    reasons = "".join(f"\n- {md(reason)}" for reason in run.outcome_reasons)
+    st.warning("**Answered without tools**: no tool result backs this answer, though the flow wanted a tool."
+               + (f"\n{reasons}" if reasons else ""), icon=":material/warning:")
+
+
+def show_provenance(run: Run) -> None:
+    """Under the answer: how much of it tools back, and where each value came from (a click)."""
+    line = provenance_summary(run.provenance)
+    if line is None:
+        return
+    st.caption(md(line))
+    with st.expander("Where each value came from"):
+        st.table([{"field": md(row["field"]), "value": md(row["value"]),
+                   "source": md(row["source"] if row["source"] != "model" else "⚠ model"),
+                   "where": md(row["where"])} for row in provenance_rows(run.provenance)])
 
 
 def show_answer(run: Run) -> None:
@@ -232,17 +294,23 @@ def show_answer(run: Run) -> None:
         return
     if run.status != RunStatus.SUCCEEDED:
         return
+    show_outcome(run)
     if isinstance(run.final_answer, dict):
+        sources = {entry.get("path"): entry for entry in run.provenance or [] if entry.get("path")}
         card, raw = st.columns([3, 2])
         with card:
-            answer_card(run.final_answer)
+            answer_card(run.final_answer, sources)
         with raw:
             st.caption("Raw JSON (valid against the polish schema)")
             st.json(run.final_answer)
     elif isinstance(run.final_answer, list):
         st.json(run.final_answer)
+    elif run.outcome == ANSWERED_WITHOUT_TOOLS:  # not green: nothing backs it
+        with st.container(border=True):
+            st.markdown(md(run.final_answer) if run.final_answer else "(empty answer)")
     else:
         st.success(md(run.final_answer) if run.final_answer else "(empty answer)")
+    show_provenance(run)
 
 
 # ------------------------------------------------------------------ the Flows page's diagram

@@ -108,13 +108,15 @@ if provider == "openai-compatible":
 
 if st.button("Run the probe", type="primary", disabled=not model.strip()):
     config = ModelConfig(provider=provider, model=model.strip(), base_url=base_url)
+    failed = None
     with st.status(f"Probing {provider}/{config.model}…", expanded=True) as box:
         try:
             profile = probe(config, service().provider_factory, on_check=lambda check: st.write(check_line(check)))
         except ConfigError as exc:
-            box.update(label="The probe could not start", state="error")
-            st.error(md(exc))
-            profile = None
+            box.update(label="The probe could not start", state="error", expanded=True)
+            failed, profile = exc, None
+    if failed is not None:  # the reason in the open, not inside a box that may close
+        st.error(md(failed))
     if profile is not None and profile.learned_anything():
         save_profile(service().store, profile)
         passed = sum(c.passed for c in profile.checks)
@@ -122,7 +124,7 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
                    state="complete", expanded=False)
         st.session_state["last_probe"] = profile.model_dump(mode="json")
     elif profile is not None:
-        box.update(label="No check reached the model", state="error")
+        box.update(label="No check reached the model", state="error", expanded=True)
         st.error(f"{md(profile.checks[0].detail)}. Check that the server is running, the base URL and the key, "
                  "then probe again. Nothing was stored.")
 

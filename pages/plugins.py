@@ -43,7 +43,8 @@ def show_tool(tool: Tool) -> None:
     """One tool in an expander: what it is, what it may do, what it costs the decision model."""
     checked = review(tool)
     cost = f"{checked.tokens} tokens" + ("" if checked.tokens_exact else " (estimated)")
-    with st.expander(f"{'⚠️ ' if checked.warnings else ''}{md(tool.version)} · {cost}"):
+    with st.expander(f"{'⚠️ ' if checked.warnings else ''}{md(tool.version)} · {cost}",
+                     expanded=bool(checked.warnings)):  # a warning is read without a click
         st.markdown(f"**{md(tool.name)}** · source {md(tool.source)} · version {md(tool.version)}")
         st.markdown(md(tool.description) if tool.description else "(no description)")
         st.markdown(annotations_text(tool))
@@ -150,11 +151,15 @@ def connect(name: str, command_line: str, url: str) -> None:
         try:
             tools = server_tools(server)
         except ConfigError as exc:
-            status.update(label=f"Could not connect to '{md(server.name)}'", state="error")
-            st.error(f"{md(exc)}. Check the command or URL, e.g. run it by hand in a terminal.")
-            return
-        status.update(label=f"Connected to '{md(server.name)}': {len(tools)} tools", state="complete",
-                      expanded=False)
+            status.update(label=f"Could not connect to '{md(server.name)}'", state="error", expanded=True)
+            failed = exc
+        else:
+            failed = None
+            status.update(label=f"Connected to '{md(server.name)}': {len(tools)} tools", state="complete",
+                          expanded=False)
+    if failed is not None:  # the reason in the open, not inside a box that may close
+        st.error(f"{md(failed)}. Check the command or URL, e.g. run it by hand in a terminal.")
+        return
     st.session_state["mcp:server"] = (server, tools)
 
 

@@ -14,8 +14,8 @@ import streamlit as st
 from flowcall import config, progress
 from flowcall.approval import Decision
 from flowcall.errors import ConfigError, FlowCallError
-from flowcall.rendering import describe_step, run_line, run_seconds
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.rendering import describe_step, run_line, run_seconds, status_text
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
     WritingBox,
@@ -36,11 +36,46 @@ if not flows:
     st.info("No flows yet: create one on the Flows page.")
     st.stop()
 names = [f["name"] for f in flows]
-preferred = st.session_state.get("flow")
-name = st.selectbox("Flow", names, index=names.index(preferred) if preferred in names else 0)
+
+
+def shown_run() -> Run | None:
+    """The run this page shows: the one its address names (?run=ID, so a link opens it in any
+    tab), else the one this tab ran or opened last."""
+    linked = st.query_params.get("run")
+    if linked and linked != st.session_state.get("run:linked"):  # a new address, not the one this page wrote
+        st.session_state["run_id"] = linked
+        st.session_state["run:linked"] = linked
+    if not (run_id := st.session_state.get("run_id")):
+        return None
+    try:
+        return app.store.get_run(run_id)
+    except ConfigError as exc:  # a link to a run that is gone, or never was
+        let_go()
+        st.warning(md(exc))
+        return None
+
+
+def let_go() -> None:
+    """Another flow picked: the run shown belongs to the flow it was, so it is no longer shown."""
+    st.session_state.pop("run_id", None)
+    st.query_params.pop("run", None)
+
+
+# A run is always shown under its own flow and question, however this page was opened.
+shown = shown_run()
+if shown is not None and shown.flow_name in names and (
+        st.session_state.get("run:flow") is None or st.session_state.get("run:adopted") != shown.id):
+    st.session_state["run:flow"] = shown.flow_name
+    st.session_state[f"question:{shown.flow_name}"] = shown.question
+    st.session_state["run:adopted"] = shown.id
+if st.session_state.get("run:flow") not in names:
+    preferred = st.session_state.get("flow")  # the flow last open on the Flows page
+    st.session_state["run:flow"] = preferred if preferred in names else names[0]
+name = st.selectbox("Flow", names, key="run:flow", on_change=let_go)
 flow, version_id, version = app.store.get_flow(name)
 st.caption(md(f"version {version} · {flow.description}"))
-question = st.text_area("Question", EXAMPLE_QUESTIONS.get(name, ""), height=80, key=f"question:{name}")
+st.session_state.setdefault(f"question:{name}", EXAMPLE_QUESTIONS.get(name, ""))
+question = st.text_area("Question", height=80, key=f"question:{name}")
 on_worker = bool(config.broker_url()) and st.toggle(
     "On a worker", value=True, help="Hand the run to the workers (`flowcall worker`, FLOWCALL_BROKER_URL); its "
     "steps show here as the worker commits them, and a click on this page no longer stops it")
@@ -56,31 +91,41 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
     """Run `work(on_step)` inside a status box that fills with the steps as they end. A grant
     missing meanwhile (revoked, or the flow changed) shows the consent panel instead."""
     # Streamlit ends the script on any click, and the engine marks a run ended that way
-    # `cancelled`: this button is that click, made on purpose (its rerun shows the run).
-    st.button("Stop", key="stop-run", help="Stop this run; it is recorded as cancelled")
-    with st.status(label, expanded=True) as status:
-        def on_step(step: Step) -> None:
-            st.session_state["run_id"] = step.run_id  # a stopped run is still shown
-            st.text(describe_step(step))
+    # `cancelled`: this button is that click, made on purpose (its rerun shows the run). It is
+    # there only while the run runs.
+    stop = st.empty()
+    stop.button("Stop", key="stop-run", help="Stop this run; it is recorded as cancelled")
+    problem = None
+    try:
+        with st.status(label, expanded=True) as status:
+            def on_step(step: Step) -> None:
+                st.session_state["run_id"] = step.run_id  # a stopped run is still shown
+                st.text(describe_step(step))
 
-        try:
-            with progress.watching(WritingBox()):  # the running step's text, as it is written
-                run = work(on_step)
-        except TrustRequired:
-            status.update(label="Nothing was run: it needs your grant", state="error")
-            if consent_for[0] is not None:
-                ask_consent(*consent_for)
-                st.rerun()
-            st.error("This run's flow version is gone, so there is nothing to grant. Nothing was run.")
-            return None
-        except (FlowCallError, ConfigError) as exc:
-            status.update(label="Could not run", state="error")
-            st.error(md(exc))
-            return None
-        state = {"succeeded": "complete", "failed": "error", "cancelled": "error"}.get(run.status.value, "running")
-        status.update(label=f"Run {run.status.value} · {len(run.steps)} steps · "
-                            f"{run_seconds(run):.1f} s",
-                      state=state, expanded=run.status != RunStatus.SUCCEEDED)
+            try:
+                with progress.watching(WritingBox()):  # the running step's text, as it is written
+                    run = work(on_step)
+            except TrustRequired:
+                status.update(label="Nothing was run: it needs your grant", state="error", expanded=True)
+                if consent_for[0] is not None:
+                    ask_consent(*consent_for)
+                    st.rerun()
+                problem = "This run's flow version is gone, so there is nothing to grant. Nothing was run."
+            except (FlowCallError, ConfigError) as exc:
+                status.update(label="Could not run", state="error", expanded=True)
+                problem = md(exc)
+            else:
+                warned = run.outcome == ANSWERED_WITHOUT_TOOLS
+                state = {"succeeded": "error" if warned else "complete", "failed": "error",
+                         "cancelled": "error"}.get(run.status.value, "running")
+                status.update(label=f"Run {status_text(run)} · {len(run.steps)} steps · "
+                                    f"{run_seconds(run):.1f} s",
+                              state=state, expanded=run.status != RunStatus.SUCCEEDED or warned)
+    finally:
+        stop.empty()
+    if problem is not None:  # the reason in the open, not inside a box that may close
+        st.error(problem)
+        return None
     st.session_state["run_id"] = run.id
     return run
 
@@ -158,6 +203,7 @@ if config.broker_url():
                                    format_func=lambda i: run_line(next(r for r in active if r.id == i)))
             if st.button("Watch it", key="watch-run"):
                 st.session_state["run_id"] = watched
+                st.rerun()  # shown under its own flow
         else:
             st.caption("None: every run has ended or waits for a person.")
 
@@ -186,6 +232,8 @@ def cancel_button(run: Run, where=st) -> None:
 
 if run_id := st.session_state.get("run_id"):
     run = app.store.get_run(run_id)
+    st.query_params["run"] = st.session_state["run:linked"] = run.id  # the address opens this run, in any tab
+    st.caption(md(f"Run {run.id[:8]} of {run.flow_name}: {run.question}"))
     if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
         arriving(run.id)
         cancel_button(run)
@@ -246,4 +294,5 @@ if run_id := st.session_state.get("run_id"):
         show_answer(run)
     with st.expander(f"Steps of run {run.id[:8]} ({run.tokens_in}+{run.tokens_out} tokens)"):
         st.dataframe(steps_table(run), hide_index=True)
-    st.page_link("pages/runs.py", label="Open it in the inspector", icon=":material/manage_search:")
+    st.page_link("pages/runs.py", label="Open it in the inspector", icon=":material/manage_search:",
+                 query_params={"run": run.id})

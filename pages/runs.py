@@ -12,9 +12,9 @@ import streamlit as st
 
 from flowcall.compare import align, latency_ms, summary
 from flowcall.errors import ConfigError, FlowCallError
-from flowcall.rendering import describe_step, run_seconds, step_ref
+from flowcall.rendering import describe_step, run_seconds, status_text, step_ref
 from flowcall.rerun import RERUNNABLE
-from flowcall.steps import RunStatus, StepKind
+from flowcall.steps import RunStatus, StepKind, is_reused
 from flowcall.studio import as_json, md, service, show_answer, show_step, step_label, steps_table
 
 app = service()
@@ -53,24 +53,28 @@ runs = app.store.list_runs(flow_name=None if flow_filter == "(all)" else flow_fi
 if not runs:
     st.info("No runs match. Run a flow on the Run page, or with `flowcall run FLOW QUESTION`.")
     st.stop()
-st.dataframe([{"started": r.started_at, "flow": r.flow_name, "status": r.status.value, "question": r.question[:60],
-               "id": r.id[:8]} for r in runs], hide_index=True)
+st.dataframe([{"started": r.started_at, "flow": r.flow_name, "status": status_text(r),
+               "question": r.question[:60], "id": r.id[:8]} for r in runs], hide_index=True)
 
 
 def run_label(r) -> str:
-    return f"{r.started_at:%Y-%m-%d %H:%M:%S} · {r.status.value} · {r.flow_name} · {r.question[:40]} · {r.id[:8]}"
+    return (f"{r.started_at:%Y-%m-%d %H:%M:%S} · {status_text(r)} · {r.flow_name} · {r.question[:40]} · "
+            f"{r.id[:8]}")
 
 
 ids = [r.id for r in runs]
+if (linked := st.query_params.get("run")) and linked != st.session_state.get("inspector:linked"):
+    st.session_state["run_id"] = linked  # a link to a run (?run=ID) opens it, in any tab
 wanted = st.session_state.get("run_id")
 picked = st.selectbox("Run", ids, index=ids.index(wanted) if wanted in ids else 0,
                       format_func=lambda i: run_label(next(r for r in runs if r.id == i)))
 st.session_state["run_id"] = picked
+st.query_params["run"] = st.session_state["inspector:linked"] = picked
 run = app.store.get_run(picked)
 
 # ------------------------------------------------------------------ the run
 st.subheader(md(f"Run {run.id[:8]}"))  # a run file from elsewhere sets its id, flow name, trace and question
-st.markdown(f"**{md(run.flow_name)}** · {run.status.value} · trace {md(run.trace_id)} · "
+st.markdown(f"**{md(run.flow_name)}** · {md(status_text(run))} · trace {md(run.trace_id)} · "
             f"{run.tokens_in}+{run.tokens_out} tokens · {run_seconds(run):.2f} s")
 st.markdown(f"Question: {md(run.question)}")
 if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.RUNNING):
@@ -80,10 +84,9 @@ if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.R
            RunStatus.RUNNING: "is running in another process or tab."}[run.status]
     st.info(f"This run {why}")
     go, stop, _ = st.columns([2, 1, 4])
-    if run.status != RunStatus.RUNNING and go.button("Continue it on the Run page", type="primary",
-                                                     key=f"continue:{run.id}"):
-        st.session_state["run_id"] = run.id
-        st.switch_page("pages/run.py")
+    if run.status != RunStatus.RUNNING:  # a link: opens the run under its own flow, in this tab or a new one
+        go.page_link("pages/run.py", label="Continue it on the Run page", icon=":material/play_arrow:",
+                     query_params={"run": run.id})
     if stop.button("Cancel the run", key=f"cancel:{run.id}"):
         try:
             app.cancel(run.id, by="studio")
@@ -146,22 +149,28 @@ with tab_timeline:
                     except ValueError as exc:
                         st.error(f"Nothing was run: {md(exc)}. Fix the arguments (a JSON object) and try again.")
                     else:
+                        failed = None
                         with st.status(f"Re-running from step {step.seq}…", expanded=True) as status:
                             try:
                                 new = app.rerun_from(run.id, step.seq, on_step=lambda s: st.text(describe_step(s)),
                                                      **edits)
                             except (FlowCallError, ConfigError) as exc:
-                                status.update(label="Could not re-run", state="error")
-                                st.error(md(exc))
+                                status.update(label="Could not re-run", state="error", expanded=True)
+                                failed = exc
                             else:
                                 status.update(label=f"New run {new.id[:8]}: {new.status.value}", state="complete")
-                                st.session_state["run_id"] = new.id
-                                st.session_state["compare_with"] = run.id
-                                st.rerun()
+                        if failed is not None:  # the reason in the open, not inside a box that may close
+                            st.error(md(failed))
+                        else:
+                            st.session_state["run_id"] = new.id
+                            st.session_state["compare_with"] = run.id
+                            st.rerun()
 
 with tab_charts:
-    rows = [{"step": f"{s.seq:02d} {s.kind.value}", "tokens in": s.tokens_in, "tokens out": s.tokens_out,
-             "latency ms": round(s.latency_ms, 1)} for s in run.steps]
+    # a step a re-run reused spent its tokens and time in the run it re-ran: none here
+    rows = [{"step": f"{s.seq:02d} {s.kind.value}", "tokens in": 0 if is_reused(s) else s.tokens_in,
+             "tokens out": 0 if is_reused(s) else s.tokens_out,
+             "latency ms": 0.0 if is_reused(s) else round(s.latency_ms, 1)} for s in run.steps]
     if rows:
         st.caption("Tokens per step")
         st.bar_chart(rows, x="step", y=["tokens in", "tokens out"], stack=True)
@@ -181,6 +190,10 @@ with tab_compare:
         st.dataframe([{"": k, "this run": str(a), "other run": str(b)} for k, (a, b) in figures.items()],
                      hide_index=True)
         pairs = align(run, other)
+
+        def step_ms(step) -> str:  # a reused step took its time in the run it was reused from
+            return "reused" if step is not None and is_reused(step) else str(latency_ms(step))
+
         st.caption(f"{sum(p.same for p in pairs)} of {len(pairs)} aligned steps are the same.")
         st.dataframe([{
             "this": p.left and step_ref(p.left),
@@ -188,7 +201,7 @@ with tab_compare:
             "differences": "; ".join(p.differences) or "same",
             "tokens": f"{p.left.tokens_in + p.left.tokens_out if p.left else '-'} / "
                       f"{p.right.tokens_in + p.right.tokens_out if p.right else '-'}",
-            "latency ms": f"{latency_ms(p.left)} / {latency_ms(p.right)}",
+            "latency ms": f"{step_ms(p.left)} / {step_ms(p.right)}",
         } for p in pairs], hide_index=True)
 
 with tab_table:
