@@ -3,7 +3,8 @@
 An item is a question plus optional expectations (the pydantic models below are the format):
 the calls the model must make (`expect_calls`, a subset of their arguments, `ordered` or not),
 or none at all (`expect_no_call`); what the answer must be (`answer_schema`, `answer_contains`,
-`answer_regex`, `answer_equals`); how long the run may take (`max_latency_s`). An item may also
+`answer_regex`, `answer_equals`); that tool results back every value of it (`grounded`); how
+long the run may take (`max_latency_s`). An item may also
 bring its own tool definitions (`tools`): then only the flow's decision model is asked, and
 nothing runs (datasets imported from BFCL, see eval/bfcl_dataset.py). flowcall/scoring.py
 judges a run against an item.
@@ -117,6 +118,8 @@ class DatasetItem(BaseModel):
     answer_contains: str | None = Field(default=None, min_length=1)
     answer_regex: str | None = Field(default=None, min_length=1)
     answer_equals: Any = None
+    grounded: bool = Field(default=False, description="Tool results back the answer: every value of it is traced "
+                           "to a tool result or the question (provenance.py), and the run did not answer without tools.")
     max_latency_s: float | None = Field(default=None, gt=0)
     tools: list[ItemTool] | None = Field(default=None, min_length=1)
 
@@ -172,7 +175,7 @@ class DatasetItem(BaseModel):
 FIELDS = tuple(DatasetItem.model_fields)
 _TEXT_FIELDS = {"id", "question", "answer_contains", "answer_regex"}  # a CSV cell is the text itself
 _JSON_FIELDS = {"expect_calls", "answer_schema", "tools"}  # a CSV cell holds JSON text
-# the others (ordered, expect_no_call, max_latency_s) are read by pydantic from the cell's text;
+# the others (ordered, expect_no_call, grounded, max_latency_s) are read by pydantic from the cell's text;
 # answer_equals is JSON when its cell parses as JSON, else the text itself
 
 
@@ -397,7 +400,7 @@ def to_jsonl(items: Iterable[DatasetItem]) -> str:
 def _csv_cell(field: str, value: Any) -> str:
     if value is None:
         return ""
-    if field in ("ordered", "expect_no_call"):
+    if field in ("ordered", "expect_no_call", "grounded"):
         return "true" if value else ""
     if field in _TEXT_FIELDS:
         return escape_formula(value)

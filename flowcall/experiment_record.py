@@ -35,6 +35,9 @@ class ItemResult(BaseModel):
     latency_ms: float | None = None
     tokens_in: int = 0
     tokens_out: int = 0
+    outcome: str | None = None  # steps.ANSWERED_WITHOUT_TOOLS, or None
+    traced: int | None = None  # answer values traced to a tool result or the question...
+    answer_values: int | None = None  # ...of these (provenance.traced_share)
 
 
 class Summary(BaseModel):
@@ -50,6 +53,9 @@ class Summary(BaseModel):
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None
     latency_mean_s: float | None = None
+    answered_without_tools: int = 0  # runs whose answer no tool result backs
+    traced: int = 0  # answer values traced to a tool result or the question, over all runs...
+    answer_values: int = 0  # ...of these
 
 
 class Experiment(BaseModel):
@@ -103,6 +109,8 @@ def summarize(items: Sequence[ItemResult]) -> Summary:
         latency_p50_s=percentile(seconds, 50) if seconds else None,
         latency_p95_s=percentile(seconds, 95) if seconds else None,
         latency_mean_s=sum(seconds) / len(seconds) if seconds else None,
+        answered_without_tools=sum(i.outcome is not None for i in scored),
+        traced=sum(i.traced or 0 for i in scored), answer_values=sum(i.answer_values or 0 for i in scored),
     )
 
 

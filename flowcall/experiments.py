@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from flowcall.datasets import DatasetItem
 from flowcall.errors import ConfigError, NotFoundError
 from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, summarize
+from flowcall.provenance import traced_share
 from flowcall.scoring import observe, passed, score
 from flowcall.spec import Flow
 from flowcall.steps import Run, RunStatus
@@ -117,7 +118,9 @@ def record(service: FlowCall, ref: stored.ItemRef, item: DatasetItem, run: Run) 
     result = ItemResult(position=ref.position, attempt=ref.attempt, item_key=ref.item_key, run_id=run.id,
                         status=str(run.status), passed=passed(verdicts), verdicts=verdicts,
                         latency_ms=seen.latency_s * 1000 if seen.latency_s is not None else None,
-                        tokens_in=run.tokens_in, tokens_out=run.tokens_out)
+                        tokens_in=run.tokens_in, tokens_out=run.tokens_out, outcome=run.outcome,
+                        **dict(zip(("traced", "answer_values"), traced_share(run.provenance) if run.provenance else
+                                   (None, None))))
     stored.save_result(service.store, ref.experiment_id, result)
     return result
 

@@ -204,3 +204,10 @@ def traced_share(provenance: list[dict[str, Any]] | None) -> tuple[int, int]:
     values = [part for entry in provenance or [] for part in (entry.get("parts", []) if entry.get("kind") == "text"
                                                                else [entry])]
     return sum(v["source"] != "model" for v in values), len(values)
+
+
+def unbacked_value(entry: dict[str, Any]) -> bool:
+    """A value no tool result or the question gave (for a text, one of its numbers or names)."""
+    if entry.get("kind") == "text":
+        return any(part.get("source") == "model" for part in entry.get("parts", []))
+    return entry.get("source") not in ("tool", "question")

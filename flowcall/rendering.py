@@ -10,7 +10,7 @@ from typing import Any
 
 from flowcall.datasets import DatasetItem
 from flowcall.experiment_record import Experiment, Summary
-from flowcall.provenance import traced_share
+from flowcall.provenance import traced_share, unbacked_value
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
 
 
@@ -135,13 +135,6 @@ def _where(entry: dict[str, Any]) -> str:
     return "the question" if entry.get("source") == "question" else "no tool gave this"
 
 
-def unbacked_value(entry: dict[str, Any]) -> bool:
-    """A value no tool result or the question gave (for a text, one of its numbers or names)."""
-    if entry.get("kind") == "text":
-        return any(part.get("source") == "model" for part in entry.get("parts", []))
-    return entry.get("source") not in ("tool", "question")
-
-
 def source_line(entry: dict[str, Any]) -> str:
     """Where one answer value came from, as a short sentence (a tooltip on the answer card)."""
     if entry.get("kind") == "text":
@@ -212,6 +205,12 @@ def summary_lines(summary: Summary) -> list[str]:
     for name, counts in summary.by_expectation.items():
         lines.append(f"  {name:<16} {counts['passed']:>5}/{counts['total']:<5} "
                      f"{counts['passed'] / counts['total']:.0%}")
+    if summary.answered_without_tools:
+        lines.append(f"answered without tools: {summary.answered_without_tools} of {summary.runs} runs "
+                     "(the decision wanted a tool, and no tool result came back)")
+    if summary.answer_values:
+        lines.append(f"answer values traced to tool results or the question: {summary.traced} of "
+                     f"{summary.answer_values} ({summary.traced / summary.answer_values:.0%})")
     lines.append(f"tokens {summary.tokens_in}→{summary.tokens_out}; latency p50 {_seconds(summary.latency_p50_s)}, "
                  f"p95 {_seconds(summary.latency_p95_s)}, mean {_seconds(summary.latency_mean_s)}")
     return lines

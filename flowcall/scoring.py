@@ -26,7 +26,8 @@ from pydantic import BaseModel
 
 from flowcall.bounded_regex import RegexTimeout, schema_errors, search
 from flowcall.datasets import ANY_OF, OPTIONAL, DatasetItem, ExpectedCall, is_matcher
-from flowcall.steps import Run, RunStatus, StepKind
+from flowcall.provenance import traced_share, unbacked_value
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, StepKind
 
 Call = tuple[str, Mapping[str, Any] | None]  # (tool name, arguments; None when they could not be read)
 SUCCEEDED = "succeeded"
@@ -46,6 +47,8 @@ class Observed:
     calls: list[Call]
     answer: Any
     latency_s: float | None
+    outcome: str | None = None  # steps.ANSWERED_WITHOUT_TOOLS when no tool result backs the answer
+    provenance: list[dict[str, Any]] | None = None
 
 
 def observe(run: Run, *, decision_only: bool = False) -> Observed:
@@ -61,7 +64,8 @@ def observe(run: Run, *, decision_only: bool = False) -> Observed:
         calls = [(s.name or "", s.arguments) for s in run.steps if s.kind == StepKind.TOOL_CALL]
         answer = run.final_answer
     latency = (run.ended_at - run.started_at).total_seconds() if run.ended_at else None
-    return Observed(status=str(run.status), error=run.error, calls=calls, answer=answer, latency_s=latency)
+    return Observed(status=str(run.status), error=run.error, calls=calls, answer=answer, latency_s=latency,
+                    outcome=run.outcome, provenance=run.provenance)
 
 
 def _show(value: Any, *, as_json: bool = False) -> str:
@@ -214,6 +218,21 @@ def _answer_verdicts(item: DatasetItem, seen: Observed) -> list[Verdict]:
     return verdicts
 
 
+def grounded_verdict(seen: Observed) -> Verdict:
+    """Tool results back the answer: it was not answered without tools, and every value of it
+    is traced to a tool result or the question."""
+    if seen.outcome == ANSWERED_WITHOUT_TOOLS:
+        return Verdict(expectation="grounded", passed=False, reason="answered without tools: no tool result backs it")
+    traced, values = traced_share(seen.provenance)
+    if not values:
+        why = "no answer" if seen.answer is None else "no value in the answer to trace"
+        return Verdict(expectation="grounded", passed=seen.answer is not None, reason=why)
+    untraced = [e.get("path") or _show(e.get("value")) for e in seen.provenance or [] if unbacked_value(e)]
+    return Verdict(expectation="grounded", passed=traced == values,
+                   reason=f"{traced} of {values} values traced" + (f"; from the model: {', '.join(untraced[:5])}"
+                                                                   if untraced else ""))
+
+
 def score(item: DatasetItem, seen: Observed) -> list[Verdict]:
     """A verdict for `succeeded` and for each expectation of `item`, in the item's field order."""
     ok = seen.status == str(RunStatus.SUCCEEDED)
@@ -230,6 +249,8 @@ def score(item: DatasetItem, seen: Observed) -> list[Verdict]:
                                 reason=f"called {made}" if seen.calls else "no call was made" if ok
                                 else f"no call was made, but the run {seen.status}: it never decided"))
     verdicts += _answer_verdicts(item, seen)
+    if item.grounded:
+        verdicts.append(grounded_verdict(seen))
     if item.max_latency_s is not None:
         fast = seen.latency_s is not None and seen.latency_s <= item.max_latency_s
         took = f"took {seen.latency_s:.2f} s" if seen.latency_s is not None else "never ended"

@@ -17,7 +17,8 @@ import streamlit as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowcall.errors import ConfigError
-from flowcall.rendering import (held_notes, provenance_rows, provenance_summary, reused_from, source_line, unbacked_value)
+from flowcall.provenance import unbacked_value
+from flowcall.rendering import held_notes, provenance_rows, provenance_summary, reused_from, source_line
 from flowcall.service import FlowCall
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, load_flow
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind, is_reused

@@ -280,3 +280,35 @@ def test_latency_counts_from_the_claim_not_from_the_queue(app: FlowCall):
     done = app.execute(run.id)
     assert (done.ended_at - done.started_at).total_seconds() < 60
     assert (done.started_at - app.store.get_run(run.id).queued_at).total_seconds() >= 3600
+
+
+def test_grounded_and_answered_without_tools_are_scored_and_summed(url: str):
+    """`grounded` passes when every answer value is traced to a tool result; a run whose tool
+    failed answered without tools, and the summary counts it."""
+    def get_weather(city: str) -> dict:
+        """Fails for 上海."""
+        if city == "上海":
+            raise RuntimeError("service down")
+        return {"city": city, "rain": city == "成都"}
+
+    def answer(request: ModelRequest) -> Any:
+        results = [m.content for m in request.messages if m.role == "tool"]
+        if results:
+            return "rain tomorrow: yes" if '"rain": true' in results[0] else "晴, 31 度"
+        city = next(c for c in CITIES if c in next(m.content for m in request.messages if m.role == "user"))
+        return [(request.tools[0].name, {"city": city})]
+
+    app = FlowCall(store=Store.open(url), provider_factory=lambda cfg: ScriptedProvider([answer] * 5))
+    app.registry = ToolRegistry([build_tool(get_weather, "weather/v1/get_weather")])
+    items = [{"id": "cd", "question": "成都 rain?", "grounded": True},
+             {"id": "sh", "question": "上海 rain?", "grounded": True}]
+    save_dataset(app.store, "grounded", [DatasetItem.model_validate(i) for i in items], source="test")
+    experiment = experiments.run_experiment(app, FLOW, "weather", "grounded")
+    cd, sh = experiment.items
+    assert cd.passed and cd.outcome is None
+    assert not sh.passed and sh.outcome == "answered_without_tools" and (sh.traced, sh.answer_values) == (0, 1)
+    assert sh.verdicts[-1].reason == "answered without tools: no tool result backs it"
+    summary = experiment.summary
+    assert summary.answered_without_tools == 1 and summary.by_expectation["grounded"] == {"passed": 1, "total": 2}
+    assert stored.get_experiment(app.store, experiment.id) == experiment
+    app.store.close()

@@ -222,3 +222,18 @@ def test_observe_takes_the_decision_a_decide_only_run_ended_with():
     assert quiet.calls == [] and quiet.answer == "text"
     failed = observe(_run(steps[:1], None, status=RunStatus.FAILED), decision_only=True)
     assert failed.calls == [] and failed.answer is None
+
+
+def test_grounded_needs_every_value_traced_and_a_tool_result():
+    from flowcall.scoring import Observed, grounded_verdict
+
+    traced = [{"path": "/t", "value": 16, "source": "tool"}, {"path": "/city", "value": "成都", "source": "question"}]
+    seen = Observed(status="succeeded", error=None, calls=[], answer={"t": 16}, latency_s=1.0, provenance=traced)
+    assert grounded_verdict(seen).passed and grounded_verdict(seen).reason == "2 of 2 values traced"
+    invented = [*traced, {"path": "/wind", "value": 9, "source": "model"}]
+    verdict = grounded_verdict(Observed(status="succeeded", error=None, calls=[], answer={}, latency_s=1.0,
+                                        provenance=invented))
+    assert not verdict.passed and verdict.reason == "2 of 3 values traced; from the model: /wind"
+    unbacked = Observed(status="succeeded", error=None, calls=[], answer="晴", latency_s=1.0,
+                        outcome="answered_without_tools", provenance=[])
+    assert not grounded_verdict(unbacked).passed

@@ -21,7 +21,8 @@ from flowcall.store.repository import Store
 _HEADER = ("id", "flow_ref", "flow_name", "flow_version", "flow_version_id", "dataset_name", "dataset_version",
            "dataset_version_id", "model", "polish_model", "calling_way", "repeat", "status", "error",
            "started_at", "ended_at", "summary")
-_RESULT = ("status", "passed", "verdicts", "latency_ms", "tokens_in", "tokens_out")
+_RESULT = ("status", "passed", "verdicts", "latency_ms", "tokens_in", "tokens_out", "outcome", "traced",
+           "answer_values")
 
 
 @dataclass(frozen=True)

@@ -287,3 +287,7 @@ class ExperimentItemRow(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     tokens_in: Mapped[int] = mapped_column(Integer, default=0)
     tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+    # the run answered without the tool its decision wanted; how many answer values were traced
+    outcome: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    traced: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    answer_values: Mapped[int | None] = mapped_column(Integer, nullable=True)
