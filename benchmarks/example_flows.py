@@ -4,8 +4,9 @@ Runs every flow in flows/ on each of its phrasings in benchmarks/data/example_ph
 through the product's service (as `flowcall run` does), on a fresh SQLite database, and checks
 each run with benchmarks/example_checks.py. Prints per flow the pass rate `flow: k/10` (also per split: the
 calibration phrasings, looked at while the flows were tuned, and the held-out ones, only
-scored), every failure with what failed, and the median wall time of a run; the last line sums
-it up. With --repeat N each phrasing runs N times, each repeat's pass rate is printed too, and a
+scored), the share of answer values traced to a tool result or the question (provenance.py)
+and the runs that answered without tools, every failure with what failed, and the median wall
+time of a run; the last line sums it up. With --repeat N each phrasing runs N times, each repeat's pass rate is printed too, and a
 phrasing whose runs differ (in outcome or in the calls made) is named: temperature 0 and a
 fixed seed should make runs repeat.
 
@@ -36,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from tqdm import tqdm  # noqa: E402
 
 from benchmarks.example_checks import FLOWS, Case, load_cases, run_case, users_clock  # noqa: E402
+from flowcall.provenance import traced_share  # noqa: E402
 
 TARGET = 9  # of 10 per flow (issue 11)
 
@@ -91,7 +93,9 @@ def run_all(cases: list[Case], repeat: int, show: bool, flows_dir: Path, db: str
                         run, answer, failures = None, None, [f"crashed: {type(exc).__name__}: {exc}"]
                     wall = time.perf_counter() - started
                     rows.append({"case": c, "attempt": attempt, "failures": failures, "wall_s": wall,
-                                 "answer": answer, "calls": _calls(run)})
+                                 "answer": answer, "calls": _calls(run),
+                                 "traced": traced_share(run.provenance) if run is not None else (0, 0),
+                                 "unbacked": run is not None and run.outcome is not None})
                     if show:
                         tqdm.write(f"{'ok  ' if not failures else 'FAIL'} {c.id} {wall:5.1f}s {c.question}\n"
                                    f"     calls: {_calls(run)}\n     answer: {_short(answer)}"
@@ -137,7 +141,11 @@ def report(rows: list[dict], repeat: int) -> str:
                 totals[split][1] += n
                 splits.append(f"{split.replace('_', '-')} {ok}/{n}")
         median = statistics.median(r["wall_s"] for r in mine)
-        lines.append(f"{flow}: {passed}/{count}  ({', '.join(splits)}; median {median:.1f} s/run)")
+        traced, values = (sum(r["traced"][i] for r in first) for i in (0, 1))
+        share = f"{traced}/{values} ({traced / values:.0%})" if values else "none"
+        unbacked = sum(r["unbacked"] for r in first)
+        lines.append(f"{flow}: {passed}/{count}  ({', '.join(splits)}; median {median:.1f} s/run; answer values "
+                     f"traced to tools or the question {share}; answered without tools {unbacked})")
         for attempt in range(1, repeat):
             ok, n = _rate([r for r in mine if r["attempt"] == attempt])
             lines.append(f"  run {attempt + 1}: {ok}/{n}")

@@ -120,8 +120,11 @@ def _string_match(wanted: str, leaf: Any) -> str | None:
     a, b = _squash(wanted), _squash(leaf)
     if a and a == b:
         return "normalised"
-    # one name inside the other ("成都" and "成都市"); a sentence is never one name
-    if not _SENTENCE.search(wanted) and len(a) >= 2 and len(b) >= 2 and (a in b or b in a):
+    # one name inside the other ("成都" and "成都市"); a sentence is never one name, and what
+    # one adds to the other holds no digit ("2026-11-28 12:00" is not the date "2026-11-28")
+    short, long = sorted((a, b), key=len)
+    if (not _SENTENCE.search(wanted) and len(short) >= 2 and short in long
+            and not any(ch.isdigit() for ch in long.replace(short, "", 1))):
         return "normalised"
     return None
 

@@ -88,3 +88,13 @@ def test_a_failed_call_backs_nothing():
 
 def test_no_answer_has_no_provenance():
     assert trace(None, [], "q") is None and trace("", [], "q") is None
+
+
+def test_a_time_added_to_a_tools_date_is_not_traced_to_it():
+    """The polish model wrote "2026-11-28 12:00" where the tool gave only the date: the time
+    is invented, so the value is the model's; a name inside a longer one still matches."""
+    outcome, tomorrow = commute_outcome()
+    found = by_path(trace({"local_time": f"{tomorrow} 12:00", "city": "成都市", "day": tomorrow}, [outcome], "?"))
+    assert found["/local_time"]["source"] == "model"
+    assert found["/city"]["source"] == "tool" and found["/city"]["match"] == "normalised"
+    assert found["/day"]["match"] == "exact"

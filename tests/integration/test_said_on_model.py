@@ -1,0 +1,36 @@
+"""Issue 34's tour, on the real embedded model: a new flow with the default settings, the
+weather and time tools and a polish schema, asked about Beijing. The decision writes the city
+as the weather tool's docs do (北京); no check may refuse what the user said, and every value
+of the card says where it came from."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowcall.service import FlowCall
+from flowcall.spec import Flow, PolishConfig
+from flowcall.steps import StepKind
+
+pytestmark = pytest.mark.model
+
+CARD = {"type": "object", "required": ["city", "weather", "temperature_c"], "properties": {
+    "city": {"type": "string", "maxLength": 20}, "weather": {"type": "string", "maxLength": 20},
+    "temperature_c": {"type": "number"}}}
+
+
+def test_beijing_is_not_refused_and_the_card_is_traced(model_path, tmp_path):
+    flow = Flow(name="beijing", tools=["weather/v1/get_weather", "time/v1/get_current_time"],
+                polish=PolishConfig(output_schema=CARD, max_tokens=120))
+    service = FlowCall.open(f"sqlite:///{tmp_path / 'runs.db'}")
+    run = service.run(flow, "What's the weather in Beijing today, and what time is it there?")
+    refused = [s for s in run.steps if s.kind == StepKind.WARNING and s.name == "doc_values"]
+    assert not refused, [(s.note, s.error_message) for s in refused]
+    weather = [s for s in run.steps if s.kind == StepKind.TOOL_CALL and s.name == "get_weather"]
+    assert weather and weather[0].error_code is None
+    assert weather[0].arguments["location"] in ("北京", "Beijing", "Beijing, China", "北京市")
+    assert run.outcome is None, run.outcome_reasons
+    # the card's weather values come from get_weather's result, and the record says where
+    found = {entry["path"]: entry for entry in run.provenance}
+    assert found["/weather"]["source"] == "tool" and found["/weather"]["tool"] == "get_weather"
+    assert found["/temperature_c"]["source"] == "tool" and found["/temperature_c"]["step_seq"] == weather[0].seq
+    assert service.store.get_run(run.id).provenance == run.provenance
