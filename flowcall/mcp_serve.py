@@ -118,8 +118,14 @@ def build_server(service: FlowCall, flow: Flow, *, remote: bool = True, max_conc
         answer = run.final_answer
         text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         structured = answer if tool.output_schema is not None and isinstance(answer, dict) else None
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured,
-                                    meta={"flowcall/run_id": run.id})
+        # the host's model must know an answer no tool result backs: a second text block says so
+        content = [types.TextContent(type="text", text=text)]
+        if run.outcome:
+            content.append(types.TextContent(type="text", text="note: no tool result backs this answer: "
+                                             + "; ".join(run.outcome_reasons)))
+        return types.CallToolResult(content=content, structured_content=structured,
+                                    meta={"flowcall/run_id": run.id, **({"flowcall/outcome": run.outcome}
+                                                                        if run.outcome else {})})
 
     return Server(f"flowcall-{name}", on_list_tools=list_tools, on_call_tool=call_tool)
 

@@ -44,6 +44,19 @@ def test_the_flow_is_one_tool_with_the_polish_schema_as_output_schema():
     assert run.question == "成都明天下雨吗?" and any(s.name == "get_weather" for s in run.steps)
 
 
+def test_an_answer_no_tool_result_backs_says_so_to_the_host():
+    """The docs' example city twice for a question about another: no call is made, and the
+    host's model reads that nothing backs the answer."""
+    flow = Flow(name="plain", tools=["weather/v1/get_weather"], decision=DecisionConfig(provider="scripted"))
+    copied = ("get_weather", {"location": "北京"})
+    provider = ScriptedProvider([[copied], [copied], "晴天"])
+    service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: provider)
+    _, result = call(build_server(service, flow), {"question": "芝加哥今天天气怎么样?"})
+    assert not result.is_error and result.content[0].text == "晴天"
+    assert result.content[1].text.startswith("note: no tool result backs this answer: get_weather was not run")
+    assert result.meta["flowcall/outcome"] == "answered_without_tools"
+
+
 def test_bad_input_and_a_failed_run_are_tool_errors():
     flow = Flow(name="plain", decision=DecisionConfig(provider="scripted"))
     service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider([]))
