@@ -12,6 +12,7 @@ This lets a way that calls well but cannot keep quiet lead the chain.
 from __future__ import annotations
 
 from flowcall.calling.base import CallingWay, ModelCall
+from flowcall.calling.doc_values import with_unmade_note
 from flowcall.calling.relevance import has_tool_results, score_tools
 from flowcall.errors import ProviderError
 from flowcall.messages import ModelRequest, ModelTurn
@@ -60,14 +61,15 @@ class AutoWay:
     @staticmethod
     def _veto(request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelRequest:
         """With a scoring provider and a veto_margin: if no tool fits the request at all, the
-        ways are asked for an answer without tools (tool_choice none), whatever they would do."""
+        ways are asked for an answer without tools (tool_choice none), whatever they would do,
+        told that no tool ran, so the answer claims nothing was looked up or done."""
         if (capabilities.veto_margin is None or not capabilities.scoring or request.tool_choice != "auto"
                 or not request.tools or has_tool_results(request.messages)):
             return request
         scored = score_tools(request, call, "auto", capabilities.relevance_with_examples)
         if scored and scored[0][0] > capabilities.veto_margin:
             return request
-        return request.model_copy(update={"tool_choice": "none"})
+        return request.model_copy(update={"tool_choice": "none", "messages": with_unmade_note(request.messages)})
 
     def _fall_back(self, reason: str) -> None:
         nxt = self.chain[self.current + 1].name

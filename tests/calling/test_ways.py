@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.calling.schema import decision_schema, read_decision
 from flowcall.cli import describe_step
 from flowcall.engine import Engine
@@ -267,6 +268,8 @@ def test_auto_veto_keeps_quiet_when_no_tool_fits_at_all():
     result, provider = run(flow("auto"), script, VETO_CAPS)
     assert result.final_answer == "我没有工具可以回答这个问题。"
     assert provider.requests[2].tool_choice == "none"  # the native way was asked for an answer, not a call
+    # ...told that no tool ran, so it claims no look-up or booking that never happened
+    assert UNMADE_NOTE in provider.requests[2].messages[0].content
     assert [s.calling_way for s in result.steps] == ["auto", "auto", "native"]
     assert not any(s.kind == StepKind.TOOL_CALL for s in result.steps)
 
