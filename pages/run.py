@@ -55,6 +55,12 @@ def shown_run() -> Run | None:
         return None
 
 
+def made_here(run_id: str) -> None:
+    """Show a run this page just made: it ran the question as typed, so the question box is
+    left as it is (a run opened from elsewhere brings its own question)."""
+    st.session_state["run_id"] = st.session_state["run:adopted"] = run_id
+
+
 def let_go() -> None:
     """Another flow picked: the run shown belongs to the flow it was, so it is no longer shown."""
     st.session_state.pop("run_id", None)
@@ -99,7 +105,7 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
     try:
         with st.status(label, expanded=True) as status:
             def on_step(step: Step) -> None:
-                st.session_state["run_id"] = step.run_id  # a stopped run is still shown
+                made_here(step.run_id)  # a stopped run is still shown
                 st.text(describe_step(step))
 
             try:
@@ -126,7 +132,7 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
     if problem is not None:  # the reason in the open, not inside a box that may close
         st.error(problem)
         return None
-    st.session_state["run_id"] = run.id
+    made_here(run.id)
     return run
 
 
@@ -136,7 +142,7 @@ def start(asked, flow_version_id: int, text: str) -> None:
         live("Running the flow…", lambda on_step: app.run(asked, text, on_step=on_step), (flow_version_id, text))
         return
     try:
-        st.session_state["run_id"] = app.run_queued(asked, text).id
+        made_here(app.run_queued(asked, text).id)
     except (FlowCallError, ConfigError) as exc:
         st.error(md(exc))
 

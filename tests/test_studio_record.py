@@ -195,6 +195,22 @@ def test_stop_shows_only_while_a_run_runs():
     assert not [b for b in app.button if b.label == "Stop"]  # the run has ended
 
 
+def test_a_second_question_runs_as_typed_not_as_the_run_shown():
+    """After a run the page shows it; a new question typed then is the one the next run asks
+    (the page once put the shown run's question back into the box)."""
+    service = FlowCall.open()
+    service.store.save_flow(Flow(name="clock", tools=["time/v1/get_current_time"], max_rounds=1,
+                                 decision=DecisionConfig(provider="scripted", model="schema")))
+    app = page("pages/run.py")
+    widget(app.selectbox, "Flow").select("clock").run()
+    for question in ("what time is it?", "and in London?"):
+        widget(app.text_area, "Question").input(question).run()
+        widget(app.button, "Run").click().run()
+        assert not app.exception, app.exception
+    assert [r.question for r in service.store.list_runs(flow_name="clock")] == ["and in London?", "what time is it?"]
+    assert widget(app.text_area, "Question").value == "and in London?"
+
+
 def test_could_not_run_shows_its_reason_expanded(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     service = FlowCall.open()
