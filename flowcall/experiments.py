@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from flowcall.config import model_label
 from flowcall.datasets import DatasetItem
 from flowcall.errors import ConfigError, NotFoundError
 from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, summarize
@@ -32,7 +33,7 @@ OnItem = Callable[[ItemResult], None]
 
 
 def _model(config: object) -> str:
-    return f"{config.provider}/{config.model}"  # type: ignore[attr-defined]
+    return model_label(config.provider, config.model)  # type: ignore[attr-defined]
 
 
 def start(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, dataset_version: int | None = None,

@@ -73,6 +73,21 @@ class ModelProfile(BaseModel):
         """The Capabilities fields to override with measured values (conclusive checks only)."""
         return {check.name: check.passed for check in self.checks if check.conclusive}
 
+    def ways_reason(self) -> str | None:
+        """Why `auto` starts where it does for this model, from what the probe found."""
+        found = {check.name: check for check in self.checks if check.conclusive}
+        if not found:
+            return None
+        day = f"{self.probed_at:%Y-%m-%d}"
+        native, schema = found.get("native_tools"), found.get("json_schema_output")
+        if native and native.passed:
+            return f"the probe of {day} found this model writes valid native tool calls"
+        why = f"the probe of {day} found no valid native tool call ({native.detail[:80]})" if native else \
+            f"the probe of {day} did not reach its tool-call check"
+        if schema:
+            return why + (", and JSON-schema output works" if schema.passed else ", nor valid JSON-schema output")
+        return why
+
     def learned_anything(self) -> bool:
         """False when no check reached the model (say the server is down): not worth storing,
         since it would replace an earlier profile with nothing."""

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -111,6 +111,28 @@ class FlowCall:
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
                           approver=approver)
+
+    def warm_up(self, flows: list[Flow], *, on_flow: Callable[[Flow], None] | None = None) -> int:
+        """Have the embedded model read, once, what every run of these flows begins with: the
+        decision's prompt and tools and the relevance questions before the user's words. The
+        local provider keeps those states in its prompt cache on disk, so the first real run
+        reads only the question. Nothing is executed or stored. Returns how many flows were read:
+        those that decide with the embedded model on plugin tools only."""
+        from flowcall.steps import MemorySink
+
+        engine = Engine(self.registry, self.provider_factory, MemorySink())
+        done = 0
+        for flow in flows:
+            if flow.decision.provider != "local" or flow.mcp_servers or flow.http_tools:
+                continue
+            if on_flow:
+                on_flow(flow)
+            system = fill_variables(flow.decision.system_prompt) if flow.decision.system_prompt else ""
+            messages = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content="?")]
+            tools = [tool.spec() for tool in self.registry.resolve(flow.plugin_refs())]
+            engine.decide_only(flow, messages, tools, label=f"warm-up {flow.name}")
+            done += 1
+        return done
 
     # --- a run recorded first, executed later by its id (experiments; later, workers) ----------
     def prepare(self, flow: Flow) -> Adopted:

@@ -66,7 +66,8 @@ class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     provider: ProviderName = "local"
-    model: str = "qwen2.5-coder-0.5b-instruct"
+    # for provider local, "embedded": whichever embedded model this machine runs (FLOWCALL_MODEL)
+    model: str = "embedded"
     base_url: str | None = Field(
         default=None, description="Only for openai-compatible servers (Ollama, vLLM, ...)."
     )

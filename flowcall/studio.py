@@ -16,6 +16,7 @@ import graphviz
 import streamlit as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from flowcall.config import model_label
 from flowcall.errors import ConfigError
 from flowcall.provenance import unbacked_value
 from flowcall.rendering import held_notes, provenance_rows, provenance_summary, reused_from, source_line
@@ -332,7 +333,7 @@ def flow_diagram(flow: Flow) -> graphviz.Digraph:
                                         "fontname": "sans"})
     graph.node("question", shape="oval", fillcolor="#e8f0fe")
     graph.node("answer", shape="oval", fillcolor="#e6f4ea")
-    graph.node("decision", _dot_label("decision", f"{flow.decision.provider}/{flow.decision.model}",
+    graph.node("decision", _dot_label("decision", model_label(flow.decision.provider, flow.decision.model),
                                       f"way: {flow.decision.calling_way}"))
     graph.edge("question", "decision")
     tools = [ref.rsplit("/", 1)[-1] for ref in flow.tools] or ["(no tools)"]
@@ -343,7 +344,7 @@ def flow_diagram(flow: Flow) -> graphviz.Digraph:
         graph.edge("decision", f"t{i}", _dot_label(choice), dir="both")
     if flow.polish:
         schema = " + schema" if flow.polish.output_schema else ""
-        graph.node("polish", _dot_label("polish", f"{flow.polish.provider}/{flow.polish.model}{schema}"))
+        graph.node("polish", _dot_label("polish", model_label(flow.polish.provider, flow.polish.model) + schema))
         graph.edge("decision", "polish")
         graph.edge("polish", "answer")
     else:

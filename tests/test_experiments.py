@@ -112,7 +112,7 @@ def test_an_experiment_runs_every_item_and_keeps_verdicts_runs_and_totals(app: F
     experiment = experiments.run_experiment(app, FLOW, "weather.json", "weather-questions", on_item=seen.append)
     assert experiment.status == ExperimentStatus.FINISHED and experiment.ended_at is not None
     assert (experiment.flow_name, experiment.flow_version, experiment.dataset_version) == ("weather", 1, 1)
-    assert (experiment.model, experiment.calling_way, experiment.flow_ref) == ("scripted/qwen2.5-coder-0.5b-instruct", "auto", "weather.json")
+    assert (experiment.model, experiment.calling_way, experiment.flow_ref) == ("scripted/embedded", "auto", "weather.json")
     assert [i.item_key for i in experiment.items] == ["cd", "bj", "hi", "sh"] and len(seen) == 4
     assert [i.passed for i in experiment.items] == [True, True, True, False]
     failing = experiment.items[3]

@@ -118,7 +118,7 @@ def test_probe_of_the_embedded_model_fills_the_table_and_stores_it(model_path):
     checks = at.dataframe[1].value
     assert list(checks["check"]) == ["native_tools", "json_schema_output", "parallel_tool_calls"]
     assert set(checks["result"]) <= {"pass", "fail"}
-    assert at.status[0].label.startswith("local/qwen2.5-coder-0.5b-instruct:")
+    assert at.status[0].label.startswith(f"local/{Path(model_path).stem}:")
     stored = list_profiles(open_store())
-    assert [(p.provider, p.model) for p in stored] == [("local", "qwen2.5-coder-0.5b-instruct")]
+    assert [(p.provider, p.model) for p in stored] == [("local", Path(model_path).stem)]
     assert list(at.dataframe[2].value["provider"]) == ["local"]  # the stored profiles table

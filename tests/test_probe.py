@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -49,7 +50,7 @@ def test_probe_of_the_embedded_model(model_path):
     profile = probe(ModelConfig(provider="local"), on_check=lambda check: heard.append(check.name))
     checks = by_name(profile)
     assert heard == ["native_tools", "json_schema_output", "parallel_tool_calls"]
-    assert profile.provider == "local" and profile.model == "qwen2.5-coder-0.5b-instruct" and profile.base_url is None
+    assert profile.provider == "local" and profile.model == Path(model_path).stem and profile.base_url is None
     # the grammar holds the output to the schema, whatever the model would have written
     assert checks["json_schema_output"].passed
     assert json.loads(checks["json_schema_output"].detail)["city"] == "Paris"
@@ -178,6 +179,21 @@ def test_auto_starts_on_a_measured_way():
     assert provider.capabilities.native_tools and FULL.native_tools  # the provider's own are untouched
 
 
+def test_a_probed_model_says_why_auto_starts_where_it_does():
+    text_only = ModelProfile(provider="p", model="m", checks=[
+        Check(name="native_tools", passed=False, detail="answered with text instead of a tool call"),
+        Check(name="json_schema_output", passed=True, detail="{}"),
+    ])
+    caps = measured(Capabilities(native_tools=True, json_schema_output=True), text_only)
+    assert caps.ways_reason.startswith("the probe of ") and "no valid native tool call (answered with text" in caps.ways_reason
+    assert caps.ways_reason.endswith("and JSON-schema output works")
+    good = ModelProfile(provider="p", model="m", checks=[Check(name="native_tools", passed=True, detail="ok")])
+    assert "writes valid native tool calls" in measured(Capabilities(native_tools=True), good).ways_reason
+    unreached = ModelProfile(provider="p", model="m", checks=[
+        Check(name="native_tools", passed=False, detail="429", conclusive=False)])
+    assert measured(Capabilities(native_tools=True), unreached).ways_reason is None  # nothing measured, nothing claimed
+
+
 def test_measured_capabilities_keep_a_calibrated_order_of_ways():
     declared = Capabilities(native_tools=True, json_schema_output=True, preferred_ways=["native", "schema", "prompt"])
     profile = ModelProfile(provider="p", model="m", checks=[
@@ -187,7 +203,7 @@ def test_measured_capabilities_keep_a_calibrated_order_of_ways():
     ])
     caps = measured(declared, profile)
     assert (caps.native_tools, caps.json_schema_output, caps.parallel_tool_calls) == (False, False, False)
-    assert caps.preferred_ways == ["native", "schema", "prompt"]
+    assert caps.preferred_ways == ["native", "schema", "prompt"] and caps.ways_reason is None  # its own reason stands
     assert declared.native_tools and declared.preferred_ways == ["native", "schema", "prompt"]
 
 

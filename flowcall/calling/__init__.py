@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowcall.calling.auto import AutoWay, default_chain
+from flowcall.calling.auto import AutoWay, chain_reason, default_chain
 from flowcall.calling.base import CallingWay
 from flowcall.calling.native import NativeWay
 from flowcall.calling.prompt import PromptWay
@@ -16,7 +16,7 @@ WAY_NAMES = ("auto", "native", "schema", "prompt", "router")
 
 def make_way(name: str, capabilities: Capabilities, rules: list[Rule] | None = None) -> CallingWay:
     if name == "auto":
-        return AutoWay([make_way(n, capabilities, rules) for n in default_chain(capabilities)])
+        return AutoWay([make_way(n, capabilities, rules) for n in default_chain(capabilities)], chain_reason(capabilities))
     if name == "native":
         return NativeWay()
     if name == "schema":

@@ -1,12 +1,17 @@
 """`auto`: the provider's preferred ways in order, falling back to the next when one fails.
 
+The order is the one this model does best with: for an embedded model, measured on held-out
+requests (embedded_models.py); for a remote model, what its probe found (probe.py), else what
+its API declares. Every step `auto` makes says which way leads and why.
+
 A way fails for a model when the provider refuses it (a non-transient error, e.g. a server
 without tools support) or when the reply cannot be read at all. The fallback holds for the
 rest of the run, and every step after it says why in its note.
 
 Before the chain, a scoring provider with a `veto_margin` is asked whether any tool fits the
 request at all (relevance.py); if none does, every way is asked for an answer without tools.
-This lets a way that calls well but cannot keep quiet lead the chain.
+This lets a way that calls well but cannot keep quiet lead the chain. The schema way asks the
+same question with its own, higher bar, so leading the chain it is not asked twice.
 """
 
 from __future__ import annotations
@@ -28,22 +33,36 @@ def default_chain(capabilities: Capabilities) -> list[str]:
     return chain + ["prompt"]
 
 
+def chain_reason(capabilities: Capabilities) -> str:
+    """Why the chain starts where it does, for each step's note."""
+    if capabilities.ways_reason:
+        return capabilities.ways_reason
+    if capabilities.native_tools:
+        return "the model's API takes tool definitions (not probed; `flowcall models probe` measures it)"
+    if capabilities.json_schema_output or capabilities.grammar:
+        return "the model's API has no tool calls but can hold a reply to a JSON schema"
+    return "the model's API has neither tool calls nor JSON-schema output"
+
+
 class AutoWay:
     name = "auto"
 
-    def __init__(self, chain: list[CallingWay]):
+    def __init__(self, chain: list[CallingWay], reason: str = ""):
         self.chain = chain
+        self.reason = reason
         self.current = 0
         self.fallbacks: list[str] = []
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
-        request = self._veto(request, capabilities, call)
+        if self.chain[0].name != "schema":
+            request = self._veto(request, capabilities, call)
+        chosen = f"auto: {self.chain[0].name} first, {self.reason}" if self.reason else None
         while True:
             way = self.chain[self.current]
             last = self.current == len(self.chain) - 1
 
             def noted(way_name: str, sent: ModelRequest, interpret=None, note: str | None = None) -> ModelTurn:
-                why = "; ".join(filter(None, [note, *(f"after fallback: {f}" for f in self.fallbacks)]))
+                why = "; ".join(filter(None, [note, *(f"after fallback: {f}" for f in self.fallbacks), chosen]))
                 return call(way_name, sent, interpret, why or None)
 
             try:

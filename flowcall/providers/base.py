@@ -35,6 +35,8 @@ class Capabilities(BaseModel):
     # models that fill every optional parameter a grammar offers them
     ground_optional_arguments: bool = False
     preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
+    # why `auto` tries the ways in that order, in a user's words: each of its steps says so
+    ways_reason: str | None = None
 
 
 class Provider(Protocol):

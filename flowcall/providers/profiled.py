@@ -25,8 +25,11 @@ def measured(capabilities: Capabilities, profile: ModelProfile) -> Capabilities:
     A provider's own `preferred_ways` stay as they are: that order was calibrated on far more
     questions than the probe's three (the local model's on BFCL and the example flows), and
     `auto` still falls back when the first way fails. The probe decides the order for every
-    provider without one, which is every remote model."""
-    return capabilities.model_copy(update=profile.capabilities_update())
+    provider without one, which is every remote model, and says why in `ways_reason`."""
+    update: dict = profile.capabilities_update()
+    if not capabilities.preferred_ways and profile.ways_reason():
+        update["ways_reason"] = profile.ways_reason()
+    return capabilities.model_copy(update=update)
 
 
 class ProfiledProvider:

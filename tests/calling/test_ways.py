@@ -211,6 +211,20 @@ def test_auto_uses_the_preferred_order_of_the_capability_profile():
     assert result.steps[0].calling_way == "schema"
 
 
+def test_every_auto_step_says_which_way_leads_and_why():
+    caps = Capabilities(native_tools=True, json_schema_output=True, preferred_ways=["schema", "native", "prompt"],
+                        ways_reason="it was right most often on held-out requests")
+    result, _ = run(flow("auto"), [calls_json(("get_time", {})), '{"answer": "ok"}'], caps)
+    decisions = [s for s in result.steps if s.kind == StepKind.MODEL_CALL and s.calling_way == "schema"]
+    assert decisions and all("auto: schema first, it was right most often on held-out requests" in s.note
+                             for s in decisions)
+
+
+def test_auto_without_a_measured_order_says_what_it_went_by():
+    result, _ = run(flow("auto"), [[("get_time", {})], "ok"], Capabilities(native_tools=True))
+    assert "auto: native first, the model's API takes tool definitions (not probed" in result.steps[0].note
+
+
 @pytest.mark.parametrize("way", ["native", "schema", "prompt", "router"])
 def test_parallel_off_is_honoured_by_every_way(way):
     two = calls_json(("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"}))
@@ -281,6 +295,16 @@ def test_auto_veto_lets_the_first_way_decide_when_a_tool_might_fit():
     assert provider.requests[2].tool_choice == "auto" and len(provider.requests[2].tools) == 2
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather"]
     assert len(provider.requests) == 4  # no scoring in the second round: tool results are there
+
+
+def test_auto_leading_with_the_schema_way_asks_its_gate_once_not_the_veto_too():
+    caps = VETO_CAPS.model_copy(update={"json_schema_output": True, "grammar": True,
+                                        "preferred_ways": ["schema", "native", "prompt"]})
+    script = [scores(-0.6, -1.0), scores(-2.0, -0.1),  # the schema way's own gate: get_weather 0.4, under its bar
+              '{"answer": "我不知道"}']
+    result, provider = run(flow("auto"), script, caps)
+    assert sum(bool(r.score_options) for r in provider.requests) == 2  # one reading per tool, not two
+    assert result.final_answer == "我不知道" and result.status == RunStatus.SUCCEEDED
 
 
 def test_auto_veto_is_not_asked_for_a_required_or_named_choice():
