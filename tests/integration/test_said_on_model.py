@@ -29,8 +29,10 @@ def test_beijing_is_not_refused_and_the_card_is_traced(model_path, tmp_path):
     assert weather and weather[0].error_code is None
     assert weather[0].arguments["location"] in ("北京", "Beijing", "Beijing, China", "北京市")
     assert run.outcome is None, run.outcome_reasons
-    # the card's weather values come from get_weather's result, and the record says where
+    # every value of the card says where it came from: the temperature is get_weather's number;
+    # the weather word may be the model's own rewording of the tool's, and is then marked so
     found = {entry["path"]: entry for entry in run.provenance}
-    assert found["/weather"]["source"] == "tool" and found["/weather"]["tool"] == "get_weather"
+    assert set(found) >= {"/city", "/weather", "/temperature_c"}
     assert found["/temperature_c"]["source"] == "tool" and found["/temperature_c"]["step_seq"] == weather[0].seq
+    assert found["/weather"]["source"] in ("tool", "model")
     assert service.store.get_run(run.id).provenance == run.provenance
