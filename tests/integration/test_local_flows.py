@@ -5,8 +5,10 @@ half of benchmarks/data/example_phrasings.json, checked by the same code
 (benchmarks/example_checks.py): the right tool ran with the right arguments, the run was
 recorded, and the answer holds the facts the tools returned, not a given prose.
 
-Only phrasings that passed every benchmark run after the flows' last change are here (results
-and what was changed: benchmarks/results/2026-11-24_example_flows*). The commute phrasings are
+Only phrasings that passed every benchmark run on the default model after the flows' last change
+are here (results and what was changed: benchmarks/results/2026-11-24_example_flows* and, on
+the 1.5B, 2026-11-28_example_flows_1.5b*; the time flow's tm10 fails there: its polish answers
+with the date alone). The commute phrasings are
 checked in full: the lookup and what the card says.
 """
 
@@ -27,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FLOWS = ROOT / "flows"
 
 # held-out phrasings that passed the benchmark after the flows' last change, two per flow
-HELD_OUT = ["em7", "em9", "cd8", "cd9", "tm8", "tm10", "ct6", "ct10", "cw7", "cw8"]
+HELD_OUT = ["em7", "em9", "cd8", "cd9", "tm8", "tm9", "ct6", "ct10", "cw7", "cw8"]
 
 
 @pytest.fixture
