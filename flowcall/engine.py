@@ -690,7 +690,7 @@ class Engine:
         common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way_name, note=note,
                       started_at=started_at)
         try:
-            with progress.step(kind.value, note or f"{provider.name}/{provider.model}"):
+            with progress.step(kind.value, _progress_label(provider, note)):
                 turn = provider.complete(sent)
         except ProviderError as exc:
             request_sent = exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True)
@@ -847,6 +847,13 @@ UNBACKED_NOTE = "no tool result backs this answer: "  # the polish step's note, 
 NO_TOOL_RESULT_NOTE = ("No tool gave a result for this question, so you have no facts from tools. Do not state "
                        "weather, times, prices, names, numbers or any other fact as if a tool had looked it up. "
                        "Say plainly that it could not be looked up and why, in the user's language.")
+
+
+def _progress_label(provider: Provider, note: str | None) -> str:
+    """What a watcher sees while a model call runs: a stage's own label ("relevance of
+    get_weather"), else the model; why `auto` chose its way stays in the step's note."""
+    stage = (note or "").split("; ")[0]
+    return stage if stage and not stage.startswith(("auto: ", "after fallback: ")) else f"{provider.name}/{provider.model}"
 
 
 def unbacked_reasons(state: LoopState, flow: Flow) -> list[str] | None:
