@@ -7,9 +7,8 @@ recorded, and the answer holds the facts the tools returned, not a given prose.
 
 Only phrasings that passed every benchmark run on the default model after the flows' last change
 are here (results and what was changed: benchmarks/results/2026-11-24_example_flows* and, on
-the 1.5B, 2026-11-28_example_flows_1.5b*; the time flow's tm10 fails there: its polish answers
-with the date alone). The commute phrasings are
-checked in full: the lookup and what the card says.
+the 1.5B, 2026-11-28_example_flows_1.5b_retuned.txt). The commute phrasings are checked in
+full: the lookup and what the card says.
 """
 
 from __future__ import annotations
