@@ -56,15 +56,18 @@ def test_router_rule_on_the_real_model(model_path):
 
 
 def test_eval_cli_one_case_per_category(model_path):
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--limit", "1", "--way", "schema", "--json"],
+    # two categories, one that calls and one that must not: the parallel ones cost a minute more
+    # here and run the same code (benchmarks and `flowcall eval bfcl` cover them in full)
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--limit", "1", "--way", "schema",
+                           "--category", "simple", "--category", "irrelevance", "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert {s["category"] for s in report["summary"]} == {"simple", "multiple", "parallel", "parallel_multiple", "irrelevance"}
+    assert {s["category"] for s in report["summary"]} == {"simple", "irrelevance"}
     for row in report["summary"]:
         assert row["schema_valid_share"] in (None, 1.0)  # the grammar admits only schema-valid calls
         assert row["median_tokens_in"] > 0
-    assert len(report["cases"]) == 5
+    assert len(report["cases"]) == 2
     assert report["model"] == Path(model_path).stem  # the model that answered, not a default name
 
 
