@@ -11,7 +11,7 @@ judges a run against an item.
 
 A file comes from anyone, so reading one is bounded and every line is checked before anything
 is kept: at most MAX_FILE_BYTES and MAX_ITEMS, JSON nested at most MAX_DEPTH deep, UTF-8 only,
-regexes and JSON Schemas checked (bounded_regex.py). Every problem is reported with its line
+regexes and JSON Schemas checked (schemas.py). Every problem is reported with its line
 and field. A CSV export escapes cells a spreadsheet would run as a formula, and reading a CSV
 undoes exactly that escape, so an export reads back as it was.
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from flowcall.bounded_regex import pattern_problem, schema_problem
+from flowcall.schemas import pattern_problem, schema_problem
 from flowcall.errors import ConfigError
 from flowcall.messages import ToolSpec
 

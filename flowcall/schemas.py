@@ -1,21 +1,28 @@
-"""JSON Schemas from outside, checked without fetching anything.
+"""JSON Schemas and regular expressions from outside, checked without fetching and with a bound.
 
 A polish `output_schema` in a shared flow or run file, an MCP server's tool list, an OpenAPI
-document: each is someone else's text. jsonschema's default registry retrieves a `$ref` (or
-`$dynamicRef`) that names a URL, with urllib and no time limit, so such a schema could make
-FlowCall send a GET anywhere (169.254.169.254, a service on localhost), past the SSRF guard and
-the grants. Here a ref resolves only within its own schema (`#/$defs/...`, an embedded `$id`)
-or among the metaschemas bundled with jsonschema; any other ref is refused, by name.
+document, a dataset file: each is someone else's text. Two things in such a schema could hold
+FlowCall, and both are closed here, in the one validator every check goes through:
 
-FlowCall validates against such a schema only through `validator()`, and refuses one early
-where a flow or a tool is loaded (`check_refs`), with the field that holds it.
+- a `$ref` (or `$dynamicRef`) that names a URL: jsonschema's default registry retrieves it, with
+  urllib and no time limit, past the SSRF guard and the grants. Here a ref resolves only within
+  its own schema (`#/$defs/...`, an embedded `$id`) or among the metaschemas bundled with
+  jsonschema; any other ref is refused, by name (`check_refs`, where a flow or tool is loaded).
+- a `pattern` that backtracks catastrophically (`^(a|a)+$` on 32 a's and a '!'): Python's `re`
+  cannot be stopped once it matches (it holds the GIL, so not even from another thread). The
+  `regex` package takes a timeout, so `pattern` and `patternProperties` are matched with it,
+  and a match that runs out of time is a validation error naming the pattern, never a hang.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+import regex
+from jsonschema import ValidationError
+from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY as METASCHEMAS
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
@@ -24,6 +31,8 @@ from referencing.jsonschema import DRAFT202012
 from flowcall.errors import ConfigError
 
 _REF_KEYWORDS = ("$ref", "$dynamicRef")
+MAX_PATTERN_CHARS = 1000
+MATCH_TIMEOUT_S = 0.5
 
 
 class SchemaRefError(ConfigError, ValueError):
@@ -38,6 +47,60 @@ def _retrieve_nothing(uri: str) -> Resource:
 # What a validator resolves refs with: nothing is ever retrieved. (jsonschema adds the bundled
 # metaschemas to a registry it is given, as here for the walk below.)
 LOCAL_ONLY: Registry = Registry(retrieve=_retrieve_nothing)  # type: ignore[call-arg]
+
+
+class RegexTimeout(Exception):
+    """A match took longer than its bound: the pattern backtracks catastrophically on this text."""
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is refused (too long, does not compile), or None."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return f"the pattern is {len(pattern):,} characters long; at most {MAX_PATTERN_CHARS:,}"
+    try:
+        regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError) as exc:
+        return f"{pattern!r:.80} is not a valid regular expression: {exc}"
+    return None
+
+
+def search(pattern: str, text: str, *, timeout_s: float = MATCH_TIMEOUT_S) -> bool:
+    """Does `pattern` match somewhere in `text`? RegexTimeout past `timeout_s`."""
+    try:
+        return regex.search(pattern, text, timeout=timeout_s) is not None
+    except TimeoutError as exc:
+        raise RegexTimeout(f"the pattern {pattern!r:.80} was still matching after {timeout_s:g} s (it backtracks "
+                           "catastrophically on this text); simplify it, e.g. no nested repeats like (a+)+") from exc
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        if not search(pattern, instance):
+            yield ValidationError(f"{instance!r:.80} does not match {pattern!r:.80}")
+    except RegexTimeout as exc:
+        yield ValidationError(f"{instance!r:.80} could not be checked: {exc}")
+
+
+def _pattern_properties(validator: Any, properties: dict, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in properties.items():
+        for key, value in instance.items():
+            try:
+                matched = search(pattern, key)
+            except RegexTimeout as exc:
+                yield ValidationError(f"the property name {key!r:.80} could not be checked: {exc}", path=[key])
+                continue
+            if matched:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+# Draft 2020-12 with its two regex keywords bounded; everything else as jsonschema does it.
+# (`format: regex` is only asserted with a format checker, which no untrusted schema gets.)
+BoundedValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, validators={"pattern": _pattern, "patternProperties": _pattern_properties})
 
 
 def outside_refs(schema: Any) -> list[tuple[str, str]]:
@@ -105,7 +168,51 @@ def check_refs(schema: Any, where: str | None = None) -> None:
 
 
 def validator(schema: Any, where: str = "schema") -> jsonschema.Draft202012Validator:
-    """A validator for an untrusted schema: refs resolve within it or not at all. SchemaRefError
-    (naming `where`) for a schema with a ref outside it."""
+    """A validator for an untrusted schema: refs resolve within it or not at all, and patterns
+    match under a time limit. SchemaRefError (naming `where`) for a schema with a ref outside it."""
     check_refs(schema, where)
-    return jsonschema.Draft202012Validator(schema, registry=LOCAL_ONLY)
+    return BoundedValidator(schema, registry=LOCAL_ONLY)
+
+
+# --- a dataset's own schemas and patterns (datasets.py, scoring.py) ---------------------------
+
+
+def _walk(schema: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
+    """(path, key, value) of every key in a schema, depth first."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            yield path, key, value
+            yield from _walk(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            yield from _walk(value, f"{path}/{i}")
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why `schema` is refused as a JSON Schema to check answers with, or None."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        return f"not a valid JSON Schema{f' at /{where}' if where else ''}: {exc.message}"
+    for path, key, value in _walk(schema):
+        patterns = [value] if key == "pattern" and isinstance(value, str) else (
+            list(value) if key == "patternProperties" and isinstance(value, dict) else [])
+        for pattern in patterns:
+            problem = pattern_problem(pattern)
+            if problem:
+                return f"at {path or '/'}{key}: {problem}"
+        if key in (*_REF_KEYWORDS, "$recursiveRef") and isinstance(value, str) and not value.startswith("#"):
+            return (f"at {path or '/'}{key}: {value!r:.80} refers outside the schema; only references within "
+                    "it (#/...) are allowed, nothing is fetched")
+    return None
+
+
+def schema_errors(schema: dict[str, Any], value: Any, *, limit: int = 3) -> list[str]:
+    """Why `value` is not valid against `schema` (at most `limit` reasons); [] when it is."""
+    try:
+        errors = sorted(BoundedValidator(schema, registry=LOCAL_ONLY).iter_errors(value),
+                        key=lambda e: list(map(str, e.path)))
+    except Exception as exc:  # referencing's Unresolvable and the like: a schema problem, not a pass
+        return [f"the schema could not be applied: {type(exc).__name__}: {exc}"]
+    return [f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:limit]]

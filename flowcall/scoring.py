@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flowcall.bounded_regex import RegexTimeout, schema_errors, search
+from flowcall.schemas import RegexTimeout, schema_errors, search
 from flowcall.datasets import ANY_OF, OPTIONAL, DatasetItem, ExpectedCall, is_matcher
 from flowcall.provenance import traced_share, unbacked_value
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, StepKind

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.bounded_regex import schema_errors
+from flowcall.schemas import schema_errors
 from flowcall.datasets import MAX_FILE_BYTES, MAX_ITEMS, DatasetError, DatasetItem, parse_dataset, read_dataset, to_csv
 from tests.security.test_router_regex import run_isolated
 from tests.test_cli import flowcall
@@ -103,17 +103,17 @@ def test_a_catastrophic_pattern_inside_an_answer_schema_is_cut_off_too(attack):
                  expected="the schema check ends within 2 s, failing with the time limit named")
     out, note = run_isolated(f"""
         import time
-        from flowcall.bounded_regex import schema_errors
+        from flowcall.schemas import schema_errors
         started = time.monotonic()
         errors = schema_errors({{"type": "object", "patternProperties": {{"(a|aa)+$": {{}}}},
                                  "properties": {{"s": {{"type": "string", "pattern": "(a|aa)+$"}}}}}},
                                {{"s": {EVIL_TEXT!r}}})
-        print(len(errors), round(time.monotonic() - started, 3), errors[0][:40].replace(" ", "_"))
+        print(len(errors), round(time.monotonic() - started, 3), errors[0].replace(" ", "_"))
     """)
     attack.observed(f"{note}; {out!r}")
     assert out, note
     count, seconds, first = out.split()
-    assert count == "1" and float(seconds) < 2 and first.startswith("the_pattern")
+    assert count == "1" and float(seconds) < 2 and first.startswith("s:_") and "still_matching" in first
 
 
 def test_overlong_and_broken_patterns_are_refused_on_import(attack):
