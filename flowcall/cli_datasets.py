@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from flowcall.cli_common import echo
 from flowcall.cli_common import service
 from flowcall.rendering import expectations_text, short
 
@@ -22,9 +23,9 @@ def datasets_group() -> None:
 
 def _report_saved(name: str, saved: Saved, count: int) -> None:
     if saved.created:
-        click.echo(f"imported {name} as version {saved.version} ({count} items)")
+        echo(f"imported {name} as version {saved.version} ({count} items)")
     else:
-        click.echo(f"{name} version {saved.version} already has exactly these {count} items; no new version")
+        echo(f"{name} version {saved.version} already has exactly these {count} items; no new version")
 
 
 @datasets_group.command("import")
@@ -65,11 +66,11 @@ def datasets_import_bfcl(ctx: click.Context, category: str, name: str, split: st
     source = f"BFCL {category}, split {split}" + (f", first {limit}" if limit else "")
     _report_saved(name, save_dataset(service(ctx).store, name, items, source=source), len(items))
     if notes:
-        click.echo(f"note: {len(notes)} parameter(s) of BFCL's answers are not checked:", err=True)
+        echo(f"note: {len(notes)} parameter(s) of BFCL's answers are not checked:", err=True)
         for note in notes[:10]:
-            click.echo(f"  {note}", err=True)
+            echo(f"  {note}", err=True)
         if len(notes) > 10:
-            click.echo(f"  ... and {len(notes) - 10} more", err=True)
+            echo(f"  ... and {len(notes) - 10} more", err=True)
 
 
 @datasets_group.command("list")
@@ -81,10 +82,10 @@ def datasets_list(ctx: click.Context, as_json: bool) -> None:
 
     found = list_datasets(service(ctx).store)
     if as_json:
-        click.echo(json.dumps(found, ensure_ascii=False, indent=2, default=str))
+        echo(json.dumps(found, ensure_ascii=False, indent=2, default=str))
         return
     for d in found:
-        click.echo(f"{d['name']:<24} v{d['version']:<3} {d['items']:>6} items  {d['updated_at']:%Y-%m-%d %H:%M}  "
+        echo(f"{d['name']:<24} v{d['version']:<3} {d['items']:>6} items  {d['updated_at']:%Y-%m-%d %H:%M}  "
                    f"{short(d['source'], 50)}")
 
 
@@ -99,14 +100,14 @@ def datasets_show(ctx: click.Context, name: str, version: int | None, as_json: b
 
     dataset = get_dataset(service(ctx).store, name, version)
     if as_json:
-        click.echo(json.dumps([item.dump() for item in dataset.items], ensure_ascii=False, indent=2))
+        echo(json.dumps([item.dump() for item in dataset.items], ensure_ascii=False, indent=2))
         return
-    click.echo(f"dataset {dataset.name} v{dataset.version} · {len(dataset.items)} items · from {dataset.source} · "
+    echo(f"dataset {dataset.name} v{dataset.version} · {len(dataset.items)} items · from {dataset.source} · "
                f"{dataset.created_at:%Y-%m-%d %H:%M}")
     for position, item in enumerate(dataset.items, start=1):
         label = f"[{item.id}] " if item.id else ""
-        click.echo(f"{position:>5}  {label}{short(item.question, 60)}")
-        click.echo(f"       expects: {expectations_text(item)}")
+        echo(f"{position:>5}  {label}{short(item.question, 60)}")
+        echo(f"       expects: {expectations_text(item)}")
 
 
 @datasets_group.command("export")
@@ -125,6 +126,6 @@ def datasets_export(ctx: click.Context, name: str, version: int | None, fmt: str
     text = to_csv(dataset.items) if fmt == "csv" else to_jsonl(dataset.items)
     if output:
         output.write_text(text, encoding="utf-8", newline="")
-        click.echo(f"wrote {output} ({len(dataset.items)} items)", err=True)
+        echo(f"wrote {output} ({len(dataset.items)} items)", err=True)
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from flowcall.cli_common import echo
 from flowcall.cli_common import flow_from_ref, service
 from flowcall.rendering import experiment_line, short, summary_lines
 
@@ -40,7 +41,7 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
     bar: list[tqdm] = []
 
     def started(experiment) -> None:
-        click.echo(f"experiment {experiment.id}: {experiment.flow_name} v{experiment.flow_version} × "
+        echo(f"experiment {experiment.id}: {experiment.flow_name} v{experiment.flow_version} × "
                    f"{experiment.dataset_name} v{experiment.dataset_version} ({len(experiment.items)} runs"
                    + (", on the workers)" if queue else ")"), err=True)
         bar.append(tqdm(total=len(experiment.items), unit="run", file=sys.stderr, desc=f"experiment {experiment.id}"))
@@ -83,7 +84,7 @@ def experiments_resume(ctx: click.Context, experiment_id: str) -> None:
 
     def started(experiment) -> None:
         done = sum(item.passed is not None for item in experiment.items)
-        click.echo(f"experiment {experiment.id}: {len(experiment.items) - done} of {len(experiment.items)} runs "
+        echo(f"experiment {experiment.id}: {len(experiment.items) - done} of {len(experiment.items)} runs "
                    "left to run", err=True)
         bar.append(tqdm(total=len(experiment.items), initial=done, unit="run", file=sys.stderr,
                         desc=f"experiment {experiment.id}"))
@@ -108,7 +109,7 @@ def experiments_cancel(ctx: click.Context, experiment_id: str) -> None:
                                    by=f"{os.environ.get('USER') or 'someone'} (flowcall experiments cancel)")
     _show_header(experiment)
     for line in summary_lines(experiment.summary):
-        click.echo(line)
+        echo(line)
 
 
 def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
@@ -130,7 +131,7 @@ def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
                 return experiment
             time.sleep(poll_s)
     except KeyboardInterrupt:
-        click.echo(f"\nstopped watching; the workers go on with experiment {experiment_id}: "
+        echo(f"\nstopped watching; the workers go on with experiment {experiment_id}: "
                    f"flowcall experiments show {experiment_id}", err=True)
         raise
 
@@ -138,18 +139,18 @@ def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
 def _show_ended(experiment) -> None:
     _show_header(experiment)
     for line in summary_lines(experiment.summary):
-        click.echo(line)
-    click.echo(f"details: flowcall experiments show {experiment.id}", err=True)
+        echo(line)
+    echo(f"details: flowcall experiments show {experiment.id}", err=True)
 
 
 def _show_header(experiment) -> None:
     polish = f", polish {experiment.polish_model}" if experiment.polish_model else ""
-    click.echo(f"experiment {experiment.id}  {experiment.status.value}  flow {experiment.flow_name} "
+    echo(f"experiment {experiment.id}  {experiment.status.value}  flow {experiment.flow_name} "
                f"v{experiment.flow_version} ({experiment.flow_ref})  dataset {experiment.dataset_name} "
                f"v{experiment.dataset_version}  {experiment.model} [{experiment.calling_way}]{polish}"
                + (f"  ×{experiment.repeat}" if experiment.repeat > 1 else ""))
     if experiment.error:
-        click.echo(f"stopped: {experiment.error}")
+        echo(f"stopped: {experiment.error}")
 
 
 @experiments_group.command("list")
@@ -162,11 +163,11 @@ def experiments_list(ctx: click.Context, limit: int, as_json: bool) -> None:
 
     found = list_experiments(service(ctx).store, limit)
     if as_json:
-        click.echo(json.dumps([e.model_dump(mode="json", exclude={"items"}) for e in found], ensure_ascii=False,
+        echo(json.dumps([e.model_dump(mode="json", exclude={"items"}) for e in found], ensure_ascii=False,
                               indent=2))
         return
     for experiment in found:
-        click.echo(experiment_line(experiment))
+        echo(experiment_line(experiment))
 
 
 def _item_label(item) -> str:
@@ -184,21 +185,21 @@ def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> N
 
     experiment = get_experiment(service(ctx).store, experiment_id)
     if as_json:
-        click.echo(json.dumps(experiment.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        echo(json.dumps(experiment.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
     _show_header(experiment)
     if experiment.status.value == "running":
-        click.echo(f"if the process running it stopped (killed, a restart): flowcall experiments resume "
+        echo(f"if the process running it stopped (killed, a restart): flowcall experiments resume "
                    f"{experiment.id} (or give it up: flowcall experiments cancel {experiment.id})")
     if experiment.summary is not None:
         for line in summary_lines(experiment.summary):
-            click.echo(line)
+            echo(line)
     for item in experiment.items:
         mark = {True: "pass", False: "FAIL", None: "-"}[item.passed]
-        click.echo(f"{mark:<4}  {_item_label(item)}  run {(item.run_id or '-')[:8]}  {item.status or 'not run'}")
+        echo(f"{mark:<4}  {_item_label(item)}  run {(item.run_id or '-')[:8]}  {item.status or 'not run'}")
         for verdict in item.verdicts or []:
             if not verdict.passed:
-                click.echo(f"        {verdict.expectation}: {short(verdict.reason, 240)}")
+                echo(f"        {verdict.expectation}: {short(verdict.reason, 240)}")
 
 
 def _failing(item) -> str:
@@ -220,20 +221,20 @@ def experiments_compare(ctx: click.Context, before: str, after: str) -> None:
     a, b = get_experiment(store, before), get_experiment(store, after)
     result = compare(a, b)
     broke = sum(c.broke for c in result.changes)
-    click.echo(f"experiment {a.id} → {b.id}: {broke} pass→fail, {len(result.changes) - broke} fail→pass, "
+    echo(f"experiment {a.id} → {b.id}: {broke} pass→fail, {len(result.changes) - broke} fail→pass, "
                f"{result.same} unchanged")
     for what, x, y in (("flow", f"{a.flow_name} v{a.flow_version}", f"{b.flow_name} v{b.flow_version}"),
                        ("dataset", f"{a.dataset_name} v{a.dataset_version}", f"{b.dataset_name} v{b.dataset_version}"),
                        ("model", f"{a.model} [{a.calling_way}]", f"{b.model} [{b.calling_way}]")):
         if x != y:
-            click.echo(f"  {what}: {x} → {y}")
+            echo(f"  {what}: {x} → {y}")
     for change in result.changes:
-        click.echo(f"{'pass→fail' if change.broke else 'fail→pass'}  {_item_label(change.after)}")
-        click.echo(f"    before: {_failing(change.before)}")
-        click.echo(f"    after:  {_failing(change.after)}")
+        echo(f"{'pass→fail' if change.broke else 'fail→pass'}  {_item_label(change.after)}")
+        echo(f"    before: {_failing(change.before)}")
+        echo(f"    after:  {_failing(change.after)}")
         if change.before.run_id and change.after.run_id:
-            click.echo(f"    flowcall runs diff {change.before.run_id} {change.after.run_id}")
+            echo(f"    flowcall runs diff {change.before.run_id} {change.after.run_id}")
     for label, keys in ((f"only in {a.id}", result.only_before), (f"only in {b.id}", result.only_after)):
         if keys:
-            click.echo(f"{len(keys)} item(s) {label}: " + ", ".join(short(k, 40) for k in keys[:5])
+            echo(f"{len(keys)} item(s) {label}: " + ", ".join(short(k, 40) for k in keys[:5])
                        + (" ..." if len(keys) > 5 else ""))

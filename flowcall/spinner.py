@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from flowcall.inert import inert
+
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 CLEAR = "\r\x1b[2K"
 
@@ -48,9 +50,10 @@ class Spinner:
     def line(self, frame: int = 0) -> str:
         """What the live line shows now (without the clearing escape)."""
         elapsed = time.monotonic() - self._since
-        text = f"{FRAMES[frame % len(FRAMES)]} {self._label} {elapsed:5.1f} s"
+        # the label names a model or tool and the tail is the model's own text: shown, not obeyed
+        text = f"{FRAMES[frame % len(FRAMES)]} {inert(self._label, one_line=True)} {elapsed:5.1f} s"
         if self._written:
-            text += f"  {self._written} chars: {self._tail}"
+            text += f"  {self._written} chars: {inert(self._tail, one_line=True)}"
         width = shutil.get_terminal_size((100, 20)).columns - 1
         return text if len(text) <= width else text[: width - 1] + "…"
 

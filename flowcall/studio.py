@@ -141,7 +141,7 @@ def show_step(step: Step) -> None:
     cols[1].metric("Tokens out", step.tokens_out)
     if is_reused(step):
         cols[2].metric("Latency", "reused",
-                       help=f"Reused from run {reused_from(step)}: it took its time there, not in this run")
+                       help=f"Reused from run {md(reused_from(step))}: it took its time there, not in this run")
     else:
         cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
     cols[3].metric("Round", step.round)

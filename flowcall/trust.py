@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 from urllib.parse import urlsplit
 
 from flowcall import config
 from flowcall.errors import ConfigError
+from flowcall.inert import inert
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig
 
 KINDS = {
@@ -78,32 +80,68 @@ def normal_url(url: str) -> str:
     return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}" + (f"?{parts.query}" if parts.query else "")
 
 
+# What a `$VAR` hands over, in words a person reads as "my key goes to this program".
+KNOWN_SECRETS = {
+    "OPENAI_API_KEY": "your OpenAI API key",
+    "DASHSCOPE_API_KEY": "your DashScope API key",
+    "OPENAI_COMPATIBLE_API_KEY": "your OpenAI-compatible server's API key",
+    "FLOWCALL_DATABASE_URL": "your FlowCall database URL (with its password)",
+    "FLOWCALL_MCP_TOKEN": "your FlowCall MCP server token",
+    "FLOWCALL_BROKER_URL": "your FlowCall broker URL (with its password)",
+}
+_SECRET_LOOKING = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN|DATABASE_URL", re.I)
+
+
+def handed_over(env: dict[str, str]) -> list[str]:
+    """Each variable of this machine that `env` reads (`$NAME`), said as what it gives away."""
+    said = []
+    for name in sorted({v[1:] for v in env.values() if v.startswith("$")}):
+        if name in KNOWN_SECRETS:
+            said.append(f"{KNOWN_SECRETS[name]} ({name})")
+        elif _SECRET_LOOKING.search(name):
+            said.append(f"the secret in {name}")
+        else:
+            said.append(f"the value of {name} from this machine")
+    return said
+
+
+def _quoted_name(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else json.dumps(name, ensure_ascii=False)
+
+
 def _server_items(server: MCPServerConfig) -> list[TrustItem]:
+    name = json.dumps(server.name, ensure_ascii=False)
     if server.command:
         where = {"command": list(server.command), "env": dict(sorted(server.env.items()))}
+        program = json.dumps(server.command, ensure_ascii=False)
+        # every value JSON-quoted, so no value can look like the end of the line or a new one;
         # literal values are shown (LD_PRELOAD=... matters); $VAR references are read from this machine
-        env = f" with environment {', '.join(f'{k}={v}' for k, v in sorted(server.env.items()))}" if server.env else ""
-        items = [TrustItem("mcp_command", where, f"start the program {json.dumps(server.command)}{env} "
-                                                 f"(MCP server '{server.name}')")]
-        what = f"`{' '.join(server.command)}`"
+        pairs = [f"{_quoted_name(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(server.env.items())]
+        env = f" with environment {', '.join(pairs)}" if pairs else ""
+        secrets = handed_over(server.env)
+        gives = f"; this gives {', '.join(secrets)} to that program" if secrets else ""
+        items = [TrustItem("mcp_command", where, inert(f"start the program {program}{env} (MCP server {name}){gives}"))]
+        what = program
     else:
         where = {"url": normal_url(str(server.url))}
-        items = [TrustItem("mcp_url", where, f"connect to the MCP server at {where['url']} ('{server.name}')")]
+        items = [TrustItem("mcp_url", where, inert(f"connect to the MCP server at {where['url']} ({name})"))]
         what = where["url"]
     if server.trusted:
-        items.append(TrustItem("mcp_trusted", where, f"run the tools of MCP server '{server.name}' ({what}) "
-                                                     "without asking a person"))
+        items.append(TrustItem("mcp_trusted", where, inert(f"run the tools of MCP server {name} ({what}) "
+                                                           "without asking a person")))
     return items
 
 
 def _http_items(source: HTTPToolSource) -> list[TrustItem]:
     target = f", sending requests to {normal_url(source.base_url)}" if source.base_url else " and its servers"
     subject = {"openapi": source.openapi, "base_url": normal_url(source.base_url) if source.base_url else None}
-    items = [TrustItem("openapi", subject, f"load the OpenAPI document {source.openapi}{target} "
-                                           f"(HTTP tools '{source.name}')")]
+    document = json.dumps(source.openapi, ensure_ascii=False)
+    items = [TrustItem("openapi", subject, inert(f"load the OpenAPI document {document}{target} "
+                                                 f"(HTTP tools '{source.name}')"))]
     for host in sorted({h.lower() for h in source.allow_hosts}):
         items.append(TrustItem("allow_host", {"host": host},
-                               f"let HTTP tools reach {host} although it may be an internal address"))
+                               inert(f"let HTTP tools reach {json.dumps(host, ensure_ascii=False)} although it may "
+                                     "be an internal address")))
     return items
 
 
@@ -148,4 +186,4 @@ def require_granted(flow: Flow, grants: Grants, grant_command: str) -> None:
 
 
 def describe(items: Iterable[TrustItem]) -> list[str]:
-    return [f"{KINDS.get(item.kind, item.kind)}: {item.summary}" for item in items]
+    return [inert(f"{KINDS.get(item.kind, item.kind)}: {item.summary}", one_line=True) for item in items]

@@ -109,7 +109,7 @@ if provider == "openai-compatible":
 if st.button("Run the probe", type="primary", disabled=not model.strip()):
     config = ModelConfig(provider=provider, model=model.strip(), base_url=base_url)
     failed = None
-    with st.status(f"Probing {provider}/{config.model}…", expanded=True) as box:
+    with st.status(f"Probing {md(provider)}/{md(config.model)}…", expanded=True) as box:
         try:
             profile = probe(config, service().provider_factory, on_check=lambda check: st.write(check_line(check)))
         except ConfigError as exc:
@@ -120,7 +120,7 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
     if profile is not None and profile.learned_anything():
         save_profile(service().store, profile)
         passed = sum(c.passed for c in profile.checks)
-        box.update(label=f"{profile.provider}/{profile.model}: {passed} of {len(profile.checks)} checks passed",
+        box.update(label=f"{md(profile.provider)}/{md(profile.model)}: {passed} of {len(profile.checks)} checks passed",
                    state="complete", expanded=False)
         st.session_state["last_probe"] = profile.model_dump(mode="json")
     elif profile is not None:

@@ -130,7 +130,7 @@ def try_tab(tools: list[Tool]) -> None:
     versions = [t.version for t in tools]
     picked = st.selectbox("Tool", versions, key="plugins:try_tool")
     tool = tools[versions.index(picked)]
-    st.caption(f"{md(tool.description.splitlines()[0]) if tool.description else ''} · {annotations_text(tool)}")
+    st.caption(f"{md(tool.description.splitlines()[0]) if tool.description else ''} · {md(annotations_text(tool))}")
     try_form(tool, f"try:{tool.version}", lambda arguments: try_tool(service().registry, tool.version, arguments))
 
 

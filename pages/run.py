@@ -283,7 +283,7 @@ if run_id := st.session_state.get("run_id"):
                     st.rerun()
     elif run.status == RunStatus.INTERRUPTED:
         done = sum(1 for s in run.steps if s.kind == StepKind.TOOL_CALL)
-        st.warning(f"Run {run.id[:8]} was interrupted: the process running it stopped after {len(run.steps)} steps "
+        st.warning(f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} steps "
                    f"({done} tool calls). Resume goes on from its last committed step; a call that may have run "
                    "already, and changes something, waits for your approval first.")
         c1, c2, _ = st.columns([1, 1, 5])
@@ -294,11 +294,11 @@ if run_id := st.session_state.get("run_id"):
                 st.rerun()
         cancel_button(run, c2)
     elif run.status == RunStatus.CANCELLED:
-        st.warning(f"Run {run.id[:8]} was cancelled: {md(run.error or '')}")
+        st.warning(f"Run {md(run.id[:8])} was cancelled: {md(run.error or '')}")
     else:
         st.subheader("Answer")
         show_answer(run)
-    with st.expander(f"Steps of run {run.id[:8]} ({run.tokens_in}+{run.tokens_out} tokens)"):
+    with st.expander(f"Steps of run {md(run.id[:8])} ({run.tokens_in}+{run.tokens_out} tokens)"):
         st.dataframe(steps_table(run), hide_index=True)
     st.page_link("pages/runs.py", label="Open it in the inspector", icon=":material/manage_search:",
                  query_params={"run": run.id})

@@ -158,7 +158,7 @@ with tab_timeline:
                                 status.update(label="Could not re-run", state="error", expanded=True)
                                 failed = exc
                             else:
-                                status.update(label=f"New run {new.id[:8]}: {new.status.value}", state="complete")
+                                status.update(label=f"New run {md(new.id[:8])}: {new.status.value}", state="complete")
                         if failed is not None:  # the reason in the open, not inside a box that may close
                             st.error(md(failed))
                         else:

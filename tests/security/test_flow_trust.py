@@ -135,7 +135,7 @@ def test_trust_asks_and_can_be_listed_and_revoked(tmp_path):
     assert refused.returncode == 2 and "nothing was granted" in refused.stderr and '["my-server", "--flag"]' in refused.stdout
     assert flowcall("trust", str(path), "--yes").returncode == 0
     listed = flowcall("trust", "--list").stdout
-    assert "my-server" in listed and "environment TZ=$TZ" in listed
+    assert "my-server" in listed and "environment TZ=\"$TZ\"" in listed
     key = listed.split()[0]
     assert "revoked" in flowcall("trust", "--revoke", key).stdout
     assert "my-server" not in flowcall("trust", "--list").stdout
