@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from flowcall.nesting import depth
 from flowcall.schemas import pattern_problem, schema_problem
 from flowcall.errors import ConfigError
 from flowcall.messages import ToolSpec
@@ -200,18 +201,6 @@ class DatasetError(ConfigError):
         more = f"\n  ... and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         super().__init__(f"{source} cannot be imported ({count}; nothing was stored):\n{shown}{more}")
-
-
-def depth(value: Any) -> int:
-    """How deeply a JSON value nests (a scalar is 0, [] and {} are 1); without recursion."""
-    deepest, todo = 0, [(value, 0)]
-    while todo:
-        value, level = todo.pop()
-        if isinstance(value, (dict, list)):
-            level += 1
-            deepest = max(deepest, level)
-            todo.extend((v, level) for v in (value.values() if isinstance(value, dict) else value))
-    return deepest
 
 
 def _no_constant(name: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from flowcall import config
+from flowcall import config, nesting
 from flowcall.approval import Approver
 from flowcall.engine import Engine, ProviderFactory, StepCallback, fill_variables
 from flowcall.errors import ConfigError
@@ -286,9 +286,11 @@ class FlowCall:
         """Store an exported run (and its flow version); an invalid file changes nothing."""
         if isinstance(data, str):
             try:
-                data = json.loads(data)
+                data = nesting.loads(data, source, nesting.RUN_DEPTH)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+        else:
+            nesting.check_depth(data, source, nesting.RUN_DEPTH)
         if not isinstance(data, dict) or data.get("format") != RUN_FORMAT or "run" not in data:
             raise ConfigError(f"{source} is not a FlowCall run export: it needs \"format\": \"{RUN_FORMAT}\" and a "
                               "\"run\" (export one from the inspector or with `flowcall runs export ID`)")

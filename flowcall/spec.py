@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from flowcall import nesting
 from flowcall.errors import ConfigError
 from flowcall.schemas import check_refs
 
@@ -344,9 +345,11 @@ def parse_flow(data: dict[str, Any] | str, *, source: str = "flow") -> Flow:
     """Validate flow JSON, with errors that name the field and the fix."""
     if isinstance(data, str):
         try:
-            data = json.loads(data)
+            data = nesting.loads(data, source)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+    else:
+        nesting.check_depth(data, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a JSON object with a 'name', got {type(data).__name__}")
     secrets = _find_secrets(data)

@@ -25,6 +25,7 @@ import threading
 from typing import Any, AsyncContextManager, Awaitable, Callable
 from urllib.parse import urlsplit
 
+from flowcall import nesting
 from flowcall.errors import ConfigError
 from flowcall.schemas import check_refs
 from flowcall.spec import MCPServerConfig
@@ -242,7 +243,9 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         open_world = hints.open_world_hint if hints and hints.open_world_hint is not None else True
         name = _distinct_name(listed.name, taken)
         # its calls are checked against this schema: refuse one that would have something fetched
-        check_refs(listed.input_schema, f"MCP server '{server.name}', tool '{listed.name}', inputSchema")
+        where = f"MCP server '{server.name}', tool '{listed.name}', inputSchema"
+        nesting.check_depth(listed.input_schema, where)
+        check_refs(listed.input_schema, where)
 
         tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
                           parameters=listed.input_schema or {"type": "object", "properties": {}},

@@ -17,6 +17,7 @@ from urllib.parse import quote, urljoin
 
 import yaml
 
+from flowcall import nesting
 from flowcall.errors import ConfigError
 from flowcall.schemas import check_refs
 from flowcall.spec import HTTPToolSource
@@ -52,6 +53,8 @@ def parse_document(text: str, name: str) -> Any:
     """A JSON or YAML text, refused with a ConfigError if it is neither or uses YAML aliases."""
     try:
         return yaml.load(text, Loader=_NoAliasLoader)  # JSON is YAML too
+    except RecursionError:
+        raise nesting.too_deep(f"OpenAPI document {name}", nesting.DOCUMENT_DEPTH) from None
     except _AliasRefused as exc:
         raise ConfigError(f"OpenAPI document {name} uses a YAML alias ({exc}); FlowCall refuses YAML aliases, "
                           "which can expand a small file into an enormous one (\"billion laughs\"). Write the "
@@ -74,6 +77,7 @@ def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
             raise ConfigError(f"OpenAPI document {path} does not exist; give a file path or an http(s) URL")
         text, origin = path.read_text(encoding="utf-8"), None
     document = parse_document(text, source.openapi)
+    nesting.check_depth(document, f"OpenAPI document {source.openapi}")
     if not isinstance(document, dict) or not str(document.get("openapi", "")).startswith("3"):
         raise ConfigError(f"{source.openapi} is not an OpenAPI 3 document (no 'openapi: 3.x' field)")
     return document, origin
