@@ -139,7 +139,8 @@ def _http_items(source: HTTPToolSource) -> list[TrustItem]:
     items = [TrustItem("openapi", subject, inert(f"load the OpenAPI document {document}{target} "
                                                  f"(HTTP tools '{source.name}')"))]
     for host in sorted({h.lower() for h in source.allow_hosts}):
-        items.append(TrustItem("allow_host", {"host": host},
+        # scoped to this source: a host let past the SSRF guard for one document is not let past it for all
+        items.append(TrustItem("allow_host", {"host": host, **subject},
                                inert(f"let HTTP tools reach {json.dumps(host, ensure_ascii=False)} although it may "
                                      "be an internal address")))
     return items

@@ -17,7 +17,7 @@ from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service import FlowCall
 from flowcall.spec import parse_flow
 from flowcall.steps import RunStatus
-from flowcall.trust import TrustRequired, trust_items
+from flowcall.trust import TrustRequired, trust_items, ungranted
 from tests.security.test_ssrf import Capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,3 +255,18 @@ def test_mcp_serve_refuses_a_flow_with_ungranted_items(tmp_path, attack):
     done = flowcall("mcp", "serve", str(path), stdin="")
     attack.observed(f"exit {done.returncode}; file created: {marker.exists()}")
     assert done.returncode == 2 and not marker.exists() and f"flowcall trust {path}" in done.stderr
+
+
+def test_an_allow_hosts_grant_covers_its_own_openapi_source_only(attack, tmp_path):
+    attack.tried("flow A's OpenAPI source granted allow_hosts 10.0.0.5; flow B, another document, asks for the same host",
+                 expected="flow B's allow_host item is not granted: the grant is scoped to A's document and host")
+    service = FlowCall.open(f"sqlite:///{tmp_path / 'g.db'}")
+    a = parse_flow({"name": "a", "decision": {"provider": "scripted"}, "tools": ["shop/http/buy"], "http_tools": [
+        {"name": "shop", "openapi": "https://a.example/openapi.json", "allow_hosts": ["10.0.0.5"]}]})
+    b = parse_flow({"name": "b", "decision": {"provider": "scripted"}, "tools": ["shop/http/buy"], "http_tools": [
+        {"name": "shop", "openapi": "https://b.example/openapi.json", "allow_hosts": ["10.0.0.5"]}]})
+    service.store.grant(trust_items(a), by="test")
+    still = [item.kind for item in ungranted(b, service.store)]
+    attack.observed(f"flow B still needs: {still}")
+    assert "allow_host" in still and "openapi" in still
+    assert trust_items(a) and ungranted(a, service.store) == []
