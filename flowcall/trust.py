@@ -14,10 +14,11 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Protocol
 from urllib.parse import urlsplit
 
-from flowcall import config
+from flowcall import config, program
 from flowcall.errors import ConfigError
 from flowcall.inert import inert
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig
@@ -105,6 +106,10 @@ def handed_over(env: dict[str, str]) -> list[str]:
     return said
 
 
+def _hashes(files: dict[str, str]) -> str:
+    return "; " + ", ".join(f"{Path(p).name} sha256 {digest[:12]}" for p, digest in files.items()) if files else ""
+
+
 def _quoted_name(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else json.dumps(name, ensure_ascii=False)
 
@@ -112,16 +117,24 @@ def _quoted_name(name: str) -> str:
 def _server_items(server: MCPServerConfig) -> list[TrustItem]:
     name = json.dumps(server.name, ensure_ascii=False)
     if server.command:
-        where = {"command": list(server.command), "env": dict(sorted(server.env.items()))}
-        program = json.dumps(server.command, ensure_ascii=False)
+        where: dict[str, Any] = {"command": list(server.command), "env": dict(sorted(server.env.items()))}
+        try:  # the grant binds what would run from here, not the text (program.py)
+            resolved = program.resolve(server.command)
+            where |= resolved.subject()
+            runs = f" (here: {json.dumps(resolved.argv, ensure_ascii=False)}{_hashes(resolved.files)})"
+        except ConfigError as exc:
+            where["unresolved"] = str(exc)
+            runs = f" (here: {exc})"
+        program_text = json.dumps(server.command, ensure_ascii=False)
         # every value JSON-quoted, so no value can look like the end of the line or a new one;
         # literal values are shown (LD_PRELOAD=... matters); $VAR references are read from this machine
         pairs = [f"{_quoted_name(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(server.env.items())]
         env = f" with environment {', '.join(pairs)}" if pairs else ""
         secrets = handed_over(server.env)
         gives = f"; this gives {', '.join(secrets)} to that program" if secrets else ""
-        items = [TrustItem("mcp_command", where, inert(f"start the program {program}{env} (MCP server {name}){gives}"))]
-        what = program
+        items = [TrustItem("mcp_command", where,
+                           inert(f"start the program {program_text}{runs}{env} (MCP server {name}){gives}"))]
+        what = program_text
     else:
         where = {"url": normal_url(str(server.url))}
         items = [TrustItem("mcp_url", where, inert(f"connect to the MCP server at {where['url']} ({name})"))]
@@ -134,8 +147,15 @@ def _server_items(server: MCPServerConfig) -> list[TrustItem]:
 
 def _http_items(source: HTTPToolSource) -> list[TrustItem]:
     target = f", sending requests to {normal_url(source.base_url)}" if source.base_url else " and its servers"
-    subject = {"openapi": source.openapi, "base_url": normal_url(source.base_url) if source.base_url else None}
+    subject: dict[str, Any] = {"openapi": source.openapi,
+                               "base_url": normal_url(source.base_url) if source.base_url else None}
     document = json.dumps(source.openapi, ensure_ascii=False)
+    if not re.match(r"^https?://", source.openapi):  # a file: the grant binds which file, and its content
+        path = Path(source.openapi).expanduser().resolve()
+        subject["path"] = str(path)
+        if path.is_file():
+            subject["sha256"] = program.file_sha256(path)
+            document += f" (here: {json.dumps(str(path), ensure_ascii=False)}, sha256 {subject['sha256'][:12]})"
     items = [TrustItem("openapi", subject, inert(f"load the OpenAPI document {document}{target} "
                                                  f"(HTTP tools '{source.name}')"))]
     for host in sorted({h.lower() for h in source.allow_hosts}):
@@ -183,7 +203,22 @@ def ungranted(flow: Flow, grants: Grants) -> list[TrustItem]:
 def require_granted(flow: Flow, grants: Grants, grant_command: str) -> None:
     missing = ungranted(flow, grants)
     if missing:
-        raise TrustRequired(flow.name, missing, grant_command)
+        raise TrustRequired(flow.name, [_with_change(item, grants) for item in missing], grant_command)
+
+
+def _with_change(item: TrustItem, grants: Grants) -> TrustItem:
+    """`item`, saying what changed when the same command was granted before but resolves otherwise now."""
+    listed = getattr(grants, "list_grants", None)
+    if item.kind != "mcp_command" or listed is None or "argv" not in item.subject:
+        return item
+    now = program.Resolved(item.subject["argv"], item.subject["program_target"], item.subject["files"])
+    for grant in listed():
+        subject = grant["subject"] or {}
+        if grant["kind"] == item.kind and subject.get("command") == item.subject["command"] and "argv" in subject:
+            change = program.what_changed(subject, now)
+            if change:
+                return TrustItem(item.kind, item.subject, inert(f"{item.summary}; granted before, but {change}"))
+    return item
 
 
 def describe(items: Iterable[TrustItem]) -> list[str]:

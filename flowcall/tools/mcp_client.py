@@ -25,7 +25,7 @@ import threading
 from typing import Any, AsyncContextManager, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from flowcall import nesting
+from flowcall import nesting, program
 from flowcall.errors import ConfigError
 from flowcall.schemas import check_refs
 from flowcall.spec import MCPServerConfig
@@ -159,7 +159,10 @@ def _http_client(server: MCPServerConfig) -> AsyncContextManager[Any]:
 def _target(server: MCPServerConfig, http: Any) -> Any:
     """What the SDK's Client connects to: a stdio command, or streamable HTTP over `http`."""
     if not server.url:
-        return server.target()
+        # what the grant bound (program.py): the resolved command, started where nothing shadows it
+        resolved = program.resolve(server.command or [])
+        return server.target().model_copy(update={"command": resolved.argv[0], "args": resolved.argv[1:],
+                                                  "cwd": str(program.start_folder())})
     from mcp.client.streamable_http import streamable_http_client
 
     return streamable_http_client(server.url, http_client=http)
