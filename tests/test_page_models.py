@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from flowcall import config
 from flowcall.store import open_store
 from flowcall.store.profiles import list_profiles
+from flowcall.studio import md
 from tests.test_studio import shown
 
 KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
@@ -118,7 +119,8 @@ def test_probe_of_the_embedded_model_fills_the_table_and_stores_it(model_path):
     checks = at.dataframe[1].value
     assert list(checks["check"]) == ["native_tools", "json_schema_output", "parallel_tool_calls"]
     assert set(checks["result"]) <= {"pass", "fail"}
-    assert at.status[0].label.startswith(f"local/{Path(model_path).stem}:")
+    # the label is Markdown: the model's name is escaped, as all outside text on the pages is
+    assert at.status[0].label.startswith(f"{md('local')}/{md(Path(model_path).stem)}:")
     stored = list_profiles(open_store())
     assert [(p.provider, p.model) for p in stored] == [("local", Path(model_path).stem)]
     assert list(at.dataframe[2].value["provider"]) == ["local"]  # the stored profiles table
