@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from flowcall.studio import seed_examples, service
+from flowcall.studio_waiting import show_waiting
 
 st.set_page_config(page_title="FlowCall", page_icon="🛠️", layout="wide")
 if "seeded" not in st.session_state:  # once per session: an empty database gets the examples
@@ -26,4 +27,6 @@ pages = [
     st.Page("pages/plugins.py", title="Plugins", icon=":material/extension:", url_path="tools"),
     st.Page("pages/models.py", title="Models", icon=":material/memory:", url_path="model-setup"),
 ]
-st.navigation(pages).run()
+page = st.navigation(pages)
+show_waiting(service(), "sidebar")  # on every page: the runs paused for a person, each a link to it
+page.run()

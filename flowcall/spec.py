@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from flowcall import nesting
 from flowcall.errors import ConfigError
+from flowcall.plain_errors import plain_errors, shown_value
 from flowcall.schemas import check_refs
 
 FORMAT_VERSION = "flowcall.flow/v1"
@@ -357,14 +358,13 @@ def parse_flow(data: dict[str, Any] | str, *, source: str = "flow") -> Flow:
         raise _secrets_error(source, secrets)
     fmt = data.get("format", FORMAT_VERSION)
     if fmt != FORMAT_VERSION:
-        raise ConfigError(f"{source} has format '{fmt}'; this FlowCall reads '{FORMAT_VERSION}'")
+        raise ConfigError(f"{source} has format {shown_value(fmt)}; this FlowCall reads '{FORMAT_VERSION}'")
     try:
         return Flow.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"{source} is not a valid flow: {problems}") from exc
+        # sentences that name the field in words and its JSON path, and say what to do
+        problems = " ".join(plain_errors(exc, data, model=Flow, paths=True))
+        raise ConfigError(f"{source} is not a valid flow: {problems.removesuffix('.')}") from exc
 
 
 def load_flow(path: str | Path) -> Flow:

@@ -65,7 +65,8 @@ def test_a_flow_whose_polish_schema_refs_a_url_is_refused_on_load(attack, metada
         said = f"ConfigError: {exc}"
     attack.observed(f"{said}; the listener got {len(metadata.requests)} requests")
     assert metadata.requests == []
-    assert said.startswith("ConfigError: card.json is not a valid flow: polish.output_schema")
+    assert said.startswith("ConfigError: card.json is not a valid flow: Polish model › output schema "
+                           "(polish.output_schema): ")
     assert url in said and "inline the definition" in said
 
 
