@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import jsonschema
@@ -169,6 +169,20 @@ class HTTPToolSource(BaseModel):
     max_response_bytes: int = Field(default=1_000_000, gt=0, le=50_000_000)
 
 
+Coordinate = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+
+
+class FlowLayout(BaseModel):
+    """Where the studio's canvas draws each node, and the tools left on it unconnected. The
+    engine never reads it, and a change to it alone makes no new version of the flow."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    positions: dict[Annotated[str, Field(max_length=300)], tuple[Coordinate, Coordinate]] = Field(
+        default_factory=dict, max_length=1000)
+    parked: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=200)
+
+
 class Flow(BaseModel):
     """question -> decision model -> tools (looped) -> polish model -> answer."""
 
@@ -194,6 +208,8 @@ class Flow(BaseModel):
     needs_approval: list[str] = Field(default_factory=list, description="Tools whose calls wait for a person, "
                                       "besides destructive ones and those of untrusted MCP servers.")
     polish: PolishConfig | None = None
+    # kept with the flow (its file and its row) but out of its spec and hash: see FlowLayout
+    layout: FlowLayout | None = Field(default=None, exclude=True)
 
     # The engine, the calling ways and the model all know a tool by its bare name (read_csv), so a
     # rule or a tool_choice that names an attached tool by its version (data/v1/read_csv) is
@@ -241,7 +257,10 @@ class Flow(BaseModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False)
+        data = self.model_dump(mode="json", exclude_none=True)
+        if self.layout is not None and (self.layout.positions or self.layout.parked):
+            data["layout"] = self.layout.model_dump(mode="json")
+        return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 def _is_secret_name(name: str) -> bool:

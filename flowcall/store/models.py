@@ -66,6 +66,7 @@ class FlowRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    layout: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)  # the canvas; no version
 
 
 class FlowVersionRow(Base):

@@ -16,13 +16,14 @@ import uuid
 from datetime import date, datetime
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from flowcall import config
 from flowcall.errors import ConfigError, NotFoundError
-from flowcall.spec import Flow
+from flowcall.spec import Flow, FlowLayout
 from flowcall.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, utcnow
 from flowcall.store.db import fit_to_columns, make_engine, misfits, retry_on_disconnect
 from flowcall.store.migrate import upgrade
@@ -68,6 +69,15 @@ def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
     if data["status"] == _RUNNING and owner_gone(row.owner, row.lease_until):
         data["status"] = RunStatus.INTERRUPTED  # derived on every read, never stored
     return Run.model_validate({**data, "steps": [_step_from_row(s) for s in steps or []]})
+
+
+def _layout(stored: Any) -> FlowLayout | None:
+    """A stored layout, or None when there is none or it no longer reads (a layout is only
+    where nodes sit: losing it loses nothing of the flow)."""
+    try:
+        return FlowLayout.model_validate(stored) if stored else None
+    except ValidationError:
+        return None
 
 
 def _version_info(row: FlowVersionRow) -> dict[str, Any]:
@@ -469,6 +479,8 @@ class Store:
                 flow_row = FlowRow(name=flow.name)
                 s.add(flow_row)
                 s.flush()
+            if flow.layout is not None:  # the layout belongs to the flow, whatever its version
+                flow_row.layout = flow.layout.model_dump(mode="json")
             latest = s.scalar(
                 select(FlowVersionRow)
                 .where(FlowVersionRow.flow_id == flow_row.id)
@@ -494,6 +506,7 @@ class Store:
             if flow_id is None:
                 known = ", ".join(s.scalars(select(FlowRow.name).order_by(FlowRow.name))) or "none yet"
                 raise NotFoundError(f"no flow named {name!r}; known flows: {known}")
+            layout = s.scalar(select(FlowRow.layout).where(FlowRow.id == flow_id))
             query = select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id)
             if version is None:
                 query = query.order_by(FlowVersionRow.version.desc()).limit(1)
@@ -509,7 +522,9 @@ class Store:
                     )
                 )
                 raise NotFoundError(f"flow {name!r} has no version {version}; it has versions {versions}")
-            return Flow.model_validate(row.spec), row.id, row.version
+            flow = Flow.model_validate(row.spec)
+            flow.layout = _layout(layout)
+            return flow, row.id, row.version
 
     def find_version(self, name: str, spec_hash: str) -> tuple[int, int] | None | bool:
         """(version_id, version) of flow `name`'s version with this content; None when no flow
