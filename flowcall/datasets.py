@@ -196,7 +196,7 @@ class DatasetError(ConfigError):
     """A dataset file that cannot be imported; `problems` holds each one with its line and field."""
 
     def __init__(self, source: str, problems: list[Problem]):
-        self.problems = problems
+        self.source, self.problems = source, problems
         shown = "\n".join(f"  {p}" for p in problems[:MAX_PROBLEMS_SHOWN])
         more = f"\n  ... and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"

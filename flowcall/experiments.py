@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from flowcall.service import FlowCall
 
 OnItem = Callable[[ItemResult], None]
+OnBegin = Callable[[str], None]  # a run's id, as the run is about to execute
 
 
 def _model(config: object) -> str:
@@ -135,18 +136,19 @@ def finish(service: FlowCall, experiment_id: int, status: ExperimentStatus, erro
 
 def run_experiment(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str,
                    dataset_version: int | None = None, *, repeat: int = 1, on_start: Callable[[Experiment], None]
-                   | None = None, on_item: OnItem | None = None) -> Experiment:
-    """Start an experiment and execute its runs here, one after the other. When it stops on an
-    error or a person's Ctrl-C, the runs not started are cancelled and the experiment says why;
-    the items scored until then are kept."""
+                   | None = None, on_item: OnItem | None = None, on_begin: OnBegin | None = None) -> Experiment:
+    """Start an experiment and execute its runs here, one after the other (on_begin hears of
+    each run as it begins, on_item as it is scored). When it stops on an error or a person's
+    Ctrl-C, the runs not started are cancelled and the experiment says why; the items scored
+    until then are kept."""
     experiment = start(service, flow, flow_ref, dataset_name, dataset_version, repeat)
     if on_start:
         on_start(experiment)
-    return _run_pending(service, experiment.id, execute_run, on_item)
+    return _run_pending(service, experiment.id, execute_run, on_item, on_begin)
 
 
 def resume_experiment(service: FlowCall, experiment_id: int | str, *, on_start: Callable[[Experiment], None]
-                      | None = None, on_item: OnItem | None = None) -> Experiment:
+                      | None = None, on_item: OnItem | None = None, on_begin: OnBegin | None = None) -> Experiment:
     """Go on with an experiment whose process stopped (killed, the machine restarted): it still
     says running, with items unscored. Each unscored item's run is taken as it is: a queued one
     is executed; an interrupted one is resumed from its last committed step (a flow's tools never
@@ -164,7 +166,7 @@ def resume_experiment(service: FlowCall, experiment_id: int | str, *, on_start: 
                           "live process (its own `experiments run`, or a worker); wait for it, or stop that process")
     if on_start:
         on_start(experiment)
-    return _run_pending(service, experiment.id, _go_on, on_item)
+    return _run_pending(service, experiment.id, _go_on, on_item, on_begin)
 
 
 def cancel_experiment(service: FlowCall, experiment_id: int | str, *, by: str) -> Experiment:
@@ -202,9 +204,11 @@ def _go_on(service: FlowCall, run_id: str) -> ItemResult:
 
 
 def _run_pending(service: FlowCall, experiment_id: int, go: Callable[[FlowCall, str], ItemResult],
-                 on_item: OnItem | None) -> Experiment:
+                 on_item: OnItem | None, on_begin: OnBegin | None = None) -> Experiment:
     try:
         for run_id in stored.pending_runs(service.store, experiment_id):
+            if on_begin:
+                on_begin(run_id)
             result = go(service, run_id)
             if on_item:
                 on_item(result)
