@@ -1,28 +1,54 @@
-"""Experiments: run a dataset version through a flow version with a live progress bar (here, or
-on the workers when a broker is set); an experiment's results as a table and charts (pass rate
-per expectation, latency distribution); two experiments side by side, item by item. Each item
-opens its run in the inspector."""
+"""Experiments: make a dataset (upload a .jsonl or .csv file, or write the items here); run a
+dataset version through a flow version with a live progress bar that names the item running
+(here, or on the workers when a broker is set); an experiment's results as figures, a table
+(question, answer, verdict, the expectations not met) and two charts (pass rate per expectation,
+seconds per item); two experiments side by side, item by item. Each item opens its run in the
+inspector."""
 
 from __future__ import annotations
 
 import time
 import zlib
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from flowcall import config
+from flowcall.datasets import DatasetError, check_name
 from flowcall.errors import ConfigError, FlowCallError
-from flowcall.experiment_record import Experiment, compare
+from flowcall.experiment_record import Experiment, compare, summarize
 from flowcall.experiments import resume_experiment, run_experiment, submit
-from flowcall.rendering import experiment_line, short, summary_lines
-from flowcall.store.datasets import list_datasets
+from flowcall.rendering import short
+from flowcall.store.datasets import list_datasets, save_dataset
 from flowcall.store.experiments import get_experiment, list_experiments
 from flowcall.studio import md, service
+from flowcall.studio_experiments import (Progress, experiment_label, figures, latency_chart, notes, outcome_line,
+                                         pass_rate_chart, read_upload, read_written, refusal, results_table,
+                                         run_texts, running_item)
 
 app = service()
 st.title("Experiments")
+
+EXAMPLE = ('{"id": "age", "question": "张三今年多大了?", "expect_calls": [{"name": "lookup_employee"}]}\n'
+           '{"question": "你好", "expect_no_call": true}')
+ITEM_HELP = """Each item is a `question` (required) and what its run must show; leave out what does not matter.
+
+| field | what the run must show |
+|---|---|
+| `id` | (optional) a name for the item; comparing two experiments pairs items by it, else by question |
+| `expect_calls` | these calls, each `{"name": ..., "arguments": {...}}` (at least these arguments) |
+| | an argument may be `{"any_of": [a, b]}` (any of these), with `"optional": true` (or absent) |
+| `ordered` | `true`: the expected calls in this order |
+| `expect_no_call` | `true`: no tool call at all |
+| `answer_contains` | the answer holds this text |
+| `answer_regex` / `answer_equals` | the answer matches this pattern / equals this value |
+| `answer_schema` | the answer is valid against this JSON Schema |
+| `grounded` | `true`: every value of the answer comes from a tool result or the question |
+| `max_latency_s` | the run takes at most this many seconds |
+| `tools` | the item's own tool definitions: only the flow's decision model is asked, nothing runs |
+
+In a CSV file the first line names the columns (the fields above), and `expect_calls`, `answer_schema` and
+`tools` cells hold JSON text. `flowcall datasets export` writes both formats."""
 
 
 def open_runs(run_id: str | None, compare_with: str | None = None) -> None:
@@ -34,37 +60,113 @@ def open_runs(run_id: str | None, compare_with: str | None = None) -> None:
         st.switch_page("pages/runs.py")
 
 
-def items_table(experiment: Experiment) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "item": f"#{i.position + 1}" + (f" (run {i.attempt + 1})" if i.attempt else ""),
-        "key": short(i.item_key, 60),
-        "verdict": {True: "pass", False: "FAIL", None: "not run"}[i.passed],
-        "status": i.status or "queued",
-        "latency s": round(i.latency_ms / 1000, 2) if i.latency_ms is not None else None,
-        "failed expectations": short("; ".join(f"{v.expectation}: {v.reason}" for v in i.verdicts or []
-                                               if not v.passed), 160),
-        "run": (i.run_id or "")[:8],
-    } for i in experiment.items])
-
-
 def picked_row(event: object) -> int | None:
     rows = getattr(getattr(event, "selection", None), "rows", None) or []
     return rows[0] if rows else None
 
 
-tab_run, tab_results, tab_compare = st.tabs(["Run", "Results", "Compare"])
+def show_results(experiment: Experiment) -> None:
+    """The figures, the two charts and the table of items (picking a row opens its run)."""
+    summary = experiment.summary or summarize(experiment.items)  # a running one: so far
+    texts = run_texts(app.store, experiment.id)
+    if summary.runs:
+        if experiment.summary is None:
+            st.caption("So far: the experiment still runs.")
+        shown = figures(summary)
+        for first in range(0, len(shown), 4):
+            for column, figure in zip(st.columns(4), shown[first:first + 4]):
+                column.metric(figure.label, figure.value, help=figure.help)
+        for note in notes(summary):
+            st.caption(note)
+        left, right = st.columns(2)
+        if (chart := pass_rate_chart(summary)) is not None:
+            left.altair_chart(chart, width="stretch")
+        if (chart := latency_chart(experiment.items, texts)) is not None:
+            right.altair_chart(chart, width="stretch")
+    else:
+        st.info("No run of this experiment has ended yet.")
+    event = st.dataframe(
+        results_table(experiment, texts), hide_index=True, on_select="rerun", selection_mode="single-row",
+        key=f"items:{experiment.id}", column_config={
+            "question": st.column_config.TextColumn(width="medium"),
+            "verdict": st.column_config.TextColumn(
+                width="small", help="passed: every expectation met; failed: one was not; error: the run itself "
+                "did not succeed"),
+            "failed expectations": st.column_config.TextColumn(
+                width="large", help="Each expectation the run did not meet, and why"),
+            "answer": st.column_config.TextColumn(width="large"),
+            "seconds": st.column_config.NumberColumn(format="%.2f", help="How long the run took"),
+        })
+    row = picked_row(event)
+    if st.button("Open its run in the inspector", disabled=row is None, key="open-item"):
+        open_runs(experiment.items[row].run_id)
+
+
+tab_run, tab_results, tab_compare, tab_datasets = st.tabs(["Run", "Results", "Compare", "Datasets"])
+
+# ------------------------------------------------------------------ datasets
+# drawn first, so that a dataset saved here is offered on the Run tab in the same script run
+with tab_datasets:
+    known = list_datasets(app.store)
+    if known:
+        st.dataframe(pd.DataFrame([{"dataset": d["name"], "latest version": d["version"], "items": d["items"],
+                                    "saved": d["updated_at"], "from": d["source"]} for d in known]),
+                     hide_index=True)
+    st.subheader("New dataset, or a new version of one")
+    name = st.text_input("Dataset name", help="Saving under a name that exists adds a new version of that "
+                         "dataset (the same items again add none). Letters, digits, spaces and - _ .")
+    way = st.radio("The items", ["Upload a file", "Write them here"], horizontal=True)
+    upload = written = None
+    if way == "Upload a file":
+        upload = st.file_uploader("Dataset file (.jsonl or .csv)", type=["jsonl", "ndjson", "csv"],
+                                  help="The format `flowcall datasets import` reads: JSON Lines (one item per "
+                                  "line) or CSV (a header line naming the fields). Up to 5 MB here; a bigger "
+                                  "file: `flowcall datasets import FILE --name NAME`")
+    else:
+        written = st.text_area("Items, one JSON object per line", height=160, placeholder=EXAMPLE,
+                               help="The JSON Lines format of a .jsonl file: one item per line")
+    with st.expander("What an item holds"):
+        st.markdown(ITEM_HELP)
+    if st.button("Save the dataset", type="primary"):
+        try:
+            if not name.strip():
+                raise ConfigError("Give the dataset a name first.")
+            check_name(name.strip())
+            if upload is not None:
+                items, source = read_upload(upload.name, upload.getvalue()), f"uploaded {upload.name}"
+            elif written and written.strip():
+                items, source = read_written(written), "written in the studio"
+            else:
+                raise ConfigError("Choose a file first." if way == "Upload a file" else
+                                  "Write at least one item first: one JSON object per line, with a question.")
+            saved = save_dataset(app.store, name.strip(), items, source=source)
+        except DatasetError as exc:
+            st.error(refusal(exc))
+        except ConfigError as exc:
+            st.error(md(exc))
+        else:
+            st.session_state["dataset-saved"] = name.strip()
+            count = f"{len(items)} item{'s' if len(items) != 1 else ''}"
+            st.success(md(f"Saved {name.strip()} as version {saved.version} with {count}." if saved.created else
+                          f"{name.strip()} version {saved.version} already has exactly these {count}; "
+                          "no new version.") + " Pick it on the Run tab.")
 
 # ------------------------------------------------------------------ run
 with tab_run:
     flows, datasets = app.store.list_flows(), list_datasets(app.store)
-    if not flows or not datasets:
-        st.info("An experiment needs a saved flow and a dataset: `flowcall datasets import FILE --name NAME`.")
+    if not flows:
+        st.info("An experiment needs a saved flow: make one on the Flows page.")
+    elif not datasets:
+        st.info("An experiment needs a dataset: make one on the Datasets tab (upload a file or write the items).")
     else:
         c1, c2, c3, c4 = st.columns([3, 1, 3, 1])
         flow_name = c1.selectbox("Flow", [f["name"] for f in flows])
         flow_versions = [v["version"] for v in app.store.flow_versions(flow_name)]
         flow_version = c2.selectbox("Flow version", sorted(flow_versions, reverse=True))
-        dataset_name = c3.selectbox("Dataset", [d["name"] for d in datasets])
+        dataset_names = [d["name"] for d in datasets]
+        just_saved = st.session_state.get("dataset-saved")
+        dataset_name = c3.selectbox("Dataset", dataset_names,
+                                    index=dataset_names.index(just_saved) if just_saved in dataset_names else 0)
         latest = next(d for d in datasets if d["name"] == dataset_name)["version"]
         dataset_version = c4.selectbox("Dataset version", list(range(latest, 0, -1)))
         repeat = st.number_input("Runs per item", min_value=1, max_value=10, value=1)
@@ -73,19 +175,13 @@ with tab_run:
             "follows them from the database, and leaving this page does not stop them")
         if st.button("Run the experiment", type="primary"):
             flow = app.store.get_flow(flow_name, flow_version)[0]
-            bar = st.progress(0.0, text="starting…")
-            done: list[bool] = []
-
-            def scored(result) -> None:
-                done.append(bool(result.passed))
-                bar.progress(len(done) / total[0], text=f"{len(done)} of {total[0]} runs · {done.count(False)} failed")
-
-            total = [1]
+            progress = Progress(st.progress(0.0, text="recording the experiment…"))
             try:
                 app.require_trust(flow, flow_name)
                 if on_workers:
                     experiment = submit(app, flow, flow_name, dataset_name, dataset_version, int(repeat))
-                    total[0] = max(1, len(experiment.items))
+                    progress.started(experiment, app.store)
+                    progress.waiting()
                     seen: set[tuple[int, int]] = set()
                     while experiment.status.value == "running":
                         time.sleep(0.5)
@@ -93,21 +189,27 @@ with tab_run:
                         for item in experiment.items:
                             if item.passed is not None and (item.position, item.attempt) not in seen:
                                 seen.add((item.position, item.attempt))
-                                scored(item)
+                                progress.scored(item)
+                        if experiment.status.value == "running":
+                            if now := running_item(app.store, experiment.id):
+                                progress.running(*now)
+                            else:
+                                progress.waiting()
                 else:
                     experiment = run_experiment(
                         app, flow, flow_name, dataset_name, dataset_version, repeat=int(repeat),
-                        on_start=lambda e: total.__setitem__(0, max(1, len(e.items))), on_item=scored)
+                        on_start=lambda e: progress.started(e, app.store), on_begin=progress.begins,
+                        on_item=progress.scored)
             except (FlowCallError, ConfigError) as exc:
                 st.error(md(exc))
             else:
                 st.session_state["experiment"] = experiment.id
-                st.success(md(experiment_line(experiment)) + " · see Results")
+                st.success(md(outcome_line(experiment)) + " See the Results tab.")
 
 # ------------------------------------------------------------------ results
 found = list_experiments(app.store, 200)
 ids = [e.id for e in found]
-labels = {e.id: experiment_line(e) for e in found}
+labels = {e.id: experiment_label(e) for e in found}
 with tab_results:
     if not found:
         st.info("No experiments yet.")
@@ -132,40 +234,17 @@ with tab_results:
                 help="If the process that ran it stopped (closed, killed, a restart): the scored items are kept, a "
                 "run cut off goes on from its last step, the rest run here"):
             left = sum(item.passed is None for item in experiment.items)
-            bar = st.progress(0.0, text=f"{left} runs left…")
-            resumed: list[bool] = []
-
-            def went_on(result) -> None:
-                resumed.append(bool(result.passed))
-                bar.progress(len(resumed) / max(1, left), text=f"{len(resumed)} of {left} runs · "
-                             f"{resumed.count(False)} failed")
+            progress = Progress(st.progress(0.0, text=f"{left} runs left…"))
             try:
-                experiment = resume_experiment(app, experiment.id, on_item=went_on)
+                experiment = resume_experiment(app, experiment.id, on_item=progress.scored, on_begin=progress.begins,
+                                               on_start=lambda e: progress.started(e, app.store, runs=left))
             except (FlowCallError, ConfigError) as exc:
                 st.error(md(exc))
             else:
                 # drawn again, so the header and the picker above say "finished", not "running"
-                st.session_state["resumed"] = experiment_line(experiment)
+                st.session_state["resumed"] = outcome_line(experiment)
                 st.rerun()
-        if experiment.summary is not None:
-            st.text("\n".join(summary_lines(experiment.summary)))
-            rates = pd.DataFrame([{"expectation": name, "pass rate": c["passed"] / c["total"]}
-                                  for name, c in experiment.summary.by_expectation.items() if c["total"]])
-            latencies = pd.DataFrame({"latency s": [i.latency_ms / 1000 for i in experiment.items
-                                                    if i.latency_ms is not None]})
-            left, right = st.columns(2)
-            if not rates.empty:
-                left.altair_chart(alt.Chart(rates, title="Pass rate per expectation").mark_bar().encode(
-                    x=alt.X("pass rate:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-                    y=alt.Y("expectation:N", sort="-x")), width="stretch")
-            if not latencies.empty:
-                right.altair_chart(alt.Chart(latencies, title="Latency distribution").mark_bar().encode(
-                    x=alt.X("latency s:Q", bin=alt.Bin(maxbins=30)), y="count()"), width="stretch")
-        event = st.dataframe(items_table(experiment), hide_index=True, on_select="rerun",
-                             selection_mode="single-row", key=f"items:{experiment.id}")
-        row = picked_row(event)
-        if st.button("Open its run in the inspector", disabled=row is None, key="open-item"):
-            open_runs(experiment.items[row].run_id)
+        show_results(experiment)
 
 # ------------------------------------------------------------------ compare
 with tab_compare:
