@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from flowcall.errors import ConfigError
 from flowcall.spec import Flow, FlowLayout, parse_flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.steps import Run, RunStatus, StepKind
 
 NodeKind = Literal["question", "decision", "tool", "polish", "answer"]
 # the flow's loop settings are the decision node's: the side panel edits them with the model

@@ -10,22 +10,18 @@ import re
 import string
 import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import graphviz
 import streamlit as st
-from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from flowcall.config import model_label
 from flowcall.errors import ConfigError
 from flowcall.provenance import unbacked_value
 from flowcall.rendering import held_notes, provenance_rows, provenance_summary, reused_from, source_line
 from flowcall.service import FlowCall
-from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, load_flow
+from flowcall.spec import HTTPToolSource, MCPServerConfig, load_flow
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind, is_reused
 from flowcall.trust import KINDS, TrustItem
 
-M = TypeVar("M", bound=BaseModel)
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "flows"
 # A question per example flow, so a newcomer can press Run at once.
 EXAMPLE_QUESTIONS = {
@@ -315,61 +311,7 @@ def show_answer(run: Run) -> None:
     show_provenance(run)
 
 
-# ------------------------------------------------------------------ the Flows page's diagram
-
-def _dot_label(*lines: str) -> graphviz.nohtml:
-    """A DOT label of lines of flow text: graphviz quotes it and escapes its quotes;
-    `graphviz.escape` keeps backslashes literal, and `nohtml` keeps a `<...>` name from being
-    read as an HTML label."""
-    return graphviz.nohtml("\\n".join(graphviz.escape(line) for line in lines))
-
-
-def flow_diagram(flow: Flow) -> graphviz.Digraph:
-    """The flow as a graph, drawn in the browser by st.graphviz_chart (no `dot` program needed).
-    Every name and label comes from the flow file, so none is pasted into DOT by hand."""
-    graph = graphviz.Digraph("flow", graph_attr={"rankdir": "LR", "labelloc": "t",
-                                                 "label": _dot_label(flow.name, flow.description[:80])},
-                             node_attr={"shape": "box", "style": "rounded,filled", "fillcolor": "#f5f7fb",
-                                        "fontname": "sans"})
-    graph.node("question", shape="oval", fillcolor="#e8f0fe")
-    graph.node("answer", shape="oval", fillcolor="#e6f4ea")
-    graph.node("decision", _dot_label("decision", model_label(flow.decision.provider, flow.decision.model),
-                                      f"way: {flow.decision.calling_way}"))
-    graph.edge("question", "decision")
-    tools = [ref.rsplit("/", 1)[-1] for ref in flow.tools] or ["(no tools)"]
-    for i, name in enumerate(tools):
-        gated = name in flow.needs_approval or any(ref.endswith("/" + name) for ref in flow.needs_approval)
-        graph.node(f"t{i}", _dot_label(name + (" ✋" if gated else "")), fillcolor="#fef7e0")
-        choice = f"tool_choice: {flow.tool_choice}" if i == 0 else ""
-        graph.edge("decision", f"t{i}", _dot_label(choice), dir="both")
-    if flow.polish:
-        schema = " + schema" if flow.polish.output_schema else ""
-        graph.node("polish", _dot_label("polish", model_label(flow.polish.provider, flow.polish.model) + schema))
-        graph.edge("decision", "polish")
-        graph.edge("polish", "answer")
-    else:
-        graph.edge("decision", "answer")
-    return graph
-
-
 # ------------------------------------------------------------------ the Flows page's editor
-
-def parse_list(text: str, model: type[M], field: str) -> tuple[list[M] | None, str | None]:
-    """A JSON list typed in the editor, checked with the flow's own model: (items, None) or
-    (None, what is wrong, naming the field)."""
-    if not text.strip():
-        return [], None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"{field}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
-    try:
-        return TypeAdapter(list[model]).validate_python(data), None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-        return None, f"{field}{where}: {first['msg']}"
-
 
 def reach_lines(servers: list[MCPServerConfig], sources: list[HTTPToolSource]) -> list[str]:
     """What each MCP server and OpenAPI source of a flow would start or reach, plain text."""

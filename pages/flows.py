@@ -1,232 +1,485 @@
-"""Flows: list, create, duplicate, delete; the editor, a diagram, versions with a diff, and
-JSON export/import."""
+"""Flows: build a flow on a canvas (question → decision model → tools → polish model → answer),
+or in the form view; versions with a diff and restore; JSON and picture export; import,
+duplicate, delete. The page edits a draft of the selected flow; Save stores it as a new
+version when the flow changed, and keeps the canvas layout either way."""
 
 from __future__ import annotations
 
+import base64
 import difflib
 import json
 from typing import Any
 
-import jsonschema
 import streamlit as st
 
-from flowcall.errors import ConfigError
-from flowcall.providers import PROVIDER_NAMES
-from flowcall.schemas import ref_problem
-from flowcall.spec import HTTPToolSource, MCPServerConfig, parse_flow
-from flowcall.studio import as_json, flow_diagram, md, parse_list, reach_lines, service
+from flowcall import flowgraph as fg
+from flowcall.config import model_label
+from flowcall.errors import ConfigError, NotFoundError
+from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
+from flowcall.studio import md, reach_lines, service
+from flowcall.studio_canvas import canvas
+from flowcall.studio_panels import (answer_panel, decision_panel, polish_panel, question_panel, tool_from_listing,
+                                    tool_panel, tool_summary)
+from flowcall.studio_sources import http_source_form, mcp_server_form, source_tools
+from flowcall.templates import BY_KEY, POLISH_DEFAULTS, TEMPLATES
+from flowcall.tools.base import Tool
 
-WAYS = ["auto", "native", "schema", "prompt", "router"]
 app = service()
+drafts: dict[str, dict[str, Any]] = st.session_state.setdefault("drafts", {})
 st.title("Flows")
-st.caption("question → decision model → plugin tools → polish model → answer")
 
 
-def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The polish schema as typed: (schema, None) or (None, what is wrong)."""
-    if not text.strip():
-        return None, None
+# ------------------------------------------------------------------ drafts
+
+def load_draft(name: str) -> dict[str, Any]:
+    """The draft of a flow: its canvas as saved, unless the person already changed it here."""
+    draft = drafts.get(name)
+    if draft is None or (not draft.get("new") and not dirty(draft) and draft["version"] != saved_version(name)):
+        flow, _, version = app.store.get_flow(name)
+        state = fg.to_canvas(flow)
+        draft = {"state": state, "base": fg.canonical(state), "version": version, "gen": 0, "selected": None}
+        drafts[name] = draft
+    return draft
+
+
+def saved_version(name: str) -> int | None:
     try:
-        schema = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return None, f"not a valid JSON Schema: {exc.message}"
-    problem = ref_problem(schema)
-    return (None, problem) if problem else (schema, None)
+        return app.store.get_flow(name)[2]
+    except NotFoundError:
+        return None
 
 
-# ------------------------------------------------------------------ list, create, import
-flows = app.store.list_flows()
-left, right = st.columns([3, 2])
-with left:
-    if flows:
-        st.dataframe([{"name": f["name"], "version": f["version"], "updated": f["updated_at"],
-                       "description": f["description"]} for f in flows], hide_index=True)
-    else:
-        st.info("No flows yet: create one on the right, or import a flow JSON file.")
-with right:
-    with st.form("create", clear_on_submit=True):
-        new_name = st.text_input("New flow name", placeholder="my-flow")
-        if st.form_submit_button("Create flow"):
+def dirty(draft: dict[str, Any]) -> bool:
+    return fg.canonical(draft["state"]) != draft["base"]
+
+
+def change(draft: dict[str, Any], state: fg.CanvasState, *, fresh_widgets: bool = False) -> None:
+    draft["state"] = state
+    if fresh_widgets:  # the widgets start again from the draft (after a restore, a discard...)
+        draft["gen"] += 1
+
+
+def save(name: str, draft: dict[str, Any]) -> None:
+    flow = fg.to_flow(draft["state"])
+    app.registry.resolve(flow.plugin_refs())  # a tool that is not installed: say so now, not at run time
+    before = draft["version"]
+    _, version = app.store.save_flow(flow)
+    draft.update(base=fg.canonical(draft["state"]), version=version, new=False)
+    st.session_state["flow_message"] = (
+        f"Saved {name!r} as version {version}." if version != before
+        else f"The flow is unchanged (still version {version}); its layout is saved.")
+
+
+# ------------------------------------------------------------------ choose, create, import
+
+def select(name: str) -> None:
+    st.session_state["flow"] = name
+    st.query_params["flow"] = name
+
+
+saved = [f["name"] for f in app.store.list_flows()]
+unsaved = [n for n, d in drafts.items() if d.get("new") and n not in saved]
+names = saved + unsaved
+wanted = st.query_params.get("flow") or st.session_state.get("flow")
+top = st.columns([3, 1, 1])
+with top[1].popover("New flow", use_container_width=True):
+    with st.form("new_flow", clear_on_submit=True, border=False):
+        new_name = st.text_input("Name", placeholder="my-flow")
+        template = st.radio("Start from", [t.key for t in TEMPLATES], format_func=lambda k: BY_KEY[k].title)
+        for t in TEMPLATES:
+            st.caption(f"**{md(t.title)}**: {md(t.description)}")
+        if st.form_submit_button("Create", type="primary"):
             try:
-                if any(f["name"] == new_name for f in flows):
-                    raise ConfigError(f"a flow named {new_name!r} exists; pick another name or edit that one")
-                app.store.save_flow(parse_flow({"name": new_name}, source="the new flow"))
-                st.session_state["flow"] = new_name
+                if new_name in names:
+                    raise ConfigError(f"a flow named {new_name!r} exists: pick another name, or open that one")
+                chosen = BY_KEY[template]
+                parse_flow({"name": new_name}, source="the new flow's name")  # the name's own check
+                state = fg.blank_canvas(new_name, chosen.decision(), None)
+                if template != "blank":
+                    state = fg.add_node(state, "decision", chosen.decision())
+                    for ref in chosen.tools:
+                        state = fg.add_node(state, "tool", {"ref": ref})
+                    if chosen.polish:
+                        state = fg.add_node(state, "polish", chosen.polish)
+                    state = state.model_copy(update={"settings": {**state.settings, "description": chosen.description}})
+                drafts[new_name] = {"state": state, "base": "", "version": 0, "gen": 0, "selected": None, "new": True}
+                select(new_name)
                 st.rerun()
             except ConfigError as exc:
-                st.error(md(exc))
-    upload = st.file_uploader("Import a flow (JSON)", type=["json"], key="import_flow")
+                st.error(f"{md(exc)}.")
+with top[2].popover("Import", use_container_width=True):
+    upload = st.file_uploader("A flow JSON file", type=["json"], key="import_flow")
     if upload is not None and upload.file_id != st.session_state.get("imported_file"):
         st.session_state["imported_file"] = upload.file_id  # import once, not on every rerun
         try:
             imported = parse_flow(upload.getvalue().decode("utf-8", errors="replace"), source=upload.name)
-            app.registry.resolve(imported.plugin_refs())  # a tool that is not installed: say so now, not at run time
+            app.registry.resolve(imported.plugin_refs())
             adopted = app.adopt(imported)  # never a new version of a saved flow someone else's file names
-            st.success(md(f"Imported {adopted.flow.name!r} as version {adopted.version}."))
+            st.session_state["flow_message"] = f"Imported {adopted.flow.name!r} as version {adopted.version}."
             if adopted.note:
-                st.warning(md(f"Stored under a new name: {adopted.note}."))
-            st.session_state["flow"] = adopted.flow.name
+                st.session_state["flow_warning"] = f"Stored under a new name: {adopted.note}."
+            select(adopted.flow.name)
+            st.rerun()
         except ConfigError as exc:
             st.error(f"{md(exc)}. Nothing was changed.")
 
-if not flows:
+if not names:
+    st.info("No flows yet: create one with **New flow**, or import a flow JSON file.")
     st.stop()
-names = [f["name"] for f in app.store.list_flows()]
-current = st.session_state.get("flow") if st.session_state.get("flow") in names else names[0]
-name = st.selectbox("Flow", names, index=names.index(current))
-st.session_state["flow"] = name
-flow, version_id, version = app.store.get_flow(name)
-key = f"{name}:{version}:"  # widgets start from the saved values whenever the version changes
+current = wanted if wanted in names else names[0]
+name = top[0].selectbox("Flow", names, index=names.index(current),
+                        format_func=lambda n: n + ("  (not saved yet)" if n in unsaved else ""))
+if name != st.query_params.get("flow"):
+    select(name)
+draft = load_draft(name)
+state: fg.CanvasState = draft["state"]
+key = f"{name}:{draft['gen']}:"
+if message := st.session_state.pop("flow_message", None):
+    st.success(md(message))
+if warning := st.session_state.pop("flow_warning", None):
+    st.warning(md(warning))
 
-tab_edit, tab_diagram, tab_versions, tab_json, tab_manage = st.tabs(
-    ["Editor", "Diagram", "Versions", "JSON", "Duplicate / delete"])
+view = st.segmented_control("View", ["Canvas", "Form", "Versions", "JSON & picture", "Duplicate / delete"],
+                            default="Canvas", key=f"view:{name}", label_visibility="collapsed") or "Canvas"
 
-# ------------------------------------------------------------------ the editor
-# Saving starts from the saved flow's full JSON and changes only what these widgets edit, so a
-# field the editor does not show (router rules, timeouts, max_tokens...) is never dropped.
-with tab_edit:
-    st.caption(f"Version {version}. Saving makes a new version only if something changed.")
-    description = st.text_input("Description", flow.description, key=key + "description")
-    st.subheader("Decision model")
-    c1, c2, c3 = st.columns(3)
-    providers = list(dict.fromkeys([*PROVIDER_NAMES, flow.decision.provider]))  # keep one the list lacks
-    d_provider = c1.selectbox("Provider", providers, index=providers.index(flow.decision.provider),
-                              key=key + "d_provider")
-    d_model = c2.text_input("Model", flow.decision.model, key=key + "d_model")
-    d_way = c3.selectbox("Calling way", WAYS, index=WAYS.index(flow.decision.calling_way), key=key + "d_way",
-                         help="auto picks per model (native → schema → prompt) and records each fallback")
-    d_base = st.text_input("Base URL (openai-compatible only)", flow.decision.base_url or "", key=key + "d_base",
-                           help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant before "
-                                "the first run, on the Run page.")
-    d_prompt = st.text_area("System prompt", flow.decision.system_prompt, key=key + "d_prompt",
-                            help="{{today}}, {{tomorrow}}, {{now}} and {{weekday}} are filled in at run time")
-    d_temp = st.slider("Temperature", 0.0, 2.0, float(flow.decision.temperature), 0.1, key=key + "d_temp")
 
-    st.subheader("Tools")
-    available = sorted({t.version for t in app.registry.all()} | set(flow.tools))
-    tools = st.multiselect("Attached tools (type to search)", available, default=flow.tools, key=key + "tools")
-    short_names = [ref.rsplit("/", 1)[-1] for ref in tools]
-    # entries that name a tool another way (its short name) stay, and stay selected
-    approval_options = list(dict.fromkeys([*tools, *flow.needs_approval]))
-    approval = st.multiselect("Needs approval (besides destructive tools and untrusted MCP servers)",
-                              approval_options, default=flow.needs_approval, key=key + "approval")
-    c1, c2, c3, c4 = st.columns(4)
-    choices = list(dict.fromkeys(["auto", "required", "none", *short_names, flow.tool_choice]))
-    tool_choice = c1.selectbox("tool_choice", choices, index=choices.index(flow.tool_choice), key=key + "choice")
-    parallel = c2.checkbox("Parallel calls", flow.parallel_tool_calls, key=key + "parallel")
-    max_rounds = c3.number_input("Max rounds", 1, 50, flow.max_rounds, key=key + "rounds")
-    budget = c4.number_input("Retry budget", 0, 10, flow.retry_budget, key=key + "budget")
+# ------------------------------------------------------------------ tools the flow can attach
 
-    st.subheader("MCP servers and HTTP tools")
-    st.caption("JSON lists, as in the flow file (README: the flow JSON format). A server's tools are attached as "
-               "<server>/mcp/<tool>, an OpenAPI source's as <name>/http/<operationId>: pick them above.")
-    servers_text = st.text_area("MCP servers (JSON list)", as_json([s.model_dump(mode="json") for s in flow.mcp_servers]),
-                                height=160, key=key + "mcp_servers")
-    sources_text = st.text_area("HTTP tools (JSON list)", as_json([s.model_dump(mode="json") for s in flow.http_tools]),
-                                height=160, key=key + "http_tools")
-    servers, servers_problem = parse_list(servers_text, MCPServerConfig, "mcp_servers")
-    sources, sources_problem = parse_list(sources_text, HTTPToolSource, "http_tools")
-    for problem in (servers_problem, sources_problem):
-        if problem:
-            st.error(f"{md(problem)}. Fix it before saving.")
-    lines = reach_lines(servers or [], sources or [])
+def known_tools() -> dict[str, Tool]:
+    """Every tool the palette offers: the plugins, and the tools of the flow's granted sources.
+    A source's list is kept for the session (listing starts a server); an ungranted source
+    lists nothing and starts nothing, and is asked again on the next rerun."""
+    found: dict[str, Tool] = {t.version: t for t in app.registry.all()}
+    listed: dict[str, list[dict[str, Any]]] = st.session_state.setdefault("source_tools", {})
+    for kind in ("mcp_servers", "http_tools"):
+        for source in state.settings.get(kind, []):
+            seen = json.dumps(source, sort_keys=True)
+            if seen not in listed:
+                tools, why_not = source_tools(app, source)
+                if why_not is None:
+                    listed[seen] = tools
+                else:
+                    unlisted.append((source.get("name", ""), why_not))
+            for entry in listed.get(seen, []):
+                found[entry["ref"]] = tool_from_listing(entry)
+    return found
+
+
+unlisted: list[tuple[str, str]] = []
+TOOLS = known_tools()
+
+
+def palette() -> None:
+    st.markdown("**Add to the flow**")
+    if st.button("+ Decision model", key=key + "add_decision", disabled=state.node("decision") is not None,
+                use_container_width=True):
+        change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
+        draft["selected"] = "decision"
+        st.rerun()
+    if st.button("+ Polish model", key=key + "add_polish", disabled=state.node("polish") is not None,
+                use_container_width=True):
+        change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
+        draft["selected"] = "polish"
+        st.rerun()
+    query = st.text_input("Search tools", key=key + "search", placeholder="weather, csv, git…").strip().lower()
+    on_canvas = {n.config["ref"] for n in state.of_kind("tool")}
+    shown = 0
+    groups = {"plugin": "Python plugins", "mcp": "MCP servers", "http": "HTTP tools"}
+    for group, title in groups.items():
+        items = [tool_summary(t) for ref, t in TOOLS.items() if fg.tool_source(ref, state.settings)[0] == group]
+        items = [i for i in items if not query or query in (i["ref"] + " " + i["description"]).lower()]
+        if not items:
+            continue
+        st.caption(title)
+        for item in sorted(items, key=lambda i: i["ref"])[:40]:
+            shown += 1
+            with st.container(border=True):
+                st.markdown(f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · "
+                            f"{md(item['ref'].rsplit('/', 1)[0])}",
+                            help=md(item["description"]) if item["description"] else None)
+                st.caption(md((fg._cut(item["description"], 90) + " · " if item["description"] else "")
+                              + " · ".join(item["annotations"]) + f" · {item['tokens']} tokens"))
+                added = item["ref"] in on_canvas
+                if st.button("On the canvas" if added else "Add", key=key + "add:" + item["ref"], disabled=added,
+                             use_container_width=True):
+                    change(draft, fg.add_node(state, "tool", {"ref": item["ref"]}))
+                    draft["selected"] = fg.tool_id(item["ref"])
+                    st.rerun()
+    if not shown:
+        st.caption("No tool matches." if query else "No tools yet: add a plugin, an MCP server or an HTTP source.")
+    for source_name, why_not in unlisted:
+        st.caption(md(f"{source_name}: its tools show here once it is granted ({why_not})."))
+    st.markdown("**Tool sources**")
+    for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
+        for source in state.settings.get(kind, []):
+            if st.button(f"{label}: {source.get('name')}", key=key + f"src:{kind}:{source.get('name')}",
+                         use_container_width=True):
+                draft["selected"] = f"source:{kind}:{source.get('name')}"
+                st.rerun()
+    a, b = st.columns(2)
+    if a.button("+ MCP server", key=key + "new_mcp", use_container_width=True):
+        draft["selected"] = "source:mcp_servers:"
+        st.rerun()
+    if b.button("+ HTTP source", key=key + "new_http", use_container_width=True):
+        draft["selected"] = "source:http_tools:"
+        st.rerun()
+
+
+# ------------------------------------------------------------------ a node's settings
+
+def source_panel(selected: str, panel_key: str) -> None:
+    """An MCP server or an HTTP source of the flow: its form, and its tools once granted."""
+    _, kind, source_name = selected.split(":", 2)
+    sources = list(state.settings.get(kind, []))
+    current = next((s for s in sources if s.get("name") == source_name), None)
+    form = mcp_server_form if kind == "mcp_servers" else http_source_form
+    edited, _ = form(current, panel_key + "form")  # the form shows its own problem, in a sentence
+    if edited is None:
+        return
+    others = [s for s in sources if s.get("name") != source_name]
+    if st.button("Keep in the flow" if current is None else "Apply", key=panel_key + "apply", type="primary"):
+        if any(s.get("name") == edited["name"] for s in others):
+            st.error(md(f"The flow already has a source named {edited['name']!r}: pick another name."))
+            return
+        kept = [edited if s.get("name") == source_name else s for s in sources] if current else [*sources, edited]
+        change(draft, state.model_copy(update={"settings": {**state.settings, kind: kept}}))
+        draft["selected"] = f"source:{kind}:{edited['name']}"
+        st.rerun()
+    if current is not None and st.button("Remove this source", key=panel_key + "drop"):
+        prefix = f"{source_name}/{'mcp' if kind == 'mcp_servers' else 'http'}/"
+        gone = [n.id for n in state.of_kind("tool") if n.config["ref"].startswith(prefix)]
+        trimmed = fg.remove_nodes(state, gone)
+        change(draft, trimmed.model_copy(update={"settings": {**trimmed.settings, kind: others}}), fresh_widgets=True)
+        draft["selected"] = None
+        st.rerun()
+
+
+def node_panel(node_id: str | None, panel_key: str) -> list[str]:
+    """The side panel of one node; returns the problems it found."""
+    if node_id and node_id.startswith("source:"):
+        source_panel(node_id, panel_key)
+        return []
+    node = state.node(node_id) if node_id else None
+    if node is None:
+        st.caption("Click a node to see and change its settings. Add tools and models from the palette; select a "
+                   "tool and press Delete to remove it.")
+        return []
+    st.subheader(fg.LABELS[node.kind])
+    problems: list[str] = []
+    if node.kind == "question":
+        change(draft, state.model_copy(update={"settings": question_panel(state, panel_key)}))
+    elif node.kind == "answer":
+        answer_panel(state)
+    elif node.kind in ("decision", "polish"):
+        panel = decision_panel if node.kind == "decision" else polish_panel
+        config, problems = panel(app, state, node, panel_key) if node.kind == "decision" else panel(app, node, panel_key)
+        change(draft, fg._replace(state, node.model_copy(update={"config": config})))
+        if node.kind == "polish" and st.button("Remove the polish model", key=panel_key + "remove"):
+            change(draft, fg.remove_nodes(draft["state"], ["polish"]))
+            draft["selected"] = None
+            st.rerun()
+    else:
+        tool = TOOLS.get(node.config["ref"])
+        approval, removed = tool_panel(state, node, tool, panel_key)
+        change(draft, state.model_copy(update={"settings": {**state.settings, "needs_approval": approval}}))
+        if not node.attached and state.node("decision") and st.button("Connect to the decision model",
+                                                                       key=panel_key + "connect"):
+            change(draft, fg.set_attached(draft["state"], node.id, True))
+            st.rerun()
+        if removed:
+            change(draft, fg.remove_nodes(draft["state"], [node.id]))
+            draft["selected"] = None
+            st.rerun()
+    for problem in problems:
+        st.error(md(problem))
+    return problems
+
+
+def save_bar(problems: list[str]) -> None:
+    """Save, with what stops it in plain sentences; Discard goes back to the saved flow."""
+    current_state: fg.CanvasState = draft["state"]
+    blockers = list(problems)
+    if current_state.node("decision") is None:
+        blockers.append("The flow has no decision model yet: add one from the palette.")
+    else:
+        try:
+            fg.to_flow(current_state)
+        except ConfigError as exc:
+            blockers.append(str(exc))
+    for blocker in dict.fromkeys(blockers):
+        st.error(md(blocker))
+    servers, sources = current_state.settings.get("mcp_servers", []), current_state.settings.get("http_tools", [])
+    lines = reach_lines([MCPServerConfig.model_validate(s) for s in servers],
+                        [HTTPToolSource.model_validate(s) for s in sources])
     if lines:
-        risky = any(s.trusted for s in servers or []) or any(s.allow_hosts for s in sources or [])
+        risky = any(s.get("trusted") for s in servers) or any(s.get("allow_hosts") for s in sources)
         (st.warning if risky else st.info)(
             "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
             + "\n".join(f"- {md(line)}" for line in lines))
-
-    st.subheader("Polish model")
-    use_polish = st.checkbox("Polish the tool results into the final answer", flow.polish is not None,
-                             key=key + "use_polish")
-    polish: dict[str, Any] | None = None
-    schema_ok = True
-    if use_polish:
-        base = flow.polish or flow.decision
-        c1, c2 = st.columns(2)
-        p_providers = list(dict.fromkeys([*PROVIDER_NAMES, base.provider]))
-        p_provider = c1.selectbox("Provider ", p_providers, index=p_providers.index(base.provider),
-                                  key=key + "p_provider")
-        p_model = c2.text_input("Model ", base.model, key=key + "p_model")
-        p_base = st.text_input("Base URL (openai-compatible only) ", base.base_url or "", key=key + "p_base",
-                               help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant before "
-                                    "the first run, on the Run page.")
-        p_prompt = st.text_area("Polish system prompt (empty: FlowCall's default)",
-                                flow.polish.system_prompt if flow.polish else "", key=key + "p_prompt")
-        schema_text = st.text_area(
-            "Output JSON Schema (optional: the answer must be JSON valid against it)",
-            as_json(flow.polish.output_schema) if flow.polish and flow.polish.output_schema else "",
-            height=200, key=key + "p_schema")
-        schema, problem = schema_problem(schema_text)
-        if problem:
-            st.error(f"Output schema: {md(problem)}. Fix it before saving.")
-            schema_ok = False
-        elif schema is not None:
-            st.success("The schema is valid (JSON Schema 2020-12).")
-        polish = flow.polish.model_dump(mode="json") if flow.polish else {"temperature": 0.0, "max_tokens": 1024}
-        polish.update(provider=p_provider, model=p_model, base_url=p_base.strip() or None, system_prompt=p_prompt,
-                      output_schema=schema)
-
-    valid = schema_ok and servers is not None and sources is not None
-    if st.button("Save flow", type="primary", disabled=not valid, key=key + "save"):
-        data = flow.model_dump(mode="json")
-        data.update(description=description, tools=tools, needs_approval=approval, tool_choice=tool_choice,
-                    parallel_tool_calls=parallel, max_rounds=int(max_rounds), retry_budget=int(budget), polish=polish,
-                    mcp_servers=[s.model_dump(mode="json") for s in servers],
-                    http_tools=[s.model_dump(mode="json") for s in sources])
-        data["decision"].update(provider=d_provider, model=d_model, calling_way=d_way, system_prompt=d_prompt,
-                                temperature=d_temp, base_url=d_base.strip() or None)
+    status = ("Not saved yet" if draft.get("new") else "Unsaved changes" if dirty(draft)
+              else f"Saved · version {draft['version']}")
+    a, b, c = st.columns([1, 1, 2])
+    if a.button("Save", type="primary", disabled=bool(blockers), key=key + "save", use_container_width=True):
         try:
-            saved = parse_flow(data, source=f"flow {name!r}")
-            _, new_version = app.store.save_flow(saved)
-            if new_version == version:
-                st.info("Nothing changed; still version %d." % version)
-            else:
-                st.session_state["saved_message"] = f"Saved {name!r} as version {new_version}."
-                st.rerun()
+            save(name, draft)
+            st.rerun()
         except ConfigError as exc:
             st.error(f"{md(exc)}. Nothing was saved.")
-    if message := st.session_state.pop("saved_message", None):
-        st.success(md(message))
+    if b.button("Discard", disabled=draft.get("new") or not dirty(draft), key=key + "discard",
+                use_container_width=True):
+        drafts.pop(name, None)
+        st.rerun()
+    c.caption(status)
 
-# ------------------------------------------------------------------ diagram, versions, JSON
-with tab_diagram:
-    st.graphviz_chart(flow_diagram(flow))
 
-with tab_versions:
-    versions = app.store.flow_versions(name)
-    st.dataframe([{"version": v["version"], "saved": v["created_at"], "hash": v["spec_hash"][:12]} for v in versions],
-                 hide_index=True)
-    numbers = [v["version"] for v in versions]
-    if len(numbers) < 2:
-        st.caption("Only one version so far; save a change to compare versions.")
+# ------------------------------------------------------------------ the canvas view
+
+if view == "Canvas":
+    left, middle, right = st.columns([1, 3.3, 1.5])
+    with left:
+        palette()
+    with right:  # before the canvas, so the canvas draws what the panel just set
+        problems = node_panel(draft["selected"], key + f"panel:{draft['selected']}:")
+        state = draft["state"]
+    with middle:
+        info = {ref: tool_summary(t) for ref, t in TOOLS.items()}
+        event = canvas(fg.node_view(state, info, selected=draft["selected"], model_label=model_label),
+                       fg.edge_view(state, editable=True), key=f"canvas:{name}", editable=True, height=560,
+                       export=True, fit_token=f"{name}:{draft['gen']}")
+        save_bar(problems)
+    if event:
+        if event["kind"] == "select":
+            draft["selected"] = event.get("id") if isinstance(event.get("id"), str) or event.get("id") is None else None
+        elif event["kind"] == "export" and isinstance(event.get("png"), str) \
+                and event["png"].startswith("data:image/png;base64,"):
+            st.session_state[f"png:{name}"] = base64.b64decode(event["png"].split(",", 1)[1])
+            st.session_state["flow_message"] = "The picture is ready: download it under JSON & picture."
+        else:
+            change(draft, fg.apply_event(state, event))
+            if event["kind"] == "delete" and draft["selected"] in event.get("ids", []):
+                draft["selected"] = None
+        st.rerun()
+
+# ------------------------------------------------------------------ the form view (keyboard, screen readers)
+
+elif view == "Form":
+    st.caption("Every setting of the flow on one page, the same as the canvas's side panels.")
+    all_problems: list[str] = []
+    for node_id in ["question", "decision"]:
+        if state.node(node_id) is None and node_id == "decision":
+            if st.button("Add a decision model", key=key + "form_add_decision"):
+                change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
+                st.rerun()
+            continue
+        with st.container(border=True):
+            all_problems += node_panel(node_id, key + f"form:{node_id}:")
+        state = draft["state"]
+    with st.container(border=True):
+        st.subheader("Tools")
+        refs = sorted(TOOLS) + [r for r in (n.config["ref"] for n in state.of_kind("tool")) if r not in TOOLS]
+        attached = [n.config["ref"] for n in state.of_kind("tool") if n.attached]
+        chosen = st.multiselect("Attached tools (type to search)", refs, default=attached, key=key + "form_tools",
+                                format_func=lambda r: f"{r} · {fg._cut(tool_summary(TOOLS[r])['description'], 70)}"
+                                if r in TOOLS else r)
+        if chosen != attached:
+            new = fg.remove_nodes(state, [fg.tool_id(r) for r in attached if r not in chosen])
+            for ref in chosen:
+                new = fg.add_node(new, "tool", {"ref": ref})
+            change(draft, new)
+            state = draft["state"]
+        for node in state.of_kind("tool"):
+            with st.expander(f"{md(fg.bare_name(node.config['ref']))}"):
+                all_problems += node_panel(node.id, key + f"form:{node.id}:")
+                state = draft["state"]
+    with st.container(border=True):
+        st.subheader("Tool sources")
+        for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
+            for source in state.settings.get(kind, []):
+                with st.expander(f"{label}: {md(source.get('name'))}"):
+                    source_panel(f"source:{kind}:{source.get('name')}", key + f"form:{kind}:{source.get('name')}:")
+            if st.toggle(f"Add an {label}", key=key + f"form:{kind}:adding"):
+                source_panel(f"source:{kind}:", key + f"form:{kind}:new:")
+    with st.container(border=True):
+        if state.node("polish") is None:
+            st.subheader("Polish model")
+            if st.button("Add a polish model", key=key + "form_add_polish"):
+                change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
+                st.rerun()
+        else:
+            all_problems += node_panel("polish", key + "form:polish:")
+    save_bar(all_problems)
+
+# ------------------------------------------------------------------ versions
+
+elif view == "Versions":
+    if draft.get("new"):
+        st.info("This flow is not saved yet: save it to start its history.")
     else:
-        c1, c2 = st.columns(2)
-        older = c1.selectbox("From version", numbers, index=1, key=key + "from")
-        newer = c2.selectbox("To version", numbers, index=0, key=key + "to")
-        a = app.store.get_flow(name, older)[0].to_json().splitlines()
-        b = app.store.get_flow(name, newer)[0].to_json().splitlines()
-        diff = "\n".join(difflib.unified_diff(a, b, f"v{older}", f"v{newer}", lineterm=""))
-        st.code(diff or "(no difference)", language="diff")
+        versions = app.store.flow_versions(name)
+        st.dataframe([{"version": v["version"], "saved": v["created_at"], "hash": v["spec_hash"][:12]}
+                      for v in versions], hide_index=True)
+        numbers = [v["version"] for v in versions]
+        if len(numbers) < 2:
+            st.caption("Only one version so far; save a change to compare versions.")
+        else:
+            a, b = st.columns(2)
+            older = a.selectbox("From version", numbers, index=1, key=key + "from")
+            newer = b.selectbox("To version", numbers, index=0, key=key + "to")
+            before = app.store.get_flow(name, older)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            after = app.store.get_flow(name, newer)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            diff = "\n".join(difflib.unified_diff(before, after, f"v{older}", f"v{newer}", lineterm=""))
+            st.code(diff or "(no difference)", language="diff")
+            restore = st.selectbox("Restore version", numbers[1:], key=key + "restore_pick",
+                                   help="Saves that version's flow as the newest version; nothing is deleted")
+            if st.button(f"Restore version {restore}", key=key + "restore"):
+                old = app.store.get_flow(name, restore)[0]
+                _, version = app.store.save_flow(old.model_copy(update={"layout": None}))
+                drafts.pop(name, None)
+                st.session_state["flow_message"] = f"Restored version {restore} as version {version}."
+                st.rerun()
 
-with tab_json:
-    st.download_button("Export as JSON", flow.to_json(), file_name=f"{name}.json", mime="application/json",
-                       key=key + "export")
-    st.code(flow.to_json(), language="json")
+# ------------------------------------------------------------------ JSON and the picture
+
+elif view == "JSON & picture":
+    try:
+        flow: Flow | None = fg.to_flow(state)
+    except ConfigError as exc:
+        flow = None
+        st.warning(f"{md(exc)}. The JSON appears once the flow is complete.")
+    if flow is not None:
+        if dirty(draft) or draft.get("new"):
+            st.caption("This is the flow as edited here, including changes not saved yet.")
+        a, b, c = st.columns(3)
+        a.download_button("Export as JSON", flow.to_json(), file_name=f"{name}.json", mime="application/json",
+                          key=key + "export")
+        b.download_button("Picture (SVG)", fg.to_svg(state), file_name=f"{name}.svg", mime="image/svg+xml",
+                          key=key + "svg")
+        png = st.session_state.get(f"png:{name}")
+        c.download_button("Picture (PNG)", png or b"", file_name=f"{name}.png", mime="image/png",
+                          disabled=png is None, key=key + "png",
+                          help="Press PNG on the canvas first: it draws the picture as you see it")
+        st.code(flow.to_json(), language="json")
 
 # ------------------------------------------------------------------ duplicate, delete
-with tab_manage:
+
+else:
+    if draft.get("new"):
+        if st.button("Throw this unsaved flow away", key=key + "drop_new"):
+            drafts.pop(name, None)
+            st.session_state.pop("flow", None)
+            st.query_params.clear()
+            st.rerun()
+        st.stop()
     copy_name = st.text_input("Name of the copy", f"{name}-copy", key=key + "copy_name")
     if st.button("Duplicate", key=key + "duplicate"):
         try:
             if copy_name in names:
                 raise ConfigError(f"a flow named {copy_name!r} exists; pick another name")
-            app.store.save_flow(parse_flow({**flow.model_dump(mode="json"), "name": copy_name}, source="the copy"))
-            st.session_state["flow"] = copy_name
+            saved_flow = app.store.get_flow(name)[0]
+            app.store.save_flow(parse_flow({**saved_flow.model_dump(mode="json"), "name": copy_name,
+                                            **({"layout": saved_flow.layout.model_dump(mode="json")}
+                                               if saved_flow.layout else {})}, source="the copy"))
+            select(copy_name)
             st.rerun()
         except ConfigError as exc:
             st.error(md(exc))
@@ -235,5 +488,7 @@ with tab_manage:
                        key=key + "sure")
     if st.button("Delete flow", disabled=not sure, key=key + "delete"):
         app.store.delete_flow(name)
+        drafts.pop(name, None)
         st.session_state.pop("flow", None)
+        st.query_params.clear()
         st.rerun()

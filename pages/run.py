@@ -15,6 +15,7 @@ from flowcall import config, progress
 from flowcall.approval import Decision
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import describe_step, run_line, run_seconds, status_text
+from flowcall.spec import Flow
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
@@ -26,6 +27,8 @@ from flowcall.studio import (
     show_trust_items,
     steps_table,
 )
+from flowcall.studio_graph import draw_run, node_detail, svg_of_run
+from flowcall.studio_waiting import show_waiting
 from flowcall.trust import TrustRequired
 
 app = service()
@@ -69,6 +72,7 @@ def let_go() -> None:
 
 # A run is always shown under its own flow and question, however this page was opened.
 shown = shown_run()
+show_waiting(app, "page", skip=shown.id if shown else None)
 if shown is not None and shown.flow_name in names and (
         st.session_state.get("run:flow") is None or st.session_state.get("run:adopted") != shown.id):
     st.session_state["run:flow"] = shown.flow_name
@@ -93,9 +97,13 @@ def ask_consent(flow_version_id: int, question: str | None) -> None:
     st.session_state["consent"] = {"version_id": flow_version_id, "question": question}
 
 
-def live(label: str, work: Callable, consent_for: tuple[int | None, str | None]) -> Run | None:
-    """Run `work(on_step)` inside a status box that fills with the steps as they end. A grant
-    missing meanwhile (revoked, or the flow changed) shows the consent panel instead."""
+def live(label: str, work: Callable, consent_for: tuple[int | None, str | None], drawn: Flow | None = None,
+         so_far: Run | None = None) -> Run | None:
+    """Run `work(on_step)` inside a status box that fills with the steps as they end, and draw
+    the run on the flow's graph as each step commits. A grant missing meanwhile (revoked, or the
+    flow changed) shows the consent panel instead."""
+    graph = st.empty()
+    seen: list[Step] = list(so_far.steps) if so_far else []
     # Streamlit ends the script on any click, and the engine marks a run ended that way
     # `cancelled`: this button is that click, made on purpose (its rerun shows the run). It is
     # there only while the run runs.
@@ -107,6 +115,10 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
             def on_step(step: Step) -> None:
                 made_here(step.run_id)  # a stopped run is still shown
                 st.text(describe_step(step))
+                seen.append(step)
+                partial = Run(id=step.run_id, flow_name=drawn.name if drawn else "", question="", trace_id="",
+                              steps=seen)
+                graph.image(svg_of_run(drawn, partial))
 
             try:
                 with progress.watching(WritingBox()):  # the running step's text, as it is written
@@ -139,7 +151,8 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None])
 def start(asked, flow_version_id: int, text: str) -> None:
     """Run the flow here, watching it, or hand it to the workers (the run is shown below)."""
     if not on_worker:
-        live("Running the flow…", lambda on_step: app.run(asked, text, on_step=on_step), (flow_version_id, text))
+        live("Running the flow…", lambda on_step: app.run(asked, text, on_step=on_step), (flow_version_id, text),
+             drawn=asked)
         return
     try:
         made_here(app.run_queued(asked, text).id)
@@ -222,8 +235,16 @@ def arriving(run_id: str) -> None:
         st.rerun()  # it ended, paused or was interrupted: the whole page shows it
     where = "waits for a worker" if run.status == RunStatus.QUEUED else f"runs in {run.owner}"
     st.info(md(f"Run {run.id[:8]} {where} · {len(run.steps)} steps so far"))
+    st.image(svg_of_run(flow_or_none(run), run))
     for step in run.steps:
         st.text(describe_step(step))
+
+
+def flow_or_none(run: Run) -> Flow | None:
+    try:
+        return app.flow_of(run)
+    except ConfigError:
+        return None
 
 
 def cancel_button(run: Run, where=st) -> None:
@@ -278,7 +299,7 @@ if run_id := st.session_state.get("run_id"):
             else:
                 resumed = live("Continuing the run…", lambda on_step: app.resume(
                     run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step),
-                     (run.flow_version_id, None))
+                     (run.flow_version_id, None), drawn=flow_or_none(run), so_far=run)
                 if resumed is not None:  # else keep the error on screen, e.g. another tab or the CLI took the run
                     st.rerun()
     elif run.status == RunStatus.INTERRUPTED:
@@ -289,7 +310,7 @@ if run_id := st.session_state.get("run_id"):
         c1, c2, _ = st.columns([1, 1, 5])
         if c1.button("Resume", type="primary", key=f"resume:{run.id}"):
             resumed = live("Resuming the run…", lambda on_step: app.resume(run.id, approver=None, on_step=on_step),
-                           (run.flow_version_id, None))
+                           (run.flow_version_id, None), drawn=flow_or_none(run), so_far=run)
             if resumed is not None:
                 st.rerun()
         cancel_button(run, c2)
@@ -298,7 +319,18 @@ if run_id := st.session_state.get("run_id"):
     else:
         st.subheader("Answer")
         show_answer(run)
-    with st.expander(f"Steps of run {md(run.id[:8])} ({run.tokens_in}+{run.tokens_out} tokens)"):
-        st.dataframe(steps_table(run), hide_index=True)
+    st.subheader("What the run did")
+    st.caption("Click a node to see its calls and to pick out its steps below.")
+    graph_col, detail_col = st.columns([3, 2])
+    with graph_col:
+        node = draw_run(app, run, key=f"run-graph:{run.id}")
+    with detail_col:
+        only = node_detail(app, run, node) if node else []
+    rows = steps_table(run)
+    if only:
+        rows = [row for row, step in zip(rows, run.steps) if step.seq in only]
+    label = f"Steps of run {md(run.id[:8])} ({run.tokens_in}+{run.tokens_out} tokens)"
+    with st.expander(label + (f" · only the {len(rows)} of the node picked" if only else ""), expanded=bool(only)):
+        st.dataframe(rows, hide_index=True)
     st.page_link("pages/runs.py", label="Open it in the inspector", icon=":material/manage_search:",
                  query_params={"run": run.id})

@@ -16,6 +16,7 @@ from flowcall.rendering import describe_step, run_seconds, status_text, step_ref
 from flowcall.rerun import RERUNNABLE
 from flowcall.steps import RunStatus, StepKind, is_reused
 from flowcall.studio import as_json, md, service, show_answer, show_step, step_label, steps_table
+from flowcall.studio_graph import draw_run, node_detail, path_summary, run_flow, svg_of_run
 
 app = service()
 st.title("Runs & inspector")
@@ -107,6 +108,15 @@ with tab_timeline:
         n = len(run.steps)
         cursor = f"cursor:{run.id}"
         st.session_state.setdefault(cursor, 1)
+        graph_col, detail_col = st.columns([3, 2])
+        with graph_col:
+            node = draw_run(app, run, key=f"inspector-graph:{run.id}", height=300)
+        with detail_col:
+            st.caption("Click a node: the timeline goes to its steps.")
+            its_steps = node_detail(app, run, node) if node else []
+        if its_steps and st.session_state.get(f"{cursor}:node") != node:  # a new node picked: go to its first step
+            st.session_state[f"{cursor}:node"] = node
+            st.session_state[cursor] = run.steps.index(next(s for s in run.steps if s.seq == its_steps[0])) + 1
         prev, slider, nxt = st.columns([1, 6, 1])
 
         def move(by: int) -> None:  # a callback: it runs before the page, so both buttons see the new step
@@ -186,6 +196,13 @@ with tab_compare:
         other_id = st.selectbox("Compare with", others, index=others.index(default) if default in others else 0,
                                 format_func=lambda i: run_label(next(r for r in runs if r.id == i)))
         other = app.store.get_run(other_id)
+        left, right = st.columns(2)
+        for where, shown in ((left, run), (right, other)):
+            drawn = run_flow(app, shown)
+            calls = ", ".join(f"{k.removeprefix('tool:')} ×{v}" for k, v in path_summary(shown, drawn).items()
+                              if k.startswith("tool:")) or "no tool calls"
+            where.caption(md(f"Run {shown.id[:8]} · {status_text(shown)} · {calls}"))
+            where.image(svg_of_run(drawn, shown))
         figures = summary(run, other)
         st.dataframe([{"": k, "this run": str(a), "other run": str(b)} for k, (a, b) in figures.items()],
                      hide_index=True)

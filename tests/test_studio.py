@@ -57,51 +57,7 @@ def test_app_opens_on_the_flows_page_with_the_example_flows():
     assert {"commute-weather", "employee-lookup", "create-task", "current-time", "clean-data"} <= names
 
 
-def test_create_edit_with_schema_checked_as_typed_then_versions_and_diff():
-    store = FlowCall.open().store
-    app = page("pages/flows.py")
-    widget(app.text_input, "New flow name").input("my-flow")
-    widget(app.button, "Create flow").click().run()
-    assert widget(app.selectbox, "Flow").value == "my-flow"
-    widget(app.multiselect, "Attached tools (type to search)").select("weather/v1/get_weather").run()
-    widget(app.checkbox, "Polish the tool results into the final answer").check().run()
-    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
-    schema_box.input('{"type": "object", "properties": {"city": {"type": "strin"}}').run()
-    assert any("not valid JSON" in e.value for e in app.error)
-    assert widget(app.button, "Save flow").disabled
-    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
-    schema_box.input('{"type": "object", "properties": {"city": {"type": "strin"}}}').run()
-    assert any("not a valid JSON Schema" in e.value for e in app.error)
-    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
-    schema_box.input('{"type": "object", "properties": {"city": {"$ref": "http://169.254.169.254/x"}}}').run()
-    assert any("points outside the schema" in e.value for e in app.error)  # nothing is fetched: refused
-    assert widget(app.button, "Save flow").disabled
-    schema_box = widget(app.text_area, "Output JSON Schema (optional: the answer must be JSON valid against it)")
-    schema_box.input('{"type": "object", "properties": {"city": {"type": "string"}}}').run()
-    assert any("schema is valid" in e.value for e in app.success)
-    widget(app.button, "Save flow").click().run()
-    assert any("as version 2" in e.value for e in app.success)
-    flow, _, version = store.get_flow("my-flow")
-    assert version == 2 and flow.tools == ["weather/v1/get_weather"]
-    assert flow.polish.output_schema == {"type": "object", "properties": {"city": {"type": "string"}}}
-    diff = next(c.value for c in app.code if c.value.startswith("--- v1"))
-    assert '+    "weather/v1/get_weather"' in diff and "output_schema" in diff
-    assert "digraph" in app.get("graphviz_chart")[0].proto.spec and "get_weather" in app.get("graphviz_chart")[0].proto.spec
-
-
-def test_duplicate_and_delete_with_confirmation():
-    service = FlowCall.open()
-    app = page("pages/flows.py")
-    widget(app.selectbox, "Flow").select("current-time").run()
-    widget(app.text_input, "Name of the copy").input("clock-2")
-    widget(app.button, "Duplicate").click().run()
-    names = [f["name"] for f in service.store.list_flows()]
-    assert "clock-2" in names and service.store.get_flow("clock-2")[0].tools == ["time/v1/get_current_time"]
-    assert widget(app.selectbox, "Flow").value == "clock-2"
-    assert widget(app.button, "Delete flow").disabled  # not before the confirmation
-    widget(app.checkbox, "Yes, delete 'clock-2' and all its versions (its runs stay, for the record)").check().run()
-    widget(app.button, "Delete flow").click().run()
-    assert [f["name"] for f in service.store.list_flows()] == [n for n in names if n != "clock-2"]
+# the Flows page's editor, versions, duplicate and delete: tests/test_page_flows.py
 
 
 # ------------------------------------------------------------------ the Run page

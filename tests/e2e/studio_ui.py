@@ -60,3 +60,9 @@ def screenshot(page: Page, path, anchor: Locator | None = None) -> None:
         anchor.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(300)
     page.screenshot(path=path)
+
+
+def view(page: Page, name: str) -> None:
+    """A view of the Flows page (its segmented control: Canvas, Form, Versions...)."""
+    page.locator('[data-testid="stButtonGroup"] button').filter(has_text=name).first.click()
+    settle(page)

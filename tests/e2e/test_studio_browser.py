@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from flowcall.service import FlowCall
-from tests.e2e.studio_ui import choose, click, fill, go, screenshot, settle, tab
+from tests.e2e.studio_ui import choose, click, fill, go, screenshot, settle, tab, view
 
 pytestmark = [pytest.mark.browser]
 
@@ -22,37 +22,47 @@ def text(page, needle: str):
 
 @pytest.mark.model
 def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path, model_path):
-    # --- Flows: create a flow in the editor
+    # --- Flows: create a flow (the form view: every setting on one page, for the keyboard)
     go(page, studio.url, "/", "Flows")
     page.screenshot(path=shots / "flows.png")
-    fill(page, "New flow name", "e2e-lookup", commit=False)
-    click(page, "Create flow")
+    page.get_by_role("button", name="New flow").click()
+    fill(page, "Name", "e2e-lookup", commit=False)
+    click(page, "Create")
+    click(page, "+ Decision model")
+    click(page, "Save")
+    expect(text(page, "Saved 'e2e-lookup' as version 1.")).to_be_visible()
+    view(page, "Form")
     fill(page, "System prompt", "When the user asks about a colleague or employee, call lookup_employee "
          "with the person's name.", area=True)
-    choose(page, "Attached tools (type to search)", "hr/v1/lookup_employee", multi=True)
-    page.get_by_text("Polish the tool results into the final answer").click()
+    tools = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Attached tools").locator("input").first
+    tools.click()
+    page.keyboard.type("lookup_employee")  # the list shows each tool with its description
+    page.get_by_role("option").filter(has_text="hr/v1/lookup_employee").first.click()
+    page.keyboard.press("Escape")
+    page.get_by_role("heading", name="Tools", exact=True).click()  # the list closes: a click lands where aimed
     settle(page)
-    fill(page, "Polish system prompt (empty: FlowCall's default)", "Answer the user's question about the employee "
+    click(page, "Add a polish model")
+    fill(page, "Polish prompt (empty: FlowCall's default)", "Answer the user's question about the employee "
          "in one short sentence, in the user's language, using only the lookup result.", area=True)
-    click(page, "Save flow")
+    click(page, "Save")
     expect(text(page, "Saved 'e2e-lookup' as version 2.")).to_be_visible()
-    screenshot(page, shots / "flow-editor.png", page.get_by_role("tab", name="Editor"))
-    tab(page, "Diagram")
-    expect(page.locator('[data-testid="stGraphVizChart"] svg')).to_be_visible()
-    screenshot(page, shots / "flow-diagram.png", page.get_by_role("tab", name="Diagram"))
-    tab(page, "Versions")
+    screenshot(page, shots / "flow-form.png")
+    view(page, "Versions")
     expect(text(page, '+    "hr/v1/lookup_employee"')).to_be_visible()
-    screenshot(page, shots / "flow-versions.png", page.get_by_role("tab", name="Versions"))
+    screenshot(page, shots / "flow-versions.png")
 
     # an invalid flow file: a clear error, and nothing changes
     bad = tmp_path / "bad-flow.json"
     bad.write_text('{"name": "broken", "max_rounds": 0}')
+    page.get_by_role("button", name="Import").click()
     page.locator('[data-testid="stFileUploader"] input[type=file]').first.set_input_files(bad)
     settle(page)
     expect(text(page, "max_rounds")).to_be_visible()
     expect(text(page, "Nothing was changed")).to_be_visible()
     unknown = tmp_path / "unknown-tool.json"
     unknown.write_text('{"name": "ghost-tools", "tools": ["foo/v1/bar"]}')
+    if not page.locator('[data-testid="stFileUploader"]').first.is_visible():
+        page.get_by_role("button", name="Import").click()
     page.locator('[data-testid="stFileUploader"] input[type=file]').first.set_input_files(unknown)
     settle(page)
     expect(text(page, "no tool 'foo/v1/bar' is registered")).to_be_visible()

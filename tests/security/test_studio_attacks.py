@@ -12,9 +12,11 @@ import sys
 import textwrap
 import tomllib
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
+from flowcall import flowgraph
 from flowcall.service import FlowCall
 from flowcall.spec import Flow, parse_flow
 from flowcall.studio import MCP_COMMANDS_VARIABLE
@@ -198,29 +200,33 @@ def test_the_plugins_page_starts_no_command_unless_turned_on(attack, tmp_path, m
 
 # ------------------------------------------------------------------ (e) the diagram
 
-def outside_strings(dot: str) -> str:
-    """DOT source with every quoted string taken out: what is left is the graph's structure."""
-    return re.sub(r'"(?:\\.|[^"\\])*"', '""', dot)
-
-
-def test_the_diagram_keeps_flow_text_inside_its_labels(attack):
-    attack.tried('a flow whose description, model, tool names and tool_choice hold DOT break-outs '
-                 '(`"]; injected [label="` and an HTML-like `<b>` label)',
-                 expected="the DOT source keeps all of it inside quoted labels: no node or edge is added")
-    breakout = 'x"]; injected [shape=box label="pwn'
-    tool = 'own/mcp/t"];injected2->decision;x[label="'
-    flow = parse_flow({"name": "lure-diagram", "description": breakout, "decision": {"model": "m\\" + breakout},
+def test_the_canvas_keeps_flow_text_as_text(attack):
+    attack.tried('a flow whose description, model, tool names and tool_choice hold markup and SVG break-outs '
+                 '(`</text><script>`, `<img onerror>`, an HTML-like `<b>` label), drawn on the canvas and '
+                 'downloaded as an SVG picture',
+                 expected="the canvas gets every text as JSON data (React puts it in the page as text); the SVG "
+                          "holds only its own rectangles, lines and text, the break-outs escaped inside them")
+    breakout = '</text><script>alert(1)</script><text>'
+    tool = 'own/mcp/t<img src=x onerror=alert(2)>'
+    flow = parse_flow({"name": "lure-diagram", "description": breakout, "decision": {"model": "m" + breakout},
                        "tools": [tool, "own/mcp/<b>bold</b>"], "tool_choice": tool,
                        "mcp_servers": [{"name": "own", "url": "http://127.0.0.1:9/mcp"}]})
     FlowCall.open().store.save_flow(flow)
     app = page("pages/flows.py")
     widget(app.selectbox, "Flow").select("lure-diagram").run()
     assert not app.exception, app.exception
-    dot = app.get("graphviz_chart")[0].proto.spec
-    structure = outside_strings(dot)
-    attack.observed(f"outside quoted strings: {' '.join(structure.split())[:300]}")
-    assert "injected" not in structure and "pwn" not in structure and "<b>" not in structure
-    assert dot.count("injected") >= 3  # the text itself is still in the labels
+    component = next(e for e in app.main if getattr(e, "type", "") == "component_instance"
+                     or "component_instance" in str(getattr(e, "proto", ""))[:200])
+    args = json.loads(component.proto.json_args)
+    titles = [n.get("title", "") + n.get("subtitle", "") for n in args["nodes"]]
+    assert any("<img src=x onerror=alert(2)>" in t for t in titles)  # the text itself, as data
+    assert all(set(n) <= {"id", "kind", "label", "x", "y", "deletable", "selected", "lines", "title", "subtitle",
+                          "group", "tooltip", "status", "badge"} for n in args["nodes"])  # no HTML field to fill
+    svg = flowgraph.to_svg(flowgraph.to_canvas(flow))
+    tags = {element.tag.rsplit("}", 1)[-1] for element in ElementTree.fromstring(svg).iter()}
+    attack.observed(f"canvas texts as data: {titles[:2]}; SVG elements: {sorted(tags)}")
+    assert tags <= {"svg", "rect", "line", "text"}
+    assert "&lt;script&gt;" in svg and "<script>" not in svg
 
 
 # ------------------------------------------------------------------ (f) consent before a run
@@ -305,7 +311,7 @@ def test_a_grant_missing_at_run_time_shows_the_panel_not_a_traceback(attack, tmp
 
 def test_saving_in_the_editor_keeps_every_field(attack):
     attack.tried("open a flow with MCP servers, HTTP tools, base URLs, a short-name needs_approval and a "
-                 "full-version tool_choice in the editor, change the description, save",
+                 "full-version tool_choice in the form view, change the description, save",
                  expected="the saved version differs only in the description")
     data = {
         "name": "lure-editor", "description": "before",
@@ -325,8 +331,9 @@ def test_saving_in_the_editor_keeps_every_field(attack):
     store.save_flow(parse_flow(data))
     app = page("pages/flows.py")
     widget(app.selectbox, "Flow").select("lure-editor").run()
-    widget(app.text_input, "Description").input("after")
-    widget(app.button, "Save flow").click().run()
+    app.get("button_group")[0].set_value("Form").run()
+    widget(app.text_area, "What this flow does (its description)").input("after").run()
+    widget(app.button, "Save").click().run()
     assert not app.exception, app.exception
     saved, _, version = store.get_flow("lure-editor")
     expected = parse_flow({**data, "description": "after"}).model_dump(mode="json")
@@ -340,23 +347,27 @@ def test_saving_in_the_editor_keeps_every_field(attack):
 
 
 def test_the_editor_edits_mcp_servers_and_names_a_wrong_field(attack):
-    attack.tried("edit a flow's MCP servers as JSON: first with a wrong field, then a valid change",
-                 expected="the error names the field and Save waits; the valid change is saved")
+    attack.tried("edit a flow's MCP server in its JSON view: first with a wrong field, then a valid change",
+                 expected="the error names the field and nothing changes; the valid change is applied and saved")
     store = FlowCall.open().store
     store.save_flow(parse_flow({"name": "lure-servers", "tools": ["own/mcp/add"],
                                 "mcp_servers": [{"name": "own", "url": "http://127.0.0.1:9/mcp"}]}))
     app = page("pages/flows.py")
     widget(app.selectbox, "Flow").select("lure-servers").run()
-    box = widget(app.text_area, "MCP servers (JSON list)")
-    box.input('[{"name": "own", "url": "http://127.0.0.1:9/mcp", "trusted": "very"}]').run()
+    widget(app.button, "MCP server: own").click().run()  # the palette's list of the flow's sources
+    box = widget(app.text_area, "The same, as JSON: edit it and apply, if you prefer")
+    box.input('{"name": "own", "url": "http://127.0.0.1:9/mcp", "trusted": "very"}')
+    widget(app.button, "Apply JSON").click().run()
     errors = [shown(e.value) for e in app.error]
-    disabled = widget(app.button, "Save flow").disabled
-    widget(app.text_area, "MCP servers (JSON list)").input(
-        '[{"name": "own", "url": "http://127.0.0.1:9/mcp", "trusted": true}]').run()
-    widget(app.button, "Save flow").click().run()
+    unchanged = store.get_flow("lure-servers")[0].mcp_servers[0].trusted
+    widget(app.text_area, "The same, as JSON: edit it and apply, if you prefer").input(
+        '{"name": "own", "url": "http://127.0.0.1:9/mcp", "trusted": true}')
+    widget(app.button, "Apply JSON").click().run()
+    widget(app.button, "Apply").click().run()
+    widget(app.button, "Save").click().run()
     saved = store.get_flow("lure-servers")[0]
-    attack.observed(f"errors {errors}; save disabled {disabled}; saved trusted {saved.mcp_servers[0].trusted}")
-    assert any("mcp_servers[0].trusted" in e for e in errors) and disabled
+    attack.observed(f"errors {errors}; trusted before the fix {unchanged}; saved trusted {saved.mcp_servers[0].trusted}")
+    assert any("Trusted" in e or "trusted" in e for e in errors) and unchanged is False
     assert saved.mcp_servers[0].trusted is True
 
 
