@@ -216,11 +216,10 @@ def palette() -> None:
                          use_container_width=True):
                 draft["selected"] = f"source:{kind}:{source.get('name')}"
                 st.rerun()
-    a, b = st.columns(2)
-    if a.button("+ MCP server", key=key + "new_mcp", use_container_width=True):
+    if st.button("+ MCP server", key=key + "new_mcp", use_container_width=True):
         draft["selected"] = "source:mcp_servers:"
         st.rerun()
-    if b.button("+ HTTP source", key=key + "new_http", use_container_width=True):
+    if st.button("+ HTTP source", key=key + "new_http", use_container_width=True):
         draft["selected"] = "source:http_tools:"
         st.rerun()
 
@@ -330,6 +329,8 @@ def save_bar(problems: list[str]) -> None:
         drafts.pop(name, None)
         st.rerun()
     c.caption(status)
+    if not draft.get("new"):
+        c.page_link("pages/run.py", label="Run this flow", icon=":material/play_arrow:", query_params={"flow": name})
 
 
 # ------------------------------------------------------------------ the canvas view
@@ -345,7 +346,7 @@ if view == "Canvas":
         info = {ref: tool_summary(t) for ref, t in TOOLS.items()}
         event = canvas(fg.node_view(state, info, selected=draft["selected"], model_label=model_label),
                        fg.edge_view(state, editable=True), key=f"canvas:{name}", editable=True, height=560,
-                       export=True, fit_token=f"{name}:{draft['gen']}")
+                       export=True, fit_token=f"{name}:{draft['gen']}:{len(state.nodes)}")  # refit when nodes come or go
         save_bar(problems)
     if event:
         if event["kind"] == "select":
