@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
 from flowcall.service import FlowCall
-from tests.e2e.studio_ui import click, fill, go, screenshot, settle
+from tests.e2e.studio_ui import click, fill, go, screenshot, settle, view
 from tests.tools.test_mcp_client import SERVER
 
 pytestmark = [pytest.mark.browser]
@@ -90,6 +90,18 @@ def test_build_the_commute_flow_on_the_canvas_run_it_and_add_an_mcp_server(studi
     assert flow.tools == ["weather/v1/get_day_weather"] and flow.tool_choice == "get_day_weather"
     assert flow.polish.output_schema == COMMUTE["polish"]["output_schema"]
     screenshot(page, shots / "canvas.png")
+
+    # --- the picture as it is drawn, to download
+    frame.get_by_role("button", name="PNG").click()
+    settle(page)
+    view(page, "JSON & picture")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Picture (PNG)").click()
+    assert Path(download.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Picture (SVG)").click()
+    assert "get_day_weather" in Path(download.value.path()).read_text(encoding="utf-8")
+    view(page, "Canvas")
 
     # --- a tool selected on the canvas and the Delete key take it off again
     fill(page, "Search tools", "get_weather")

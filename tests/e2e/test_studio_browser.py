@@ -95,6 +95,15 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
             break
     expect(page.get_by_role("heading", name="tool_call", exact=False)).to_be_visible()
     expect(page.locator('[data-testid="stCode"]', has_text="李四").first).to_be_visible()
+    # the run's graph: a click on the decision model goes to its first step in the timeline
+    graph = page.frame_locator('iframe[title*="flowcall_canvas"]').first
+    expect(graph.locator('.react-flow__node[data-id="tool:hr/v1/lookup_employee"] .fc-badge')).to_have_text("1 call")
+    graph.locator('.react-flow__node[data-id="decision"]').click()
+    settle(page)
+    expect(page.get_by_role("heading", name="model_call", exact=False)).to_be_visible()
+    graph.locator('.react-flow__node[data-id="tool:hr/v1/lookup_employee"]').click()
+    settle(page)
+    expect(page.get_by_role("heading", name="tool_call", exact=False)).to_be_visible()
     screenshot(page, shots / "inspector-step.png", page.get_by_role("tab", name="Timeline"))
     click(page, "◀ Previous")
     expect(page.get_by_role("heading", name="model_call", exact=False)).to_be_visible()
