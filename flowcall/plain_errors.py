@@ -85,19 +85,15 @@ _JARGON = [(re.compile(r"^(Input|Value|String|List|Dictionary|Object|Tuple|Set|D
            (re.compile(r"\bshould\b"), lambda m: "must")]
 
 
-def plain_errors(exc: ValidationError, data: Any = None, *, model: type[BaseModel] | None = None,
+def plain_errors(exc: ValidationError, data: Any = None, *, model: type[BaseModel],
                  at: Loc = (), paths: bool = False, limit: int = LIMIT) -> list[str]:
     """One sentence per error of `exc`, each naming the field in words and saying what to do.
 
     `data`: what was validated, to name a list's items by their own name ("MCP server 'git'").
-    `model`: the model the full location starts from (default: Flow). `at`: where what was
+    `model`: the model the full location starts from (spec.Flow for a flow). `at`: where what was
     validated sits in it, e.g. ("mcp_servers",) for a list of servers checked on its own.
     `paths`: add the field's JSON path after its words, "Max rounds (max_rounds)", for a person
     who edits the file. Past `limit` errors, one last sentence counts the rest."""
-    if model is None:
-        from flowcall.spec import Flow  # spec imports this module
-
-        model = Flow
     errors = exc.errors(include_url=False)
     # unknown settings: one sentence per object that has them, where the first one is
     extras: dict[Loc, list[str | int]] = {}

@@ -17,7 +17,7 @@ from flowcall.plain_errors import plain_errors
 from flowcall.providers import PROVIDER_NAMES
 from flowcall.schemas import ref_problem
 from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, PolishConfig
+from flowcall.spec import DecisionConfig, Flow, PolishConfig
 from flowcall.store.profiles import list_profiles
 from flowcall.studio import as_json, md
 from flowcall.tools.base import Tool, ToolAnnotations
@@ -67,7 +67,7 @@ def _checked(model: type[Any], config: dict[str, Any], where: str, fields: tuple
         model.model_validate({k: v for k, v in config.items() if k in model.model_fields})
         return []
     except ValidationError as exc:
-        return plain_errors(exc, config, at=fields) if fields else [f"{where}: {e['msg']}" for e in exc.errors()]
+        return plain_errors(exc, config, model=Flow, at=fields) if fields else [f"{where}: {e['msg']}" for e in exc.errors()]
 
 
 def decision_panel(app: FlowCall, state: CanvasState, node: CanvasNode, key: str) -> tuple[dict[str, Any], list[str]]:

@@ -24,7 +24,7 @@ def sentences(data: dict) -> list[str]:
     """plain_errors of validating `data` as a Flow, as a person reads them in the studio."""
     with pytest.raises(ValidationError) as caught:
         Flow.model_validate(data)
-    return plain_errors(caught.value, data)
+    return plain_errors(caught.value, data, model=Flow)
 
 
 def refused(data: dict | str, source: str = "flow.json") -> str:
@@ -114,7 +114,7 @@ def test_the_unknown_settings_of_one_object_are_one_sentence():
         "'nme' → 'name') or remove them."]
     with pytest.raises(ValidationError) as caught:
         Flow.model_validate(data := {"name": "x", "decision": {"a": 1, "b": 2}})
-    assert plain_errors(caught.value, data, paths=True) == [
+    assert plain_errors(caught.value, data, paths=True, model=Flow) == [
         "Decision model: 'a' and 'b' are not its settings (decision.a, decision.b); remove them (they are: provider, "
         "model, base_url, system_prompt, temperature, max_tokens, calling_way)."]
 
@@ -141,7 +141,7 @@ def test_parse_flow_says_the_sentences_with_each_fields_json_path():
 def test_json_invalid_says_where_the_json_breaks():
     with pytest.raises(ValidationError) as caught:
         Flow.model_validate_json('{"name": "x",}')
-    [said] = plain_errors(caught.value)
+    [said] = plain_errors(caught.value, model=Flow)
     assert said.startswith("The flow: is not valid JSON (") and "check its quotes, commas and brackets" in said
 
 
@@ -150,13 +150,13 @@ def test_a_list_of_servers_checked_on_its_own_is_named_as_in_the_flow():
     data = [{"name": "git"}, {"name": "b", "command": []}]
     with pytest.raises(ValidationError) as caught:
         TypeAdapter(list[MCPServerConfig]).validate_python(data)
-    assert plain_errors(caught.value, data, at=("mcp_servers",), paths=True) == [
+    assert plain_errors(caught.value, data, at=("mcp_servers",), paths=True, model=Flow) == [
         "MCP server 'git' needs exactly one of command (stdio) or url (streamable HTTP).",
         "MCP server 'b' › command (mcp_servers[1].command): must not be empty; give the program and its arguments, "
         'e.g. ["uvx", "mcp-server-git"].']
     with pytest.raises(ValidationError) as caught:
         MCPServerConfig(name="x", url="ftp://x")
-    assert plain_errors(caught.value, {"name": "x"}, at=("mcp_servers", 0)) == [
+    assert plain_errors(caught.value, {"name": "x"}, at=("mcp_servers", 0), model=Flow) == [
         "MCP server 'x' › URL: must start with http:// or https:// (it is 'ftp://x')."]
 
 
@@ -182,7 +182,7 @@ def test_many_errors_end_with_a_count():
 def test_an_error_without_a_sentence_of_its_own_is_said_without_jargon():
     error = ValidationError.from_exception_data("Flow", [{"type": "uuid_type", "loc": ("name",), "input": 5},
                                                          {"type": "date_type", "loc": ("description",), "input": 5}])
-    said = plain_errors(error)
+    said = plain_errors(error, model=Flow)
     assert said[0].startswith("Flow name: ") and said[0].endswith("(it is 5).")
     assert said[1].startswith("Description: ") and not any(j in s for s in said for j in JARGON), said
 
