@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer,
+                      model_validator)
 
 from flowcall import nesting
 from flowcall.errors import ConfigError
@@ -28,6 +30,12 @@ ProviderName = Literal["local", "openai", "dashscope", "openai-compatible", "scr
 # --- the secret check (parse_flow): a flow file is shared, so it must never hold a credential.
 # An MCP server's env value "$NAME" is a reference, read from the environment when it starts.
 _ENV_REFERENCE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch
+# an HTTP source's header value: a reference, possibly after an auth scheme ("Bearer $API_TOKEN")
+_HEADER_REFERENCE = re.compile(r"(?:(?:Bearer|Basic|Token|Bot) )?\$([A-Za-z_][A-Za-z0-9_]*)")  # fullmatch
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")  # an HTTP token (RFC 9110)
+# headers that say how the message is framed or where it goes: not the flow's to set
+_FRAMING_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer",
+                    "keep-alive", "proxy-authorization", "proxy-connection"}
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # GITHUB_TOKEN, apiKey, X-Api-Key
 # a whole word of a name that says its value is a credential
 _SECRET_WORDS = frozenset({
@@ -145,8 +153,6 @@ class MCPServerConfig(BaseModel):
         """What the SDK's Client connects to."""
         if self.url:
             return self.url
-        import os
-
         from mcp import StdioServerParameters
 
         # merged by the SDK over a small safe environment: the parent's keys are not handed on
@@ -167,6 +173,45 @@ class HTTPToolSource(BaseModel):
                                    description="Hosts allowed although they are internal (loopback, private...).")
     timeout_s: float = Field(default=15.0, gt=0, le=300)
     max_response_bytes: int = Field(default=1_000_000, gt=0, le=50_000_000)
+    headers: dict[str, str] = Field(default_factory=dict, max_length=20, description=(
+        "Sent with every request. A secret is written as a reference, $NAME or 'Bearer $NAME', read from the "
+        "environment when the request is made."))
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_are_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header {name!r} is not a header name: use letters, digits and - (e.g. X-Api-Key)")
+            if name.lower() in _FRAMING_HEADERS:
+                raise ValueError(f"header {name!r} says how a request is framed or routed, which is not the flow's "
+                                 "to set: remove it")
+            if any(c in value for c in "\r\n\0") or len(value) > 4096:
+                raise ValueError(f"header {name!r}: a value is one line of at most 4096 characters")
+        return headers
+
+    @model_serializer(mode="wrap")
+    def _no_empty_headers(self, handler: Any) -> dict[str, Any]:
+        # a source without headers dumps as before they existed: saved flows keep their hash
+        data = handler(self)
+        if not self.headers:
+            data.pop("headers", None)
+        return data
+
+    def resolved_headers(self) -> dict[str, str]:
+        """The headers as sent: each reference read from the environment now. A variable that is
+        not set is an error that names it, never an empty credential sent."""
+        resolved = {}
+        for name, value in self.headers.items():
+            match = _HEADER_REFERENCE.fullmatch(value)
+            if match:
+                variable = match.group(1)
+                if variable not in os.environ:
+                    raise ConfigError(f"HTTP tools '{self.name}': header {name} reads ${variable}, which is not set "
+                                      f"in the environment; set {variable} where FlowCall runs")
+                value = value[: match.start(1) - 1] + os.environ[variable]
+            resolved[name] = value
+        return resolved
 
 
 Coordinate = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
@@ -333,7 +378,8 @@ def _find_secrets(data: Any, path: str = "", *, in_schema: bool = False) -> list
             literal = isinstance(value, (str, int, float)) and not isinstance(value, bool)
             if (not in_schema and isinstance(key, str) and literal and _is_secret_name(key)
                     and str(value).strip().lower() not in _HARMLESS_VALUES
-                    and not _ENV_REFERENCE.fullmatch(str(value))):
+                    and not _ENV_REFERENCE.fullmatch(str(value))
+                    and not (path.rsplit(".", 1)[-1] == "headers" and _HEADER_REFERENCE.fullmatch(str(value)))):
                 found.append((where, "a literal value under a secret's name"))
             elif isinstance(value, str) and (problem := _value_problem(value)):
                 found.append((where, problem))
@@ -353,6 +399,12 @@ def _secrets_error(source: str, found: list[tuple[str, str]]) -> ConfigError:
     places = "; ".join(f"{where} ({why})" for where, why in found)
     env_names = [where.rsplit(".", 1)[1] for where, _ in found if re.search(r"\.env\.[A-Za-z_][A-Za-z0-9_]*$", where)]
     example = env_names[0] if env_names else "GITHUB_TOKEN"
+    if any(".headers." in where for where, _ in found):
+        return ConfigError(
+            f"{source} holds what looks like a secret at {places}. A flow file is shared and must never hold "
+            'one: remove it. For an HTTP source\'s header write a reference, e.g. "Authorization": '
+            '"Bearer $API_TOKEN", and set the variable (API_TOKEN) in the environment, where it is read when '
+            "a request is made")
     return ConfigError(
         f"{source} holds what looks like a secret at {places}. A flow file is shared and must never hold "
         f'one: remove it. For an MCP server\'s env write a reference, e.g. "{example}": "${example}", '

@@ -96,6 +96,10 @@ def _secret_problem(raw: dict[str, Any]) -> str | None:
                     "environment FlowCall runs in (a flow file is shared, so it never holds a key).")
         return (f"Env {name}: its value looks like a secret ({why}); write a reference like ${ref} instead, and "
                 f"set {ref} in the environment FlowCall runs in.")
+    if field == "headers" and name is not None:
+        ref = _reference(name)
+        return (f"Header {name}: write a reference like ${ref} (or 'Bearer ${ref}'), not the secret itself, and "
+                f"set {ref} in the environment FlowCall runs in (a flow file is shared, so it never holds a key).")
     loc = (field, int(index)) if index is not None else (field, name) if name is not None else (field,)
     return (f"{_where(loc)}: it holds {why}. A flow file is shared and must never hold a secret: remove it, and "
             "hand a server a secret only through an env row with a reference like $GITHUB_TOKEN.")
@@ -306,6 +310,7 @@ def _load(key: str, kind: Kind, data: dict[str, Any]) -> None:
             state[_f(key, field)] = _number(data.get(field, _default(kind, field)), _default(kind, field), 0.0, high)
         return
     state[_f(key, "openapi")] = _text(data.get("openapi"))
+    _set_pairs(key, "headers", data.get("headers") if isinstance(data.get("headers"), dict) else {})
     state[_f(key, "base_url")] = _text(data.get("base_url"))
     for field in ("operations", "allow_hosts"):
         _set_rows(key, field, data.get(field) if isinstance(data.get(field), list) else [])
@@ -340,21 +345,23 @@ def _row_values(key: str, field: str) -> list[str]:
     return [st.session_state.get(_f(key, field, rid), "") for rid in st.session_state.get(f"{key}:rows:{field}", [])]
 
 
-def _env(key: str) -> tuple[dict[str, str], str | None]:
-    """The environment rows: (NAME -> value, None) or a row's problem. Blank rows are skipped."""
-    env: dict[str, str] = {}
+def _pairs(key: str, field: str = "env", label: str = "Env", noun: str = "variable"
+           ) -> tuple[dict[str, str], str | None]:
+    """NAME = value rows (environment, headers): (NAME -> value, None) or a row's problem. Blank
+    rows are skipped."""
+    pairs: dict[str, str] = {}
     problem = None
-    for number, rid in enumerate(st.session_state.get(f"{key}:rows:env", []), 1):
-        name = st.session_state.get(_f(key, "env", rid, "name"), "").strip()
-        value = st.session_state.get(_f(key, "env", rid, "value"), "").strip()
+    for number, rid in enumerate(st.session_state.get(f"{key}:rows:{field}", []), 1):
+        name = st.session_state.get(_f(key, field, rid, "name"), "").strip()
+        value = st.session_state.get(_f(key, field, rid, "value"), "").strip()
         if not (name or value):
             continue
         if not name:
-            problem = problem or f"Env row {number}: give the variable a name, or clear the row."
-        elif name in env:
-            problem = problem or f"Env {name} is set twice: keep one row."
-        env[name] = value
-    return env, problem
+            problem = problem or f"{label} row {number}: give the {noun} a name, or clear the row."
+        elif name in pairs:
+            problem = problem or f"{label} {name} is set twice: keep one row."
+        pairs[name] = value
+    return pairs, problem
 
 
 def _begin(key: str, kind: Kind, initial: dict[str, Any] | None) -> None:
@@ -388,7 +395,7 @@ def mcp_server_form(server: dict[str, Any] | None, key: str) -> Checked:
               help="NAME = value, handed to the program. Write a secret as a reference ($GITHUB_TOKEN): it is read "
                    "from this machine's environment when the server starts, so the flow file never holds it.")
         args = [a for a in _row_values(key, "args") if a.strip()]  # an empty row is no argument
-        env, problem = _env(key)
+        env, problem = _pairs(key)
         raw["command"] = [st.session_state[_f(key, "program")].strip(), *args]
         raw["env"] = env
     else:
@@ -425,6 +432,10 @@ def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
     st.text_input("Base URL (optional: instead of the document's servers)", key=_f(key, "base_url"),
                   placeholder="https://api.example.com", persist_state="page")
     _rows(key, "operations", "Only these operations (operationIds; none listed: all)", "operation", "getThing")
+    _rows(key, "headers", "Headers", "header", "", pair=True,
+          help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a reference, "
+               "$NAME or Bearer $NAME: it is read from this machine's environment when a request is made, so the "
+               "flow file never holds it.")
     _rows(key, "allow_hosts", "Allowed internal hosts", "host", "127.0.0.1",
           help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach once you "
                "grant it, for this document only.")
@@ -439,9 +450,12 @@ def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
     if operations := [o.strip() for o in _row_values(key, "operations") if o.strip()]:
         raw["operations"] = operations
     raw["allow_hosts"] = [h.strip() for h in _row_values(key, "allow_hosts") if h.strip()]
+    headers, problem = _pairs(key, "headers", "Header", "header")
+    if headers:
+        raw["headers"] = headers
     raw["timeout_s"] = float(state[_f(key, "timeout_s")])
     raw["max_response_bytes"] = int(state[_f(key, "max_response_bytes")])
-    return _finish(key, "http", raw, None)
+    return _finish(key, "http", raw, problem)
 
 
 def _finish(key: str, kind: Kind, raw: dict[str, Any], row_problem: str | None) -> Checked:

@@ -156,7 +156,14 @@ def _http_items(source: HTTPToolSource) -> list[TrustItem]:
         if path.is_file():
             subject["sha256"] = program.file_sha256(path)
             document += f" (here: {json.dumps(str(path), ensure_ascii=False)}, sha256 {subject['sha256'][:12]})"
-    items = [TrustItem("openapi", subject, inert(f"load the OpenAPI document {document}{target} "
+    sent = ""
+    if source.headers:  # the grant binds the headers as written: a changed one needs a new grant
+        subject["headers"] = dict(sorted(source.headers.items()))
+        names = ", ".join(_quoted_name(n) for n in sorted(source.headers))
+        given = handed_over({n: "$" + m.group(1) for n, v in source.headers.items()
+                             if (m := re.search(r"\$([A-Za-z_][A-Za-z0-9_]*)$", v))})
+        sent = f", with the headers {names}" + (f", which give it {', '.join(given)}" if given else "")
+    items = [TrustItem("openapi", subject, inert(f"load the OpenAPI document {document}{target}{sent} "
                                                  f"(HTTP tools '{source.name}')"))]
     for host in sorted({h.lower() for h in source.allow_hosts}):
         # scoped to this source: a host let past the SSRF guard for one document is not let past it for all

@@ -359,3 +359,21 @@ def test_the_module_shows_no_outside_text_unescaped(monkeypatch):
 
     monkeypatch.setattr(scan, "FILES", [scan.ROOT / "flowcall" / "studio_sources.py"])
     assert scan.unescaped() == []
+
+
+def test_an_http_source_sends_header_rows_and_a_literal_key_is_a_plain_sentence():
+    app = form("http")
+    app.text_input(key="src:f:name").input("things")
+    app.text_input(key="src:f:openapi").input("https://api.example.com/openapi.json")
+    app.run()
+    add_row(app, "headers", "Authorization", "Bearer hunter2hunter2")
+    assert out(app) == (None, "Header Authorization: write a reference like $AUTHORIZATION (or 'Bearer "
+                              "$AUTHORIZATION'), not the secret itself, and set AUTHORIZATION in the environment "
+                              "FlowCall runs in (a flow file is shared, so it never holds a key).")
+    app.text_input(key=[w.key for w in app.text_input if w.key.endswith(":value")][0]).input(
+        "Bearer $THINGS_TOKEN").run()
+    add_row(app, "headers", "X-Client", "flowcall")
+    value, problem = out(app)
+    assert problem is None
+    assert value["headers"] == {"Authorization": "Bearer $THINGS_TOKEN", "X-Client": "flowcall"}
+    assert HTTPToolSource.model_validate(value).headers == value["headers"]

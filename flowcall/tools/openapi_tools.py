@@ -179,7 +179,13 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
     def invoke(**arguments: Any) -> Any:
         url = base + re.sub(r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path)
         query = {k: v for k, v in arguments.items() if where.get(k) == "query"}
-        headers = {k: str(v) for k, v in arguments.items() if where.get(k) == "header"}
+        try:  # the flow's own headers win over any the model fills in, whatever their case
+            own = source.resolved_headers()
+        except ConfigError as exc:
+            raise HTTPToolError(str(exc)) from None
+        mine = {name.lower() for name in own}
+        headers = {**{k: str(v) for k, v in arguments.items() if where.get(k) == "header" and k.lower() not in mine},
+                   **own}
         reply = guarded_request(method.upper(), url, allow_hosts=source.allow_hosts, timeout_s=source.timeout_s,
                                 max_bytes=source.max_response_bytes, params=query, headers=headers,
                                 **({"json": arguments["body"]} if "body" in arguments else {}))
