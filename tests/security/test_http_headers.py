@@ -50,11 +50,14 @@ def keyed(base: str, **headers: str) -> HTTPToolSource:
                           allow_hosts=["127.0.0.1", "localhost"], headers=headers)
 
 
-def test_a_flow_file_with_the_key_itself_is_refused_and_a_reference_is_taken():
+def test_a_flow_file_with_the_key_itself_is_refused_and_a_reference_is_taken(attack):
+    attack.tried("a shared flow whose HTTP source sends 'Authorization: Bearer <the key itself>'",
+                 expected="refused on load, naming the header; $VAR and 'Bearer $VAR' are taken")
     literal = {"name": "leaky", "http_tools": [{"name": "keys", "openapi": "https://x.example/openapi.json",
                                                 "headers": {"Authorization": "Bearer hunter2-not-a-ref"}}]}
-    with pytest.raises(ConfigError, match=r"http_tools\[0\]\.headers\.Authorization"):
+    with pytest.raises(ConfigError, match=r"http_tools\[0\]\.headers\.Authorization") as refused:
         parse_flow(literal)
+    attack.observed(str(refused.value)[:160])
     for value in ("$THINGS_KEY", "Bearer $THINGS_KEY"):
         parse_flow({**literal, "http_tools": [{**literal["http_tools"][0], "headers": {"Authorization": value}}]})
 
@@ -65,13 +68,17 @@ def test_a_flow_file_with_the_key_itself_is_refused_and_a_reference_is_taken():
     ("Transfer-Encoding", "chunked", "framed or routed"),
     ("X Bad Name", "1", "not a header name"),
 ])
-def test_a_header_cannot_add_a_line_or_reroute_the_request(name: str, value: str, problem: str) -> None:
-    with pytest.raises(ConfigError, match=problem):
+def test_a_header_cannot_add_a_line_or_reroute_the_request(attack, name: str, value: str, problem: str) -> None:
+    attack.tried(f"an HTTP source header {name}: {value!r}", expected="refused on load, saying why")
+    with pytest.raises(ConfigError, match=problem) as refused:
         parse_flow({"name": "odd", "http_tools": [{"name": "keys", "openapi": "https://x.example/o.json",
                                                    "headers": {name: value}}]})
+    attack.observed(str(refused.value)[:160])
 
 
-def test_the_reference_is_read_when_the_request_is_made_and_the_model_cannot_replace_it(base, monkeypatch):
+def test_the_reference_is_read_when_the_request_is_made_and_the_model_cannot_replace_it(attack, base, monkeypatch):
+    attack.tried("the model fills the document's own x-api-key header parameter to replace the flow's key; "
+                 "the key's variable unset", expected="the flow's key is sent; unset, nothing is sent")
     tools = {t.name: t for t in tools_from_openapi(keyed(base, **{"X-Api-Key": "$THINGS_KEY",
                                                                "Authorization": "Bearer $THINGS_TOKEN"}))}
     monkeypatch.delenv("THINGS_KEY", raising=False)
@@ -84,15 +91,18 @@ def test_the_reference_is_read_when_the_request_is_made_and_the_model_cannot_rep
     answer = tools["whoami"].invoke({"x-api-key": "model-chosen"}, CTX)
     assert answer == {"key": "k-123", "auth": "Bearer t-456"}
     assert SEEN[-1]["x-api-key"] == "k-123"
+    attack.observed(f"the server saw x-api-key {SEEN[-1]['x-api-key']!r}")
 
 
-def test_the_key_does_not_follow_a_redirect_to_another_host(base, monkeypatch):
+def test_the_key_does_not_follow_a_redirect_to_another_host(attack, base, monkeypatch):
+    attack.tried("the API answers 302 to another origin", expected="the key goes to the flow's host only")
     monkeypatch.setenv("THINGS_KEY", "k-123")
     away = {t.name: t for t in tools_from_openapi(keyed(base, **{"X-Api-Key": "$THINGS_KEY"}))}["away"]
     SEEN.clear()
     answer = away.invoke({}, CTX)
     assert SEEN[0]["x-api-key"] == "k-123"  # to the host the flow named
     assert "x-api-key" not in SEEN[1] and answer["key"] is None  # not to the one it was sent on to
+    attack.observed(f"first host saw the key: {'x-api-key' in SEEN[0]}; the other: {'x-api-key' in SEEN[1]}")
 
 
 def test_the_consent_names_the_secret_and_a_changed_header_needs_a_new_grant(base, tmp_path):
