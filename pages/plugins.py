@@ -172,13 +172,17 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
         st.info("No saved flows yet: run or import a flow first (`flowcall flows import FILE`).")
         return
     target = st.selectbox("Flow", flows, key="mcp:flow")
-    if st.button("Add to flow", key="mcp:add"):
+    names = [t.name for t in tools]
+    picked = st.multiselect("Tools to attach", names, key="mcp:attach",
+                            default=[t.name for t in tools if not t.annotations.destructive],
+                            help="A tool the server marks destructive is left out unless you pick it")
+    if st.button("Add to flow", key="mcp:add", disabled=not picked):
         try:
-            version, skipped = add_server_to_flow(store, target, server, tools)
+            version, skipped = add_server_to_flow(store, target, server, [t for t in tools if t.name in picked])
         except ConfigError as exc:
             st.error(md(exc))
             return
-        st.success(md(f"Added '{server.name}' and its tools to {target}, now version {version}. Its first run asks "
+        st.success(md(f"Added '{server.name}' and {len(picked)} of its tools to {target}, now version {version}. Its first run asks "
                       "you (Run page) to grant starting or reaching the server; calls of its tools wait for "
                       "approval unless the flow marks the server trusted."))
         if skipped:

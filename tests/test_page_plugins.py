@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowcall.service import FlowCall
+from flowcall.tools.trial import server_tools
 from flowcall.spec import Flow
 from flowcall.studio import MCP_COMMANDS_VARIABLE
 from tests.test_studio import shown
@@ -134,5 +135,11 @@ def test_add_to_flow_saves_a_new_version_with_the_server_and_its_tools(app):
     flow, _, version = store.get_flow("clock")
     assert version == 2 and [s.name for s in flow.mcp_servers] == ["own"]
     assert flow.mcp_servers[0].command == [sys.executable, SERVER, "stdio"]
-    assert flow.tools == ["time/v1/get_current_time", *(f"own/mcp/{n}" for n in
-                                                       ("add", "shout", "save_note", "fail", "hang", "crash"))]
+    destructive = {t.name for t in server_tools(flow.mcp_servers[0]) if t.annotations.destructive}
+    assert destructive and flow.tools == ["time/v1/get_current_time", *(
+        f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash") if n not in destructive)]
+    # a destructive tool joins only when picked
+    app.multiselect(key="mcp:attach").select(sorted(destructive)[0])
+    app.selectbox(key="mcp:flow").select("clock")
+    app.button(key="mcp:add").click().run()
+    assert f"own/mcp/{sorted(destructive)[0]}" in store.get_flow("clock")[0].tools
