@@ -330,7 +330,8 @@ def save_bar(problems: list[str]) -> None:
         st.rerun()
     c.caption(status)
     if not draft.get("new"):
-        c.page_link("pages/run.py", label="Run this flow", icon=":material/play_arrow:", query_params={"flow": name})
+        c.page_link("pages/run.py", label="Run this flow", icon=":material/play_arrow:",
+                    query_params={"start": name})
 
 
 # ------------------------------------------------------------------ the canvas view

@@ -78,8 +78,8 @@ if shown is not None and shown.flow_name in names and (
     st.session_state["run:flow"] = shown.flow_name
     st.session_state[f"question:{shown.flow_name}"] = shown.question
     st.session_state["run:adopted"] = shown.id
-if (asked_for := st.query_params.get("flow")) in names and asked_for != st.session_state.get("run:flow:linked"):
-    st.session_state["run:flow"] = st.session_state["run:flow:linked"] = asked_for  # a link: ?flow=NAME
+if (asked_for := st.query_params.pop("start", None)) in names:  # "Run this flow" on the Flows page
+    st.session_state["run:flow"] = asked_for
     let_go()
 if st.session_state.get("run:flow") not in names:
     preferred = st.session_state.get("flow")  # the flow last open on the Flows page
