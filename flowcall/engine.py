@@ -35,7 +35,7 @@ from flowcall.spec import Flow, ModelConfig
 from flowcall.provenance import trace
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunCancelled, RunStatus, Step, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
-from flowcall.tools.execute import CallOutcome, check_call, drop_schema_echo, drop_undeclared, run_calls
+from flowcall.tools.execute import NOT_RUN, CallOutcome, check_call, drop_schema_echo, drop_undeclared, run_calls
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import definition, fingerprint, injection_warnings, what_changed
 
@@ -492,29 +492,17 @@ class Engine:
             outcomes = self._run_tools(calls, tools, scope.context, flow, settled)
         # the round is counted whole: with the calls a re-run kept from it (see rerun.py)
         whole_round, state.kept = [*(restored_outcome(r, tools) for r in state.kept), *outcomes], []
-        wrong = next((o for o in whole_round if o.error_code in NOT_RUN), None)
-        tool_ran = any(o.error_code not in NOT_RUN for o in whole_round)
-        for outcome in outcomes:
-            state.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
-                                          content=outcome.content_for_model()))
-            if outcome.error_code is not None:
-                state.unbacked.append(no_result_reason(outcome.call.name, outcome.error_code, outcome.error_message))
-            if outcome.error_code not in NOT_RUN:
-                state.done.append(outcome)
-                if outcome.error_code is None:
-                    state.seen.add(self._signature(outcome.call))
-        exhausted = wrong is not None and state.budget <= 0
-        if wrong is not None and not exhausted:
-            state.budget -= 1
-        if tool_ran:
-            state.tool_rounds += 1
+        state.take_results(outcomes)
+        state.unbacked += [no_result_reason(o.call.name, o.error_code, o.error_message)
+                           for o in outcomes if o.error_code is not None]
+        wrong, exhausted = state.count_round(whole_round)
         state.pending, state.pending_repairs, state.running = [], {}, []
         scope.rec.record_round([(StepKind.TOOL_CALL, _tool_step(o, state.round_no, approved.repairs))
                                 for o in outcomes], state)
         scope.maybe_ran = frozenset()
         if exhausted:
             self._spend(0, wrong.error_code, wrong.error_message or "", scope.rec)
-        return RoundResult(outcomes, tool_ran, wrong)
+        return RoundResult(outcomes, any(o.error_code not in NOT_RUN for o in whole_round), wrong)
 
     def _finish(self, scope: _Scope) -> Any:
         """Phase 5: the answer: the polish model's, the decision model's own, or (no polish
@@ -596,7 +584,7 @@ class Engine:
 
     @staticmethod
     def _signature(call: Any) -> str:
-        return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+        return LoopState.signature(call)
 
     @staticmethod
     def _spend(budget: int, code: ErrorCode | None, message: str, rec: _Recorder) -> int:
@@ -826,7 +814,6 @@ def _repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCal
     return repaired, notes
 
 
-NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}
 
 
 def _structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str | None]:

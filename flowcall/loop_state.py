@@ -1,6 +1,7 @@
 """Where a run's loop is: one versioned object, the only thing a paused, interrupted or
 re-run run needs to go on. The engine commits it with the steps it belongs to (Store), resume
-reads it back, and rerun.py builds one from a recorded run.
+reads it back, and rerun.py builds one from a recorded run, with the same helpers the engine
+uses (take_results, count_round, signature), so the two never count a round differently.
 
 The saved form is JSON with `"v": 1`; a version this FlowCall cannot read is refused with a
 clear error instead of being guessed at.
@@ -8,6 +9,7 @@ clear error instead of being guessed at.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +17,7 @@ from flowcall import artifacts as artifact_codec
 from flowcall.errors import ConfigError, ErrorCode
 from flowcall.messages import Message, ToolCall
 from flowcall.tools.base import Tool
-from flowcall.tools.execute import CallOutcome
+from flowcall.tools.execute import NOT_RUN, CallOutcome
 
 FORMAT = 1  # raise it when the layout changes incompatibly; optional new fields keep it
 
@@ -43,6 +45,33 @@ class LoopState:
     # a decision called a tool (even one that never ran): an answer with no tool result is then unbacked
     wanted_tools: bool = False
     unbacked: list[str] = field(default_factory=list)  # why calls gave no result: refused, failed, denied
+
+    @staticmethod
+    def signature(call: ToolCall) -> str:
+        """A call as it is told apart from another: its tool and its arguments."""
+        return call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+
+    def take_results(self, outcomes: list[CallOutcome]) -> None:
+        """Calls' results back to the model (as it reads them: cut to size) and counted: a call
+        that ran is done, a call that answered is seen (asked again, it is not run again)."""
+        for outcome in outcomes:
+            self.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
+                                         content=outcome.content_for_model()))
+            if outcome.error_code not in NOT_RUN:
+                self.done.append(outcome)
+                if outcome.error_code is None:
+                    self.seen.add(self.signature(outcome.call))
+
+    def count_round(self, whole_round: list[CallOutcome]) -> tuple[CallOutcome | None, bool]:
+        """A round of calls counted: a wrong call is paid from the retry budget, a call that ran
+        makes it a tool round. Returns (the first wrong call, whether the budget was already spent)."""
+        wrong = next((o for o in whole_round if o.error_code in NOT_RUN), None)
+        exhausted = wrong is not None and self.budget <= 0
+        if wrong is not None and not exhausted:
+            self.budget -= 1
+        if any(o.error_code not in NOT_RUN for o in whole_round):
+            self.tool_rounds += 1
+        return wrong, exhausted
 
     def checkpoint(self) -> dict[str, Any]:
         return {

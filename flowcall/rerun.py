@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flowcall.engine import (NOT_RUN, fill_variables, no_result_reason, parse_retry_messages, unreadable_reason,
-                             withheld_reason)
+from flowcall.engine import fill_variables, no_result_reason, parse_retry_messages, unreadable_reason, withheld_reason
 from flowcall.errors import ConfigError, ErrorCode
+from flowcall.loop_state import LoopState, outcome_record
 from flowcall.messages import Message, ToolCall
 from flowcall.spec import Flow
 from flowcall.steps import REUSED_NOTE as REUSED
 from flowcall.steps import Run, Step, StepKind
+from flowcall.tools.execute import CallOutcome
 
 RERUNNABLE = (StepKind.MODEL_CALL, StepKind.TOOL_CALL, StepKind.POLISH)
 
@@ -76,55 +77,35 @@ def _repairs_of(step: Step) -> dict[str, Any]:
     return {key: response[key] for key in ("dropped_schema_keys", "dropped_unknown_keys") if response.get(key)}
 
 
-def _outcome_record(call: ToolCall, step: Step) -> dict[str, Any]:
-    return {"call": call.model_dump(mode="json"), "result": step.result, "error_code": step.error_code,
-            "error_message": step.error_message, "latency_ms": step.latency_ms}
-
-
-_NOT_RUN = {str(code) for code in NOT_RUN}
-
-
-def _keep(call: ToolCall, step: Step, state: dict[str, Any]) -> Message:
-    """A recorded call's result, kept: it counts as done (and answered) as in the engine, and
-    goes back to the model as its tool message."""
-    if step.error_code not in _NOT_RUN:
-        state["done"].append(_outcome_record(call, step))
-        if step.error_code is None:
-            state["seen"].append(call.name + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False))
-    return _tool_message(call, step)
-
-
-def _tool_message(call: ToolCall, step: Step) -> Message:
-    if step.error_code:
-        content = json.dumps({"error": {"code": step.error_code, "message": step.error_message}}, ensure_ascii=False)
-    else:
-        content = step.result if isinstance(step.result, str) else json.dumps(step.result, ensure_ascii=False, default=str)
-    return Message(role="tool", tool_call_id=call.id, name=call.name, content=content)
+def _outcome(call: ToolCall, step: Step) -> CallOutcome:
+    """A recorded call's outcome, as the engine had it: the model reads it through the same
+    `content_for_model` (cut to size), and the round is counted by the same rules."""
+    return CallOutcome(call, None, result=step.result, error_code=step.error_code,  # type: ignore[arg-type]
+                       error_message=step.error_message, latency_ms=step.latency_ms)
 
 
 def _chosen_round(run: Run, text: str | None, chosen: Step, arguments: dict[str, Any] | None,
-                  state: dict[str, Any]) -> list[Message]:
+                  state: LoopState) -> None:
     """The round of the chosen tool call, read from its tool steps (the calls as they ran, in
     every calling way): the calls before the chosen one keep their recorded results, the chosen
     one (with `arguments` if given) and those after it run again."""
     steps = [s for s in run.steps if s.round == chosen.round and s.kind == StepKind.TOOL_CALL]
     edited = {chosen.seq: arguments} if arguments is not None else {}
     calls = [_call_of(s, edited.get(s.seq)) for s in steps]
-    messages = [Message(role="assistant", content=text, tool_calls=calls)]
-    messages += [_keep(call, step, state) for call, step in zip(calls, steps) if step.seq < chosen.seq]
-    # the engine counts the round (a tool ran? a wrong call to pay for?) with these
-    state["kept"] = [_outcome_record(call, step) for call, step in zip(calls, steps) if step.seq < chosen.seq]
+    state.messages.append(Message(role="assistant", content=text, tool_calls=calls))
+    kept = [_outcome(call, step) for call, step in zip(calls, steps) if step.seq < chosen.seq]
+    state.take_results(kept)
+    state.kept = [outcome_record(o) for o in kept]  # the engine counts the round whole, with these
     again = [(call, step) for call, step in zip(calls, steps) if step.seq >= chosen.seq]
-    state["pending"] = [call.model_dump(mode="json") for call, _ in again]
-    state["pending_repairs"] = {call.id: _repairs_of(step) for call, step in again
-                                if step.seq not in edited and _repairs_of(step)}
-    return messages
+    state.pending = [call for call, _ in again]
+    state.pending_repairs = {call.id: _repairs_of(step) for call, step in again
+                             if step.seq not in edited and _repairs_of(step)}
 
 
 def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] | None = None
-                      ) -> tuple[dict[str, Any], list[Step]]:
-    """The loop state (in the engine's checkpoint form) at the cut before step `seq`, and the
-    steps the new run reuses. `arguments` replaces the chosen tool call's arguments."""
+                      ) -> tuple[LoopState, list[Step]]:
+    """The loop state at the cut before step `seq`, and the steps the new run reuses.
+    `arguments` replaces the chosen tool call's arguments."""
     chosen, first = cut_point(run, seq)
     if arguments is not None and chosen.kind != StepKind.TOOL_CALL:
         raise ConfigError(f"step {seq} is a {chosen.kind} step; only a tool_call step takes edited arguments")
@@ -133,46 +114,41 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
     if flow.decision.system_prompt:
         messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
     messages.append(Message(role="user", content=run.question))
-    state: dict[str, Any] = {"budget": flow.retry_budget, "done": [], "seen": [], "last_text": None,
-                             "finished": False, "round_no": 0, "tool_rounds": 0, "pending": [],
-                             "pending_repairs": {}}
+    state = LoopState(messages=messages, budget=flow.retry_budget)
 
     for round_no in sorted({s.round for s in reused if s.round > 0}):
         steps = [s for s in reused if s.round == round_no]
         decision = decision_step(steps)
         tool_steps = [s for s in steps if s.kind == StepKind.TOOL_CALL]
-        state["round_no"] = round_no
+        state.round_no = round_no
         if decision is None:
             continue
         text = decision.result if isinstance(decision.result, str) else None
-        state["last_text"] = text
+        state.last_text = text
         if chosen.kind == StepKind.TOOL_CALL and round_no == chosen.round:
-            messages += _chosen_round(run, text, chosen, arguments, state)
+            _chosen_round(run, text, chosen, arguments, state)
         elif tool_steps:
             calls = [_call_of(s) for s in tool_steps]
-            messages.append(Message(role="assistant", content=text, tool_calls=calls))
-            messages += [_keep(call, step, state) for call, step in zip(calls, tool_steps)]
-            if any(s.error_code in _NOT_RUN for s in tool_steps):
-                state["budget"] = max(0, state["budget"] - 1)
-            if any(s.error_code not in _NOT_RUN for s in tool_steps):
-                state["tool_rounds"] += 1
+            state.messages.append(Message(role="assistant", content=text, tool_calls=calls))
+            outcomes = [_outcome(call, step) for call, step in zip(calls, tool_steps)]
+            state.take_results(outcomes)
+            state.count_round(outcomes)
         elif decision.error_code == str(ErrorCode.PARSE_FAILED):
-            messages += parse_retry_messages(text, decision.error_message or "unreadable tool call")
-            state["budget"] = max(0, state["budget"] - 1)
+            state.messages += parse_retry_messages(text, decision.error_message or "unreadable tool call")
+            state.budget = max(0, state.budget - 1)
         else:
-            state["finished"] = True  # the model answered without tools, or only repeated answered calls
+            state.finished = True  # the model answered without tools, or only repeated answered calls
 
     if flow.tool_choice != "none":  # as in the engine, a flow that offers no tool wants none
-        state.update(_backing(reused))
+        state.wanted_tools, state.unbacked = _backing(reused)
     if chosen.kind == StepKind.POLISH:
-        state["tool_rounds"] = max(state["tool_rounds"], flow.max_rounds)  # straight to the polish model
-    state["messages"] = [m.model_dump(mode="json") for m in messages]
+        state.tool_rounds = max(state.tool_rounds, flow.max_rounds)  # straight to the polish model
     note = f"{REUSED}{run.id[:8]}"
     reused = [s.model_copy(update={"note": f"{s.note} · {note}" if s.note else note}) for s in reused]
     return state, reused
 
 
-def _backing(reused: list[Step]) -> dict[str, Any]:
+def _backing(reused: list[Step]) -> tuple[bool, list[str]]:
     """Whether the reused decisions called tools, and why calls gave no result: the engine's
     wanted_tools and unbacked (LoopState), read from the steps."""
     wanted, reasons = False, []
@@ -187,4 +163,4 @@ def _backing(reused: list[Step]) -> dict[str, Any]:
                         for i in step.result or [] if isinstance(i, dict)]
         elif step.kind == StepKind.TOOL_CALL and step.error_code:
             reasons.append(no_result_reason(step.name or "a tool", step.error_code, step.error_message))
-    return {"wanted_tools": wanted, "unbacked": reasons}
+    return wanted, reasons

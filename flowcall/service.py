@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
+from flowcall import artifacts as artifact_codec
 from flowcall import config, nesting
 from flowcall.approval import Approver
 from flowcall.engine import Engine, ProviderFactory, StepCallback, fill_variables
@@ -264,15 +265,15 @@ class FlowCall:
             if flow.polish is None:
                 raise ConfigError(f"flow {flow.name!r} has no polish model whose prompt could change")
             flow = flow.model_copy(update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})})
-        checkpoint, reused = checkpoint_before(original, flow, seq, arguments)
+        state, reused = checkpoint_before(original, flow, seq, arguments)
         saved = self.store.artifacts_before(original.id, reused[-1].seq + 1 if reused else 1)
         if saved:  # the hidden context (a loaded table) as it was at the cut
-            checkpoint["artifacts"] = saved
+            state.artifacts = artifact_codec.decode(saved)
         self.registry.resolve(flow.plugin_refs())
         self.require_trust(flow, run_id=original.id)
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
-        return engine.continue_from(flow, original.question, checkpoint, reused, flow_version_id=version_id,
+        return engine.continue_from(flow, original.question, state.checkpoint(), reused, flow_version_id=version_id,
                                     on_step=on_step, approver=approver)
 
     def export_run(self, run_id: str) -> dict[str, Any]:

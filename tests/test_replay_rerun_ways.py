@@ -203,7 +203,8 @@ def shapes(run: Run) -> list[tuple]:
 
 def rerun(flow: Flow, run: Run, seq: int, plan: Plan, variant: Variant, arguments: dict | None = None) -> Run:
     state, reused = checkpoint_before(run, flow, seq, arguments)
-    return Engine(REGISTRY, factory(plan, variant), MemorySink()).continue_from(flow, run.question, state, reused)
+    return Engine(REGISTRY, factory(plan, variant), MemorySink()).continue_from(flow, run.question, state.checkpoint(),
+                                                                            reused)
 
 
 def edit_for(step: Step) -> dict:

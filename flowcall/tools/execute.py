@@ -42,6 +42,8 @@ STORED_RESULT_CHARS = 1_000_000
 MODEL_RESULT_CHARS = 32_000
 ERROR_MESSAGE_CHARS = 4_000  # a tool's (or a server's) error text, as stored and as the model reads it
 TRUNCATED = "truncated_result"  # the key of a stored result that was cut (see cap_result)
+# a call that never ran: the model named no tool, or wrong arguments (paid from the retry budget)
+NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}
 
 
 @dataclass
