@@ -409,7 +409,7 @@ def _secrets_error(source: str, found: list[tuple[str, str]]) -> ConfigError:
         f"{source} holds what looks like a secret at {places}. A flow file is shared and must never hold "
         f'one: remove it. For an MCP server\'s env write a reference, e.g. "{example}": "${example}", '
         f"and set the variable ({example}) in the environment, where it is read when the server "
-        "starts; model API keys are read from the environment too (see README, Configuration)"
+        "starts; model API keys are read from the environment too (see docs/guide/configuration.md)"
     )
 
 
