@@ -10,7 +10,7 @@ The question shows the description as it is when it fits in PURPOSE_MAX characte
 its leading sentences that fit. Real MCP servers and OpenAPI documents follow a tool's purpose
 with usage notes, caveats and examples that drown it, while a plugin's short doc, with its
 "use it when" hint, stays as written. Measured on the tuning data only
-(benchmarks/relevance_features.py: BFCL's even split and the real-world calibration half, one
+(benchmarks/calibrate/relevance_features.py: BFCL's even split and the real-world calibration half, one
 family left out at a time), how much of the description is shown barely matters on this
 model: real-world AUC 0.759 (whole) / 0.765 (this) / 0.768 (first sentence only). The first
 sentence alone loses the hint: "北京现在的天气怎么样?" against the weather plugin fell from 0.85
@@ -24,7 +24,7 @@ reading alone separates about as well as the other; their mean better, as two no
 of one question do: on the 1.5B, real-world AUC 0.910 (plain) / 0.919 (after examples) /
 0.932 (mean), and with a bar fitted family by family it calls on 86% of the calibration half's
 requests that need a tool against 76%, keeping quiet as often (88%).
-(benchmarks/relevance_features.py variants; 2026-11-26_relevance_examples_*.txt.)
+(benchmarks/calibrate/relevance_features.py variants; 2026-11-26_relevance_examples_*.txt.)
 """
 
 from __future__ import annotations

@@ -35,14 +35,14 @@ CAPABILITIES = Capabilities(
     grammar=True,
     scoring=True,
     # Calibrated on the embedded Qwen2.5-Coder-0.5B, the relevance question showing each tool's
-    # leading sentences (relevance.py), with benchmarks/relevance_features.py on a mix: BFCL's even split
+    # leading sentences (relevance.py), with benchmarks/calibrate/relevance_features.py on a mix: BFCL's even split
     # (20 per category, 80 irrelevance) and the real-world calibration half (168 items), each
     # source weighing the same: 0.77 is best by the mean of the two balanced accuracies (BFCL
     # 87.5%: quiet 86%, calls 89%; real-world 70.8%: quiet 84%, calls 58%) and best on BFCL
     # alone. The optimum is flat: refitted with one real-world family left out, the bar moves
     # between 0.64 and 0.77. Another GGUF may want another value.
     call_margin=0.77,
-    # benchmarks/calibrate_more_calls.py on a mix, each source weighing the same: BFCL's even split
+    # benchmarks/calibrate/calibrate_more_calls.py on a mix, each source weighing the same: BFCL's even split
     # (20 per category) and the real-world calibration half's 118 items that expect calls. After the
     # last call an answer needs, logP(",") - logP("]") has median -9.9 on BFCL and -8.6 on real docs;
     # while calls remain, -0.8 and -0.7. -6.9 separates best on both (balanced 94% / 94%; the bar

@@ -1,8 +1,8 @@
 """Score every way of asking "does a tool fit?" on the tuning data, once, and keep the numbers,
 so that ways of deciding can be compared offline (issue 14, point 2). Changes nothing.
 
-    .venv/bin/python benchmarks/relevance_features.py collect OUT.jsonl [--per-category 20 --irrelevance 80]
-    .venv/bin/python benchmarks/relevance_features.py analyze OUT.jsonl
+    .venv/bin/python benchmarks/calibrate/relevance_features.py collect OUT.jsonl [--per-category 20 --irrelevance 80]
+    .venv/bin/python benchmarks/calibrate/relevance_features.py analyze OUT.jsonl
 
 Tuning data only: BFCL's even split and the real-world CALIBRATION half (never the report half).
 Per tool it records the margin logP(yes) - logP(no) of
@@ -47,7 +47,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402

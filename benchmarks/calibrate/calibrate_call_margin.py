@@ -3,20 +3,20 @@ best tool) on a tuning split of BFCL (even-numbered cases), and the threshold th
 balanced accuracy between "keep quiet" (irrelevance) and "call" (the other categories).
 The odd-numbered cases are left for the evaluation. Prints figures; changes nothing.
 
-    .venv/bin/python benchmarks/calibrate_call_margin.py [--per-category 25] [--irrelevance 100]
+    .venv/bin/python benchmarks/calibrate/calibrate_call_margin.py [--per-category 25] [--irrelevance 100]
 
 BFCL is all English and has no system prompts; `--product` instead scores the questions in
 benchmarks/data/product_questions.json (Chinese and English) against the example flows' tools
 and shows where the provider's call_margin falls for them.
 
-    .venv/bin/python benchmarks/calibrate_call_margin.py --product
+    .venv/bin/python benchmarks/calibrate/calibrate_call_margin.py --product
 
 `--realworld` adds the calibration half of benchmarks/data/realworld (never the report half):
 real users' requests against real tool docs. It prints both sources' separation side by side,
 and the threshold that maximises the mean of the two balanced accuracies, so that neither
 source outweighs the other (issue 14, point 2).
 
-    .venv/bin/python benchmarks/calibrate_call_margin.py --realworld [--per-category 12 --irrelevance 48]
+    .venv/bin/python benchmarks/calibrate/calibrate_call_margin.py --realworld [--per-category 12 --irrelevance 48]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402

@@ -10,7 +10,7 @@ real-world calibration half, never the report half), applies doc_values() to eac
 call as the engine would, and scores the decision again without the calls whose required
 arguments are flagged. It prints passes per source and every item whose verdict changes:
 
-    FLOWCALL_HOME=... .venv/bin/python benchmarks/doc_value_calls.py ID [ID ...]
+    FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/doc_value_calls.py ID [ID ...]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flowcall.calling.doc_values import doc_values, required_doc_values  # noqa: E402
 from flowcall.messages import Message, ToolCall  # noqa: E402

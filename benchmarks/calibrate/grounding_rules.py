@@ -15,7 +15,7 @@ grounding drops today is also judged on its own, for a call of the expected tool
 "unlisted" (the item does not ask for it: an invented filter or option, which a real API
 would act on):
 
-    FLOWCALL_HOME=... .venv/bin/python benchmarks/grounding_rules.py ID [ID ...]
+    FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/grounding_rules.py ID [ID ...]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flowcall.calling.grounding import enum_choice, ground_optional  # noqa: E402
 from flowcall.calling.said import Said as Grounds, conversation_text  # noqa: E402

@@ -2,7 +2,7 @@
 calibration or a variant of `auto` before it ships (the margins live in code:
 providers/local.py, embedded_models.py).
 
-    FLOWCALL_HOME=... .venv/bin/python benchmarks/with_margins.py --veto call --narrow -- \
+    FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/with_margins.py --veto call --narrow -- \
         experiments run FLOW DATASET
 
 --veto call sets auto's veto at the relevance gate's own bar (call_margin): auto then calls only
@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flowcall.calling import auto  # noqa: E402
 from flowcall.calling.relevance import has_tool_results, score_tools  # noqa: E402

@@ -9,8 +9,8 @@ the threshold that best separates them (each source weighing the same: the mean 
 sources' balanced accuracies) and, at each threshold, how many cases would get exactly the
 right number of calls. Changes nothing.
 
-    .venv/bin/python benchmarks/calibrate_more_calls.py [--per-category 30] [--no-realworld]
-    .venv/bin/python benchmarks/calibrate_more_calls.py --from-log RESULTS.txt   # the margins a run printed
+    .venv/bin/python benchmarks/calibrate/calibrate_more_calls.py [--per-category 30] [--no-realworld]
+    .venv/bin/python benchmarks/calibrate/calibrate_more_calls.py --from-log RESULTS.txt   # the margins a run printed
 
 With real-world items, the bar is also fitted with one real-world family left out (and every
 BFCL case kept) and scored on that family, for every family in turn: the cross-validated
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tqdm import tqdm  # noqa: E402
 
@@ -60,7 +60,7 @@ def realworld_cases() -> dict[str, list[SimpleNamespace]]:
     """The calibration half's items that expect calls, by category, shaped like BFCL cases."""
     from flowcall.datasets import parse_jsonl
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks/data/realworld/calibration.jsonl"
+    path = Path(__file__).resolve().parents[2] / "benchmarks/data/realworld/calibration.jsonl"
     items, problems = parse_jsonl(path.read_text(encoding="utf-8"))
     assert not problems, problems[:3]
     cases: dict[str, list[SimpleNamespace]] = {}

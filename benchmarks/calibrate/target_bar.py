@@ -1,5 +1,5 @@
 """Where should the gate's bar sit for the issue's targets? Reads an experiment run with the
-gate open (`benchmarks/with_margins.py --call -100 -- experiments run FLOW DATASET`) on the
+gate open (`benchmarks/calibrate/with_margins.py --call -100 -- experiments run FLOW DATASET`) on the
 single-call and no-fit items of the TUNING data (the real-world calibration half), and
 replays every bar on it without running a model:
 
@@ -14,7 +14,7 @@ examples"), the item's best tool. It prints single and no-fit against the bar, t
 most room under both targets (the largest smaller slack: no balance between the two is fitted),
 and that bar with each family left out.
 
-    FLOWCALL_HOME=... .venv/bin/python benchmarks/target_bar.py ID [--targets 65,75] [--current 1.35]
+    FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/target_bar.py ID [--targets 65,75] [--current 1.35]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from flowcall.calling.relevance import margin  # noqa: E402
 from flowcall.service import FlowCall  # noqa: E402
