@@ -8,9 +8,7 @@ anything else is left as written, so "List<String>" or "a <= 10" in a plain doc 
 
 The decision's tool listing, the router's and the shortlist's read docs through this. The
 relevance gate does not: its bar was fitted on descriptions as written, and read as text they
-separated no better on the tuning data (real-world AUC 0.931 against 0.932, Stripe the only
-family with HTML; benchmarks/calibrate/relevance_features.py plain). On the calibration half's 20 Stripe
-items (1.5B, schema way) the same 13 pass, for 52,764 prompt tokens against 54,232.
+separated no better (docs/research/realworld-notebook.md).
 """
 
 from __future__ import annotations

@@ -1,30 +1,22 @@
 """Deciding *whether* to call: ask the model, tool by tool, "can this function handle the
 request?" and compare the log-probabilities of yes and no.
 
-Small models call readily and well but cannot keep quiet: sampled greedily, Qwen 0.5B calls a
-tool for "what is 2+2?". A yes/no question scored in one forward pass separates relevant from
-irrelevant requests far better (AUC 0.96 on BFCL samples, against ~0.7 for the first token of
-the decision JSON), and the threshold is the provider's calibrated `call_margin`.
+Small models call readily and well but cannot keep quiet: sampled greedily, a small model calls
+a tool for "what is 2+2?". A yes/no question scored in one forward pass separates relevant from
+irrelevant requests far better than the first token of the decision JSON does, and the
+threshold is the provider's calibrated `call_margin`.
 
 The question shows the description as it is when it fits in PURPOSE_MAX characters, and else
-its leading sentences that fit. Real MCP servers and OpenAPI documents follow a tool's purpose
-with usage notes, caveats and examples that drown it, while a plugin's short doc, with its
-"use it when" hint, stays as written. Measured on the tuning data only
-(benchmarks/calibrate/relevance_features.py: BFCL's even split and the real-world calibration half, one
-family left out at a time), how much of the description is shown barely matters on this
-model: real-world AUC 0.759 (whole) / 0.765 (this) / 0.768 (first sentence only). The first
-sentence alone loses the hint: "北京现在的天气怎么样?" against the weather plugin fell from 0.85
-to 0.69, under the bar. A null-prompt baseline, the request placed first, and the decision's
-own first token all separated clearly worse. On this model no description form and no bar
-gets past about 74% balanced on real-world near misses: the ceiling is the model's.
+its leading sentences that fit: real MCP servers and OpenAPI documents follow a tool's purpose
+with usage notes and examples that drown it, while a plugin's short doc, with its "use it when"
+hint, stays as written (the first sentence alone would lose that hint).
 
 A provider may ask the question twice (Capabilities.relevance_with_examples): as it is, and
-after worked examples, made-up fits and near misses (EXAMPLES), then read the mean. Either
-reading alone separates about as well as the other; their mean better, as two noisy readings
-of one question do: on the 1.5B, real-world AUC 0.910 (plain) / 0.919 (after examples) /
-0.932 (mean), and with a bar fitted family by family it calls on 86% of the calibration half's
-requests that need a tool against 76%, keeping quiet as often (88%).
-(benchmarks/calibrate/relevance_features.py variants; 2026-11-26_relevance_examples_*.txt.)
+after worked examples, made-up fits and near misses (EXAMPLES), then read the mean: two noisy
+readings of one question separate better than either alone.
+
+How each choice was measured, on the tuning data only: docs/research/realworld-notebook.md,
+"How the relevance gate was chosen".
 """
 
 from __future__ import annotations
