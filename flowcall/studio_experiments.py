@@ -13,15 +13,12 @@ from typing import Any
 
 import altair as alt
 import pandas as pd
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from flowcall.datasets import MAX_PROBLEMS_SHOWN, DatasetError, DatasetItem, format_of, parse_dataset
 from flowcall.experiment_record import Experiment, ItemResult, Summary
 from flowcall.rendering import short
 from flowcall.scoring import SUCCEEDED, answer_text
 from flowcall.steps import RunStatus
-from flowcall.store.models import ExperimentItemRow, RunRow
+from flowcall.store.experiments import RunText, run_texts
 from flowcall.store.repository import Store
 from flowcall.studio import md
 
@@ -70,37 +67,6 @@ def refusal(error: DatasetError) -> str:
               "`question` and what its run must show (see *What an item holds*); in a CSV file, the first "
               "line names the columns."]
     return "\n".join(lines)
-
-
-# ------------------------------------------------------------------ what each run asked and answered
-
-@dataclass(frozen=True)
-class RunText:
-    question: str
-    answer: Any
-    error: str | None
-    status: str
-
-
-def run_texts(store: Store, experiment_id: int) -> dict[str, RunText]:
-    """Each of the experiment's runs by id: its question, answer and error, in one query."""
-    query = (select(RunRow.id, RunRow.question, RunRow.final_answer, RunRow.error, RunRow.status)
-             .join(ExperimentItemRow, ExperimentItemRow.run_id == RunRow.id)
-             .where(ExperimentItemRow.experiment_id == experiment_id))
-    with Session(store.engine) as s:
-        return {row.id: RunText(row.question, row.final_answer, row.error, row.status) for row in s.execute(query)}
-
-
-def running_item(store: Store, experiment_id: int) -> tuple[int, int, str] | None:
-    """The first item whose run a worker is executing now: (position, attempt, question)."""
-    query = (select(ExperimentItemRow.position, ExperimentItemRow.attempt, RunRow.question)
-             .join(RunRow, ExperimentItemRow.run_id == RunRow.id)
-             .where(ExperimentItemRow.experiment_id == experiment_id, ExperimentItemRow.passed.is_(None),
-                    RunRow.status == str(RunStatus.RUNNING))
-             .order_by(ExperimentItemRow.attempt, ExperimentItemRow.position).limit(1))
-    with Session(store.engine) as s:
-        row = s.execute(query).first()
-    return (row.position, row.attempt, row.question) if row else None
 
 
 # ------------------------------------------------------------------ live progress

@@ -20,11 +20,10 @@ from flowcall.experiment_record import Experiment, compare, summarize
 from flowcall.experiments import resume_experiment, run_experiment, submit
 from flowcall.rendering import short
 from flowcall.store.datasets import list_datasets, save_dataset
-from flowcall.store.experiments import get_experiment, list_experiments
+from flowcall.store.experiments import get_experiment, list_experiments, run_texts, running_item
 from flowcall.studio import md, service
 from flowcall.studio_experiments import (Progress, experiment_label, figures, latency_chart, notes, outcome_line,
-                                         pass_rate_chart, read_upload, read_written, refusal, results_table,
-                                         run_texts, running_item)
+                                         pass_rate_chart, read_upload, read_written, refusal, results_table)
 
 app = service()
 st.title("Experiments")

@@ -137,7 +137,8 @@ def test_on_the_workers_the_bar_names_the_item_a_worker_runs(saved: FlowCall) ->
 
     from flowcall.experiments import start
     from flowcall.store.models import RunRow
-    from flowcall.studio_experiments import Progress, running_item
+    from flowcall.store.experiments import running_item
+    from flowcall.studio_experiments import Progress
 
     class Bar:
         said: list[tuple[float, str]] = []

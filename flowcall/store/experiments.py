@@ -178,3 +178,34 @@ def list_experiments(store: Store, limit: int = 50) -> list[Experiment]:
     with Session(store.engine) as s:
         rows = s.scalars(select(ExperimentRow).order_by(ExperimentRow.id.desc()).limit(limit)).all()
         return [_experiment(row) for row in rows]
+
+
+# --- what each run of an experiment asked and answered (the studio's results and progress)
+
+@dataclass(frozen=True)
+class RunText:
+    question: str
+    answer: Any
+    error: str | None
+    status: str
+
+
+def run_texts(store: Store, experiment_id: int) -> dict[str, RunText]:
+    """Each of the experiment's runs by id: its question, answer and error, in one query."""
+    query = (select(RunRow.id, RunRow.question, RunRow.final_answer, RunRow.error, RunRow.status)
+             .join(ExperimentItemRow, ExperimentItemRow.run_id == RunRow.id)
+             .where(ExperimentItemRow.experiment_id == experiment_id))
+    with Session(store.engine) as s:
+        return {row.id: RunText(row.question, row.final_answer, row.error, row.status) for row in s.execute(query)}
+
+
+def running_item(store: Store, experiment_id: int) -> tuple[int, int, str] | None:
+    """The first item whose run a worker is executing now: (position, attempt, question)."""
+    query = (select(ExperimentItemRow.position, ExperimentItemRow.attempt, RunRow.question)
+             .join(RunRow, ExperimentItemRow.run_id == RunRow.id)
+             .where(ExperimentItemRow.experiment_id == experiment_id, ExperimentItemRow.passed.is_(None),
+                    RunRow.status == str(RunStatus.RUNNING))
+             .order_by(ExperimentItemRow.attempt, ExperimentItemRow.position).limit(1))
+    with Session(store.engine) as s:
+        row = s.execute(query).first()
+    return (row.position, row.attempt, row.question) if row else None
