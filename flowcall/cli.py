@@ -712,13 +712,11 @@ def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: s
                  as_json: bool) -> None:
     """Test native tool calls, JSON-schema output and parallel calls on a model; store the profile
     (`auto` then picks the calling way from it)."""
-    from flowcall.probe import probe
     from flowcall.spec import ModelConfig
-    from flowcall.store.profiles import save_profile
 
     config = ModelConfig(provider=provider, model=_model_name(provider, model_name), base_url=base_url)
     on_check = None if as_json else (lambda c: echo(f"  {c.name}: {c.outcome}", err=True))
-    profile = probe(config, _service(ctx).provider_factory, timeout_s=timeout_s, on_check=on_check)
+    profile = _service(ctx).probe_model(config, timeout_s=timeout_s, on_check=on_check)  # stored if it learned
     if as_json:
         echo(json.dumps({**profile.model_dump(mode="json"), "capabilities_update": profile.capabilities_update()},
                               ensure_ascii=False, indent=2))
@@ -727,7 +725,6 @@ def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: s
     if not profile.learned_anything():
         raise ConfigError(f"no check reached the model ({profile.checks[0].detail}); check the server, key and "
                           "base URL, then probe again. Nothing was stored.")
-    save_profile(_service(ctx).store, profile)
     if not as_json:
         echo(f"stored; auto will use: {json.dumps(profile.capabilities_update())}")
 
@@ -737,9 +734,7 @@ def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: s
 @click.pass_context
 def models_list(ctx: click.Context, as_json: bool) -> None:
     """Stored profiles, newest first."""
-    from flowcall.store.profiles import list_profiles
-
-    found = list_profiles(_service(ctx).store)
+    found = _service(ctx).model_profiles()
     if as_json:
         echo(json.dumps([p.model_dump(mode="json") for p in found], ensure_ascii=False, indent=2))
         return

@@ -36,11 +36,10 @@ def datasets_import(ctx: click.Context, file: Path, name: str) -> None:
     """Check every line of FILE (.jsonl or .csv) and store its items as a version of NAME.
     Any bad line refuses the whole file, listing each problem with its line and field."""
     from flowcall.datasets import check_name, read_dataset
-    from flowcall.store.datasets import save_dataset
 
     check_name(name)
     items = read_dataset(file)
-    _report_saved(name, save_dataset(service(ctx).store, name, items, source=str(file)), len(items))
+    _report_saved(name, service(ctx).save_dataset(name, items, source=str(file)), len(items))
 
 
 @datasets_group.command("import-bfcl")
@@ -57,14 +56,13 @@ def datasets_import_bfcl(ctx: click.Context, category: str, name: str, split: st
     from flowcall.datasets import check_name
     from flowcall.eval import load_cases
     from flowcall.eval.bfcl_dataset import items_from_cases
-    from flowcall.store.datasets import save_dataset
 
     check_name(name)
     start, step = {"all": (0, 1), "even": (0, 2), "odd": (1, 2)}[split]
     cases = load_cases(category)[start::step][:limit]
     items, notes = items_from_cases(cases)
     source = f"BFCL {category}, split {split}" + (f", first {limit}" if limit else "")
-    _report_saved(name, save_dataset(service(ctx).store, name, items, source=source), len(items))
+    _report_saved(name, service(ctx).save_dataset(name, items, source=source), len(items))
     if notes:
         echo(f"note: {len(notes)} parameter(s) of BFCL's answers are not checked:", err=True)
         for note in notes[:10]:
@@ -78,9 +76,8 @@ def datasets_import_bfcl(ctx: click.Context, category: str, name: str, split: st
 @click.pass_context
 def datasets_list(ctx: click.Context, as_json: bool) -> None:
     """Stored datasets with their latest version."""
-    from flowcall.store.datasets import list_datasets
 
-    found = list_datasets(service(ctx).store)
+    found = service(ctx).datasets()
     if as_json:
         echo(json.dumps(found, ensure_ascii=False, indent=2, default=str))
         return
@@ -96,9 +93,8 @@ def datasets_list(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def datasets_show(ctx: click.Context, name: str, version: int | None, as_json: bool) -> None:
     """A dataset version's items, each with what it expects."""
-    from flowcall.store.datasets import get_dataset
 
-    dataset = get_dataset(service(ctx).store, name, version)
+    dataset = service(ctx).dataset(name, version)
     if as_json:
         echo(json.dumps([item.dump() for item in dataset.items], ensure_ascii=False, indent=2))
         return
@@ -120,9 +116,8 @@ def datasets_show(ctx: click.Context, name: str, version: int | None, as_json: b
 def datasets_export(ctx: click.Context, name: str, version: int | None, fmt: str, output: Path | None) -> None:
     """A dataset version as JSONL (or CSV) that imports back to the same items."""
     from flowcall.datasets import to_csv, to_jsonl
-    from flowcall.store.datasets import get_dataset
 
-    dataset = get_dataset(service(ctx).store, name, version)
+    dataset = service(ctx).dataset(name, version)
     text = to_csv(dataset.items) if fmt == "csv" else to_jsonl(dataset.items)
     if output:
         output.write_text(text, encoding="utf-8", newline="")

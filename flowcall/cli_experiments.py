@@ -117,12 +117,11 @@ def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
     to `on_item`. Ctrl-C stops watching only: the workers go on."""
     import time
 
-    from flowcall.store.experiments import get_experiment
 
     done: set[tuple[int, int]] = set()
     try:
         while True:
-            experiment = get_experiment(app.store, experiment_id)
+            experiment = app.experiment(experiment_id)
             for item in experiment.items:
                 if item.passed is not None and (item.position, item.attempt) not in done:
                     done.add((item.position, item.attempt))
@@ -159,9 +158,8 @@ def _show_header(experiment) -> None:
 @click.pass_context
 def experiments_list(ctx: click.Context, limit: int, as_json: bool) -> None:
     """Experiments, newest first."""
-    from flowcall.store.experiments import list_experiments
 
-    found = list_experiments(service(ctx).store, limit)
+    found = service(ctx).experiments(limit)
     if as_json:
         echo(json.dumps([e.model_dump(mode="json", exclude={"items"}) for e in found], ensure_ascii=False,
                               indent=2))
@@ -181,9 +179,8 @@ def _item_label(item) -> str:
 @click.pass_context
 def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> None:
     """An experiment: what ran, the totals, and each item's verdicts and run."""
-    from flowcall.store.experiments import get_experiment
 
-    experiment = get_experiment(service(ctx).store, experiment_id)
+    experiment = service(ctx).experiment(experiment_id)
     if as_json:
         echo(json.dumps(experiment.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
@@ -215,10 +212,9 @@ def experiments_compare(ctx: click.Context, before: str, after: str) -> None:
     """The items whose verdict changed from experiment BEFORE to AFTER, pass→fail first, each with
     the command that shows its two runs side by side, step by step."""
     from flowcall.experiment_record import compare
-    from flowcall.store.experiments import get_experiment
 
-    store = service(ctx).store
-    a, b = get_experiment(store, before), get_experiment(store, after)
+    app = service(ctx)
+    a, b = app.experiment(before), app.experiment(after)
     result = compare(a, b)
     broke = sum(c.broke for c in result.changes)
     echo(f"experiment {a.id} → {b.id}: {broke} pass→fail, {len(result.changes) - broke} fail→pass, "

@@ -319,3 +319,60 @@ class FlowCall:
         engine = Engine(self.registry, replay_factory(original), self.store)
         replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step)
         return original, replayed
+
+    # --- datasets, experiments and model profiles: the store's records, for the pages and the CLI
+    def datasets(self) -> list[dict[str, Any]]:
+        from flowcall.store.datasets import list_datasets
+
+        return list_datasets(self.store)
+
+    def dataset(self, name: str, version: int | None = None) -> Any:
+        from flowcall.store.datasets import get_dataset
+
+        return get_dataset(self.store, name, version)
+
+    def save_dataset(self, name: str, items: list[Any], source: str) -> Any:
+        """A new version of dataset `name` unless its items equal the latest (store.datasets.Saved)."""
+        from flowcall.store.datasets import save_dataset
+
+        return save_dataset(self.store, name, items, source)
+
+    def experiments(self, limit: int = 50) -> list[Any]:
+        from flowcall.store.experiments import list_experiments
+
+        return list_experiments(self.store, limit)
+
+    def experiment(self, experiment_id: int | str) -> Any:
+        from flowcall.store.experiments import get_experiment
+
+        return get_experiment(self.store, experiment_id)
+
+    def experiment_runs(self, experiment_id: int) -> dict[str, Any]:
+        """Each run of an experiment by id: its question, answer, error and status."""
+        from flowcall.store.experiments import run_texts
+
+        return run_texts(self.store, experiment_id)
+
+    def experiment_running_item(self, experiment_id: int) -> tuple[int, int, str] | None:
+        """The item a worker runs now: (position, attempt, question)."""
+        from flowcall.store.experiments import running_item
+
+        return running_item(self.store, experiment_id)
+
+    def model_profiles(self) -> list[Any]:
+        """The stored capability profiles, newest first."""
+        from flowcall.store.profiles import list_profiles
+
+        return list_profiles(self.store)
+
+    def probe_model(self, model: Any, *, timeout_s: float = 120.0, on_check: Callable[[Any], None] | None = None,
+                    store: bool = True) -> Any:
+        """Measure what a model really does (probe.py) and, when anything was learned and
+        `store`, keep the profile that `auto` picks its calling way from."""
+        from flowcall.probe import probe
+        from flowcall.store.profiles import save_profile
+
+        profile = probe(model, self.provider_factory, timeout_s=timeout_s, on_check=on_check)
+        if store and profile.learned_anything():
+            save_profile(self.store, profile)
+        return profile

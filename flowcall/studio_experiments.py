@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import pandas as pd
@@ -18,9 +18,11 @@ from flowcall.experiment_record import Experiment, ItemResult, Summary
 from flowcall.rendering import short
 from flowcall.scoring import SUCCEEDED, answer_text
 from flowcall.steps import RunStatus
-from flowcall.store.experiments import RunText, run_texts
-from flowcall.store.repository import Store
+from flowcall.service import FlowCall
 from flowcall.studio import md
+
+if TYPE_CHECKING:
+    from flowcall.store.experiments import RunText
 
 WRITTEN = "The items written here"
 # each expectation of scoring.py in words: the results table and the pass-rate chart's axis
@@ -83,10 +85,10 @@ class Progress:
     ended: list[bool] = field(default_factory=list)  # passed, per run ended
     said: tuple[float, str] | None = None  # what the bar shows now
 
-    def started(self, experiment: Experiment, store: Store, runs: int | None = None) -> None:
+    def started(self, experiment: Experiment, app: FlowCall, runs: int | None = None) -> None:
         """The experiment is recorded; `runs`: how many of its runs go now (default: all)."""
         self.experiment = experiment
-        self.questions = {run_id: text.question for run_id, text in run_texts(store, experiment.id).items()}
+        self.questions = {run_id: text.question for run_id, text in app.experiment_runs(experiment.id).items()}
         self.total = max(1, runs if runs is not None else len(experiment.items))
         self.show(f"{self.total} run{'s' if self.total != 1 else ''} to go · starting the first")
 

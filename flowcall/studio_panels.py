@@ -18,7 +18,6 @@ from flowcall.providers import PROVIDER_NAMES
 from flowcall.schemas import ref_problem
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.store.profiles import list_profiles
 from flowcall.studio import as_json, md
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.review import review
@@ -35,7 +34,7 @@ SUGGESTED = {"openai": ["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"], "dashscope": [
 def model_options(app: FlowCall, provider: str, current: str) -> list[str]:
     """The models to pick from for a provider: the embedded one for local; for a remote
     provider, those probed here (Models page) and the usual ones; the current one always."""
-    probed = [p.model for p in list_profiles(app.store) if p.provider == provider]
+    probed = [p.model for p in app.model_profiles() if p.provider == provider]
     return list(dict.fromkeys([current, *SUGGESTED.get(provider, []), *probed] if current else
                               [*SUGGESTED.get(provider, []), *probed]))
 

@@ -19,8 +19,6 @@ from flowcall.errors import ConfigError, FlowCallError
 from flowcall.experiment_record import Experiment, compare, summarize
 from flowcall.experiments import resume_experiment, run_experiment, submit
 from flowcall.rendering import short
-from flowcall.store.datasets import list_datasets, save_dataset
-from flowcall.store.experiments import get_experiment, list_experiments, run_texts, running_item
 from flowcall.studio import md, service
 from flowcall.studio_experiments import (Progress, experiment_label, figures, latency_chart, notes, outcome_line,
                                          pass_rate_chart, read_upload, read_written, refusal, results_table)
@@ -67,7 +65,7 @@ def picked_row(event: object) -> int | None:
 def show_results(experiment: Experiment) -> None:
     """The figures, the two charts and the table of items (picking a row opens its run)."""
     summary = experiment.summary or summarize(experiment.items)  # a running one: so far
-    texts = run_texts(app.store, experiment.id)
+    texts = app.experiment_runs(experiment.id)
     if summary.runs:
         if experiment.summary is None:
             st.caption("So far: the experiment still runs.")
@@ -106,7 +104,7 @@ tab_run, tab_results, tab_compare, tab_datasets = st.tabs(["Run", "Results", "Co
 # ------------------------------------------------------------------ datasets
 # drawn first, so that a dataset saved here is offered on the Run tab in the same script run
 with tab_datasets:
-    known = list_datasets(app.store)
+    known = app.datasets()
     if known:
         st.dataframe(pd.DataFrame([{"dataset": d["name"], "latest version": d["version"], "items": d["items"],
                                     "saved": d["updated_at"], "from": d["source"]} for d in known]),
@@ -138,7 +136,7 @@ with tab_datasets:
             else:
                 raise ConfigError("Choose a file first." if way == "Upload a file" else
                                   "Write at least one item first: one JSON object per line, with a question.")
-            saved = save_dataset(app.store, name.strip(), items, source=source)
+            saved = app.save_dataset(name.strip(), items, source=source)
         except DatasetError as exc:
             st.error(refusal(exc))
         except ConfigError as exc:
@@ -152,7 +150,7 @@ with tab_datasets:
 
 # ------------------------------------------------------------------ run
 with tab_run:
-    flows, datasets = app.store.list_flows(), list_datasets(app.store)
+    flows, datasets = app.store.list_flows(), app.datasets()
     if not flows:
         st.info("An experiment needs a saved flow: make one on the Flows page.")
     elif not datasets:
@@ -179,25 +177,25 @@ with tab_run:
                 app.require_trust(flow, flow_name)
                 if on_workers:
                     experiment = submit(app, flow, flow_name, dataset_name, dataset_version, int(repeat))
-                    progress.started(experiment, app.store)
+                    progress.started(experiment, app)
                     progress.waiting()
                     seen: set[tuple[int, int]] = set()
                     while experiment.status.value == "running":
                         time.sleep(0.5)
-                        experiment = get_experiment(app.store, experiment.id)
+                        experiment = app.experiment(experiment.id)
                         for item in experiment.items:
                             if item.passed is not None and (item.position, item.attempt) not in seen:
                                 seen.add((item.position, item.attempt))
                                 progress.scored(item)
                         if experiment.status.value == "running":
-                            if now := running_item(app.store, experiment.id):
+                            if now := app.experiment_running_item(experiment.id):
                                 progress.running(*now)
                             else:
                                 progress.waiting()
                 else:
                     experiment = run_experiment(
                         app, flow, flow_name, dataset_name, dataset_version, repeat=int(repeat),
-                        on_start=lambda e: progress.started(e, app.store), on_begin=progress.begins,
+                        on_start=lambda e: progress.started(e, app), on_begin=progress.begins,
                         on_item=progress.scored)
             except (FlowCallError, ConfigError) as exc:
                 st.error(md(exc))
@@ -206,7 +204,7 @@ with tab_run:
                 st.success(md(outcome_line(experiment)) + " See the Results tab.")
 
 # ------------------------------------------------------------------ results
-found = list_experiments(app.store, 200)
+found = app.experiments(200)
 ids = [e.id for e in found]
 labels = {e.id: experiment_label(e) for e in found}
 with tab_results:
@@ -220,7 +218,7 @@ with tab_results:
                               # changes with the labels draws the picker anew when an experiment moves on
                               key=f"results-experiment:{zlib.crc32(chr(10).join(labels.values()).encode())}")
         st.session_state["experiment"] = chosen  # the picker drawn anew keeps this choice
-        experiment = get_experiment(app.store, chosen)
+        experiment = app.experiment(chosen)
         if "resumed" in st.session_state:
             st.success(md(st.session_state.pop("resumed")))
         st.markdown(md(f"{experiment.flow_name} v{experiment.flow_version} × {experiment.dataset_name} "
@@ -236,7 +234,7 @@ with tab_results:
             progress = Progress(st.progress(0.0, text=f"{left} runs left…"))
             try:
                 experiment = resume_experiment(app, experiment.id, on_item=progress.scored, on_begin=progress.begins,
-                                               on_start=lambda e: progress.started(e, app.store, runs=left))
+                                               on_start=lambda e: progress.started(e, app, runs=left))
             except (FlowCallError, ConfigError) as exc:
                 st.error(md(exc))
             else:
@@ -251,8 +249,8 @@ with tab_compare:
         st.info("Comparing needs two experiments.")
     else:
         c1, c2 = st.columns(2)
-        before = get_experiment(app.store, c1.selectbox("Before", ids, index=1, format_func=labels.get))
-        after = get_experiment(app.store, c2.selectbox("After", ids, index=0, format_func=labels.get))
+        before = app.experiment(c1.selectbox("Before", ids, index=1, format_func=labels.get))
+        after = app.experiment(c2.selectbox("After", ids, index=0, format_func=labels.get))
         result = compare(before, after)
         broke = sum(c.broke for c in result.changes)
         st.markdown(f"**{broke}** pass→fail · **{len(result.changes) - broke}** fail→pass · "

@@ -11,9 +11,8 @@ import streamlit as st
 
 from flowcall import local_model
 from flowcall.errors import ConfigError
-from flowcall.probe import Check, ModelProfile, probe
+from flowcall.probe import Check, ModelProfile
 from flowcall.spec import ModelConfig
-from flowcall.store.profiles import list_profiles, save_profile
 from flowcall.studio import md, service
 
 # provider -> (its key's variable, its base URL's variable); flowcall/config.py lists them
@@ -111,14 +110,13 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
     failed = None
     with st.status(f"Probing {md(provider)}/{md(config.model)}…", expanded=True) as box:
         try:
-            profile = probe(config, service().provider_factory, on_check=lambda check: st.write(check_line(check)))
+            profile = service().probe_model(config, on_check=lambda check: st.write(check_line(check)))
         except ConfigError as exc:
             box.update(label="The probe could not start", state="error", expanded=True)
             failed, profile = exc, None
     if failed is not None:  # the reason in the open, not inside a box that may close
         st.error(md(failed))
-    if profile is not None and profile.learned_anything():
-        save_profile(service().store, profile)
+    if profile is not None and profile.learned_anything():  # stored by the service
         passed = sum(c.passed for c in profile.checks)
         box.update(label=f"{md(profile.provider)}/{md(profile.model)}: {passed} of {len(profile.checks)} checks passed",
                    state="complete", expanded=False)
@@ -136,7 +134,7 @@ if last := st.session_state.get("last_probe"):
 
 st.subheader("Stored profiles")
 try:
-    stored = list_profiles(service().store)
+    stored = service().model_profiles()
 except ConfigError as exc:
     st.error(md(exc))
     st.stop()

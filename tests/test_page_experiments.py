@@ -148,7 +148,7 @@ def test_on_the_workers_the_bar_names_the_item_a_worker_runs(saved: FlowCall) ->
 
     started = start(saved, parse_flow(FLOW), "lookup-stand-in", "people")
     progress = Progress(Bar())
-    progress.started(started, saved.store)
+    progress.started(started, saved)
     progress.waiting()
     assert running_item(saved.store, started.id) is None
     with Session(saved.store.engine) as s, s.begin():  # a worker took the second item
