@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib.util
 from pathlib import Path
 
@@ -21,8 +20,11 @@ def weather_plugin():
 
 
 def commute_outcome(city: str = "成都") -> tuple[CallOutcome, str]:
-    tomorrow = (dt.date.today() + dt.timedelta(days=1)).isoformat()
-    result = weather_plugin().get_day_weather(city, tomorrow)
+    plugin = weather_plugin()
+    # tomorrow in the city's own time zone, as the plugin counts days (not this machine's date:
+    # from 16:00 UTC on, UTC's tomorrow is already Chengdu's today)
+    tomorrow = plugin.get_weather(city, "all")["forecasts"][1]["date"]
+    result = plugin.get_day_weather(city, tomorrow)
     return CallOutcome(ToolCall(id="call_1", name="get_day_weather", arguments={"location": city, "date": tomorrow}),
                        None, result=result), tomorrow
 
