@@ -7,12 +7,11 @@ itself: the provider does the call.
 
 from __future__ import annotations
 
-import uuid
 from typing import Callable, Protocol
 
-from flowcall.calling.parse import parse_tool_calls
 from flowcall.messages import ModelRequest, ModelTurn, ToolCall
 from flowcall.providers.base import Capabilities
+from flowcall.tool_calls import new_call_id, parse_tool_calls
 
 
 class ModelCall(Protocol):
@@ -44,10 +43,6 @@ class SingleCallWay:
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         return call(self.name, self.prepare(request, capabilities), lambda turn: self.interpret(turn, request))
-
-
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:12]
 
 
 def calls_from_text(turn: ModelTurn, request: ModelRequest) -> ModelTurn:

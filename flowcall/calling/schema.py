@@ -14,13 +14,14 @@ from typing import Any
 
 import json_repair
 
-from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice, new_call_id
+from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling import shortlist
 from flowcall.calling.relevance import has_tool_results, score_tools
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
+from flowcall.tool_calls import new_call_id
 
 INSTRUCTIONS = """You decide whether to call functions. The functions are listed in <tools></tools> as JSON:
 <tools>

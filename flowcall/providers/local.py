@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from flowcall import config, local_model, progress
-from flowcall.calling.base import new_call_id
-from flowcall.calling.parse import parse_tool_calls
 from flowcall.embedded_models import by_file
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
@@ -26,6 +24,7 @@ from flowcall.providers.grammar_gate import GreedyGrammar
 from flowcall.providers.grammar_schema import grammar_schema
 from flowcall.providers.prefix_cache import CHUNK, DiskStates, PrefixCache
 from flowcall.providers.repetition import LoopStop
+from flowcall.tool_calls import new_call_id, parse_tool_calls
 
 CAPABILITIES = Capabilities(
     native_tools=True,  # through the chat template, parsed from <tool_call> tags

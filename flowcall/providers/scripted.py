@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from flowcall.calling.base import new_call_id
 from flowcall.errors import ConfigError
 from flowcall.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers.base import Capabilities
+from flowcall.tool_calls import new_call_id
 
 ScriptItem = ModelTurn | str | list | Exception | Callable[[ModelRequest], Any]
 

@@ -1,14 +1,17 @@
-"""Find tool calls in model text: <tool_call> tags, code blocks, bare JSON.
+"""Tool calls written as text, and the ids calls get: below both the providers and the calling ways.
 
-Small models write calls in many shapes; this accepts the common ones, repairs broken JSON
-with json-repair, and reports what looked like a call but could not be read, so the engine
-can send PARSE_FAILED back to the model instead of silently dropping it.
+`parse_tool_calls` finds calls in model text: <tool_call> tags, code blocks, bare JSON. Small
+models write calls in many shapes; this accepts the common ones, repairs broken JSON with
+json-repair, and reports what looked like a call but could not be read, so the engine can send
+PARSE_FAILED back to the model instead of silently dropping it. A provider that reads calls out
+of its own output (the local one) and a calling way that reads them out of an answer use it alike.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +21,10 @@ _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"```(?:json|tool_call|javascript|js)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _NAME_KEYS = ("name", "function", "tool", "tool_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "params")
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:12]
 
 
 @dataclass
