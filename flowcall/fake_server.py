@@ -20,7 +20,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from flowcall.testing import example_for
+from flowcall.schema_example import example_for
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from flowcall.calling.base import ModelCall
 from flowcall.compare import align
-from flowcall.engine import ProviderFactory
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import ModelRequest, ModelTurn, ToolCall, Usage
-from flowcall.providers.base import Capabilities
+from flowcall.providers.base import Capabilities, ProviderFactory
 from flowcall.rerun import decision_step
 from flowcall.spec import ModelConfig, PolishConfig
 from flowcall.steps import Run, Step, StepKind

@@ -18,10 +18,11 @@ from pydantic import ValidationError
 from flowcall import artifacts as artifact_codec
 from flowcall import config, nesting
 from flowcall.approval import Approver
-from flowcall.engine import Engine, ProviderFactory, StepCallback, fill_variables
+from flowcall.engine import Engine, StepCallback, fill_variables
 from flowcall.errors import ConfigError
 from flowcall.messages import Message, ToolSpec
 from flowcall.providers import provider_for
+from flowcall.providers.base import ProviderFactory
 from flowcall.providers.profiled import with_profiles
 from flowcall.replay import replay_factory
 from flowcall.rerun import checkpoint_before

@@ -11,7 +11,7 @@ import streamlit as st
 
 from flowcall import local_model
 from flowcall.errors import ConfigError
-from flowcall.probe import Check, ModelProfile
+from flowcall.model_profile import Check, ModelProfile
 from flowcall.spec import ModelConfig
 from flowcall.studio import md, service
 

@@ -15,7 +15,8 @@ from flowcall.cli import cli
 from flowcall.engine import Engine
 from flowcall.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.messages import ModelTurn
-from flowcall.probe import Check, ModelProfile, probe
+from flowcall.model_profile import Check, ModelProfile
+from flowcall.probe import probe
 from flowcall.providers.base import Capabilities
 from flowcall.providers.profiled import measured, with_profiles
 from flowcall.providers.scripted import FULL, ScriptedProvider

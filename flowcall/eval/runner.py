@@ -7,9 +7,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from flowcall import schemas
-from flowcall.engine import Engine, ProviderFactory
+from flowcall.engine import Engine
 from flowcall.eval.bfcl_check import check
 from flowcall.eval.bfcl_data import BfclCase
+from flowcall.providers.base import ProviderFactory
 from flowcall.spec import DecisionConfig, Flow
 from flowcall.steps import StepKind, StepSink
 from flowcall.tools.registry import ToolRegistry

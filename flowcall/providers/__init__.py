@@ -50,7 +50,7 @@ def provider_for(config: ModelConfig) -> Provider:
         # Safe in a shared flow file: this model is a pure function of the request; it reads no
         # file, holds no key and reaches nothing (base_url, if any, is ignored). It lets the CLI,
         # tests and benchmarks run a flow without the embedded model.
-        from flowcall.testing import SCHEMA_MODEL, SchemaDrivenProvider
+        from flowcall.providers.scripted import SCHEMA_MODEL, SchemaDrivenProvider
 
         if config.model != SCHEMA_MODEL:
             raise ConfigError(

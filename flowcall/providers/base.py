@@ -1,14 +1,16 @@
-"""The neutral provider interface: one job, turn a ModelRequest into a ModelTurn."""
+"""The neutral provider interface: one job, turn a ModelRequest into a ModelTurn; and the factory
+that builds a provider from a flow's model config."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
 from flowcall.messages import ModelRequest, ModelTurn
+from flowcall.spec import ModelConfig
 
 
 class Capabilities(BaseModel):
@@ -47,6 +49,10 @@ class Provider(Protocol):
     def complete(self, request: ModelRequest) -> ModelTurn:
         """One model call. Raises ProviderError (with `transient` set) on failure."""
         ...
+
+
+# builds the provider a flow's model config names: providers.provider_for, or a stand-in (tests, replay)
+ProviderFactory = Callable[[ModelConfig], Provider]
 
 
 SECRET_FIELDS = ("api_key", "authorization", "Authorization", "x-api-key")

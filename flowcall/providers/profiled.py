@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowcall.messages import ModelRequest, ModelTurn
-from flowcall.providers.base import Capabilities, Provider, redact_url
+from flowcall.providers.base import Capabilities, Provider, ProviderFactory, redact_url
 from flowcall.spec import ModelConfig
 
 if TYPE_CHECKING:
-    from flowcall.engine import ProviderFactory
-    from flowcall.probe import ModelProfile
+    from flowcall.model_profile import ModelProfile
     from flowcall.store import Store
 
 

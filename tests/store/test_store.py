@@ -291,7 +291,7 @@ def test_runs_filter_by_model_and_date_and_import_keeps_every_step(store: Store)
 
 
 def test_model_profiles_are_replaced_by_key(store: Store) -> None:
-    from flowcall.probe import Check, ModelProfile
+    from flowcall.model_profile import Check, ModelProfile
     from flowcall.store.profiles import get_profile, list_profiles, save_profile
 
     first = ModelProfile(provider="openai-compatible", model="qwen", base_url="http://127.0.0.1:8080/v1",
