@@ -316,54 +316,72 @@ def node_view(state: CanvasState, tool_info: dict[str, dict[str, Any]] | None = 
         view: dict[str, Any] = {"id": n.id, "kind": n.kind, "label": LABELS[n.kind], "x": n.x, "y": n.y,
                                 "deletable": n.kind in ("tool", "polish", "decision"), "selected": n.id == selected,
                                 "lines": []}
-        c = n.config
         if n.kind == "question":
-            view["title"] = _cut(state.settings.get("name", "")) or "the user's question"
-            if state.settings.get("description"):
-                view["subtitle"] = _cut(state.settings["description"], 80)
+            _question_text(view, state)
         elif n.kind in ("decision", "polish"):
-            label = str(label_of(c.get("provider", ""), c.get("model", "")))
-            view["title"] = _cut(label.split("/", 1)[-1], 40)
-            view["subtitle"] = "built-in model" if c.get("provider") == "local" else _cut(c.get("provider", ""), 30)
-            if n.kind == "decision":
-                view["lines"] = [f"way: {c.get('calling_way')} · rounds: {c.get('max_rounds')}",
-                                 f"tool_choice: {c.get('tool_choice')}"
-                                 + (" · parallel" if c.get("parallel_tool_calls") else " · one call at a time")]
-            else:
-                view["lines"] = ["JSON Schema answer" if c.get("output_schema") else "text answer"]
+            _model_text(view, n, label_of)
         elif n.kind == "tool":
-            ref = c["ref"]
-            group, source = tool_source(ref, state.settings)
-            about = info.get(ref, {})
-            view.update(title=_cut(bare_name(ref), 40), group=group,
-                        subtitle=_cut(f"{ {'plugin': 'plugin', 'mcp': 'MCP', 'http': 'HTTP'}[group]} · {source}", 50),
-                        tooltip=_cut(about.get("description", ref), 300))
-            approval = state.settings.get("needs_approval", [])
-            if ref in approval or bare_name(ref) in approval:
-                view["lines"].append("needs approval")
-            if not n.attached:
-                view["status"] = "parked"
-                view["lines"].append("not connected: drag from the decision model to attach it")
+            _tool_text(view, n, state, info)
         else:
             polish = state.node("polish")
             view["title"] = "JSON" if polish and polish.config.get("output_schema") else "text"
-        m = marks.get(n.id)
         if marks and n.kind != "question":
-            if m is None or m.status == "unused":
-                view["status"] = "unused"
-            else:
-                view["status"] = m.status
-                if n.kind == "tool":
-                    view["badge"] = ("waiting for you" if m.status == "waiting"
-                                     else f"{m.calls} call" + ("" if m.calls == 1 else "s"))
-                    if m.last_error:
-                        view["lines"].append(_cut(f"error: {m.last_error}"))
-                elif n.kind in ("decision", "polish"):
-                    view["badge"] = f"{m.tokens} tok · {_seconds(m.latency_ms)}"
-                elif m.last_error:
-                    view["lines"].append(_cut(f"error: {m.last_error}"))
+            _mark(view, n, marks.get(n.id))
         views.append(view)
     return views
+
+
+def _question_text(view: dict[str, Any], state: CanvasState) -> None:
+    view["title"] = _cut(state.settings.get("name", "")) or "the user's question"
+    if state.settings.get("description"):
+        view["subtitle"] = _cut(state.settings["description"], 80)
+
+
+def _model_text(view: dict[str, Any], n: CanvasNode, label_of: Any) -> None:
+    """A model node: which model, and (the decision) how it calls tools."""
+    c = n.config
+    label = str(label_of(c.get("provider", ""), c.get("model", "")))
+    view["title"] = _cut(label.split("/", 1)[-1], 40)
+    view["subtitle"] = "built-in model" if c.get("provider") == "local" else _cut(c.get("provider", ""), 30)
+    if n.kind == "decision":
+        view["lines"] = [f"way: {c.get('calling_way')} · rounds: {c.get('max_rounds')}",
+                         f"tool_choice: {c.get('tool_choice')}"
+                         + (" · parallel" if c.get("parallel_tool_calls") else " · one call at a time")]
+    else:
+        view["lines"] = ["JSON Schema answer" if c.get("output_schema") else "text answer"]
+
+
+def _tool_text(view: dict[str, Any], n: CanvasNode, state: CanvasState, info: dict[str, dict[str, Any]]) -> None:
+    """A tool node: its name and source, whether it needs approval, whether it is attached."""
+    ref = n.config["ref"]
+    group, source = tool_source(ref, state.settings)
+    about = info.get(ref, {})
+    view.update(title=_cut(bare_name(ref), 40), group=group,
+                subtitle=_cut(f"{ {'plugin': 'plugin', 'mcp': 'MCP', 'http': 'HTTP'}[group]} · {source}", 50),
+                tooltip=_cut(about.get("description", ref), 300))
+    approval = state.settings.get("needs_approval", [])
+    if ref in approval or bare_name(ref) in approval:
+        view["lines"].append("needs approval")
+    if not n.attached:
+        view["status"] = "parked"
+        view["lines"].append("not connected: drag from the decision model to attach it")
+
+
+def _mark(view: dict[str, Any], n: CanvasNode, m: NodeMark | None) -> None:
+    """What a run did at this node: its status, and a badge of calls or tokens and time."""
+    if m is None or m.status == "unused":
+        view["status"] = "unused"
+        return
+    view["status"] = m.status
+    if n.kind == "tool":
+        view["badge"] = ("waiting for you" if m.status == "waiting"
+                         else f"{m.calls} call" + ("" if m.calls == 1 else "s"))
+        if m.last_error:
+            view["lines"].append(_cut(f"error: {m.last_error}"))
+    elif n.kind in ("decision", "polish"):
+        view["badge"] = f"{m.tokens} tok · {_seconds(m.latency_ms)}"
+    elif m.last_error:
+        view["lines"].append(_cut(f"error: {m.last_error}"))
 
 
 def edge_view(state: CanvasState, marks: dict[str, NodeMark] | None = None,

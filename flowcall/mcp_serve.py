@@ -73,16 +73,7 @@ def build_server(service: FlowCall, flow: Flow, *, remote: bool = True, max_conc
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    name = tool_name(flow)
-    schema = flow.polish.output_schema if flow.polish else None
-    tool = types.Tool(
-        name=name,
-        description=flow.description or f"Ask the FlowCall flow '{flow.name}' a question.",
-        input_schema={"type": "object", "properties": {"question": {"type": "string", "description": "The question."}},
-                      "required": ["question"]},
-        output_schema=schema if schema and schema.get("type") == "object" else None,
-        annotations=types.ToolAnnotations(read_only_hint=False, open_world_hint=True),
-    )
+    tool = _flow_tool(flow)
     # a thread semaphore, not an anyio one: it works whichever event loop the server runs on
     slots = threading.BoundedSemaphore(max_concurrent)
 
@@ -91,8 +82,8 @@ def build_server(service: FlowCall, flow: Flow, *, remote: bool = True, max_conc
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         question = (params.arguments or {}).get("question")
-        if params.name != name:
-            return _error(f"unknown tool '{params.name}'; this server has '{name}'")
+        if params.name != tool.name:
+            return _error(f"unknown tool '{params.name}'; this server has '{tool.name}'")
         if not isinstance(question, str) or not question.strip():
             return _error("give the question as a non-empty string argument 'question'")
         if not slots.acquire(blocking=False):
@@ -106,28 +97,51 @@ def build_server(service: FlowCall, flow: Flow, *, remote: bool = True, max_conc
             return _error(f"the flow could not run ({detail})" + ("; see the server's log" if remote else ""))
         finally:
             slots.release()
-        if run.status == RunStatus.WAITING_APPROVAL:
-            # not a failure: the run is stored and goes on once a person answers
-            return _error(f"waiting for approval: run {run.id}; a person resumes it with "
-                          f"`flowcall runs resume {run.id} --approve`", run_id=run.id)
-        if run.status != RunStatus.SUCCEEDED:
-            if remote:
-                return _error(f"the flow failed (run {run.id}, {error_code(run)}); see it with "
-                              f"`flowcall runs show {run.id}` on the server", run_id=run.id)
-            return _error(f"the flow failed (run {run.id}): {run.error}", run_id=run.id)
-        answer = run.final_answer
-        text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-        structured = answer if tool.output_schema is not None and isinstance(answer, dict) else None
-        # the host's model must know an answer no tool result backs: a second text block says so
-        content = [types.TextContent(type="text", text=text)]
-        if run.outcome:
-            content.append(types.TextContent(type="text", text="note: no tool result backs this answer: "
-                                             + "; ".join(run.outcome_reasons)))
-        return types.CallToolResult(content=content, structured_content=structured,
-                                    meta={"flowcall/run_id": run.id, **({"flowcall/outcome": run.outcome}
-                                                                        if run.outcome else {})})
+        return _run_result(run, tool, remote=remote)
 
-    return Server(f"flowcall-{name}", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(f"flowcall-{tool.name}", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _flow_tool(flow: Flow) -> Any:
+    """The one tool the server lists: the question in, the flow's answer out (with the polish
+    schema as outputSchema when it describes an object)."""
+    import mcp_types as types
+
+    schema = flow.polish.output_schema if flow.polish else None
+    return types.Tool(
+        name=tool_name(flow),
+        description=flow.description or f"Ask the FlowCall flow '{flow.name}' a question.",
+        input_schema={"type": "object", "properties": {"question": {"type": "string", "description": "The question."}},
+                      "required": ["question"]},
+        output_schema=schema if schema and schema.get("type") == "object" else None,
+        annotations=types.ToolAnnotations(read_only_hint=False, open_world_hint=True),
+    )
+
+
+def _run_result(run: Run, tool: Any, *, remote: bool) -> Any:
+    """What the caller gets for a finished (or paused) run: the answer, or an error naming the run."""
+    import mcp_types as types
+
+    if run.status == RunStatus.WAITING_APPROVAL:
+        # not a failure: the run is stored and goes on once a person answers
+        return _error(f"waiting for approval: run {run.id}; a person resumes it with "
+                      f"`flowcall runs resume {run.id} --approve`", run_id=run.id)
+    if run.status != RunStatus.SUCCEEDED:
+        if remote:
+            return _error(f"the flow failed (run {run.id}, {error_code(run)}); see it with "
+                          f"`flowcall runs show {run.id}` on the server", run_id=run.id)
+        return _error(f"the flow failed (run {run.id}): {run.error}", run_id=run.id)
+    answer = run.final_answer
+    text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    structured = answer if tool.output_schema is not None and isinstance(answer, dict) else None
+    # the host's model must know an answer no tool result backs: a second text block says so
+    content = [types.TextContent(type="text", text=text)]
+    if run.outcome:
+        content.append(types.TextContent(type="text", text="note: no tool result backs this answer: "
+                                         + "; ".join(run.outcome_reasons)))
+    return types.CallToolResult(content=content, structured_content=structured,
+                                meta={"flowcall/run_id": run.id, **({"flowcall/outcome": run.outcome}
+                                                                    if run.outcome else {})})
 
 
 def _error(message: str, run_id: str | None = None) -> Any:

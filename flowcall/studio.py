@@ -132,37 +132,11 @@ def steps_table(run: Run) -> list[dict[str, Any]]:
 def show_step(step: Step) -> None:
     """Everything recorded for one step: the exact request, the prompt the local model read,
     the response, the calls, the results, errors, tokens and time."""
-    cols = st.columns(4)
-    cols[0].metric("Tokens in", step.tokens_in)
-    cols[1].metric("Tokens out", step.tokens_out)
-    if is_reused(step):
-        cols[2].metric("Latency", "reused",
-                       help=f"Reused from run {md(reused_from(step))}: it took its time there, not in this run")
-    else:
-        cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
-    cols[3].metric("Round", step.round)
-    st.caption(md(f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
-                  + (f" · {step.note}" if step.note else "")))
+    _step_figures(step)
     if step.error_code:
         st.error(md(f"{step.error_code}: {step.error_message or ''}"))
     if step.request:
-        request = step.request
-        with st.expander("Request (exactly as sent)", expanded=step.kind != StepKind.TOOL_CALL):
-            for held in held_notes(step):  # enforced outside the request: said beside it, not added to it
-                st.info(md(f"Not in the request: {held}."), icon=":material/lock:")
-            parts = {k: request[k] for k in ("tool_choice", "parallel_tool_calls", "response_format") if k in request}
-            if parts:
-                st.code(as_json(parts), language="json")
-            if "messages" in request:
-                st.markdown("**messages**")
-                st.code(as_json(request["messages"]), language="json")
-            if "tools" in request:
-                st.markdown(f"**tools** ({len(request['tools'])})")
-                st.code(as_json(request["tools"]), language="json")
-            shown = ("messages", "tools", *parts, *(("prompt",) if step.rendered_prompt else ()))
-            rest = {k: v for k, v in request.items() if k not in shown}  # the prompt has its own expander
-            if rest:
-                st.code(as_json(rest), language="json")
+        _show_request(step)
     if step.rendered_prompt:
         with st.expander("Rendered prompt (what the local model read)"):
             st.code(step.rendered_prompt, language=None)
@@ -181,6 +155,42 @@ def show_step(step: Step) -> None:
     if step.retries:
         with st.expander(f"Retries ({len(step.retries)})"):
             st.code(as_json(step.retries), language="json")
+
+
+def _step_figures(step: Step) -> None:
+    """Tokens, time and round, then what kind of step it was."""
+    cols = st.columns(4)
+    cols[0].metric("Tokens in", step.tokens_in)
+    cols[1].metric("Tokens out", step.tokens_out)
+    if is_reused(step):
+        cols[2].metric("Latency", "reused",
+                       help=f"Reused from run {md(reused_from(step))}: it took its time there, not in this run")
+    else:
+        cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
+    cols[3].metric("Round", step.round)
+    st.caption(md(f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
+                  + (f" · {step.note}" if step.note else "")))
+
+
+def _show_request(step: Step) -> None:
+    """The request exactly as sent: its settings, messages and tools, then whatever else it held."""
+    request = step.request
+    with st.expander("Request (exactly as sent)", expanded=step.kind != StepKind.TOOL_CALL):
+        for held in held_notes(step):  # enforced outside the request: said beside it, not added to it
+            st.info(md(f"Not in the request: {held}."), icon=":material/lock:")
+        parts = {k: request[k] for k in ("tool_choice", "parallel_tool_calls", "response_format") if k in request}
+        if parts:
+            st.code(as_json(parts), language="json")
+        if "messages" in request:
+            st.markdown("**messages**")
+            st.code(as_json(request["messages"]), language="json")
+        if "tools" in request:
+            st.markdown(f"**tools** ({len(request['tools'])})")
+            st.code(as_json(request["tools"]), language="json")
+        shown = ("messages", "tools", *parts, *(("prompt",) if step.rendered_prompt else ()))
+        rest = {k: v for k, v in request.items() if k not in shown}  # the prompt has its own expander
+        if rest:
+            st.code(as_json(rest), language="json")
 
 
 # Words in a key that say its number is a share of one (rain_probability, confidence): only

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote, urljoin
 
 import yaml
@@ -148,6 +148,22 @@ def _list(value: Any) -> list[Any]:
 
 def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, operation: dict[str, Any],
           shared: list[dict[str, Any]]) -> Tool:
+    parameters, where = _parameters(source, path, method, operation, shared)
+    invoke = _invoker(source, base, path, method, where)
+
+    texts = [operation.get("summary"), operation.get("description")]
+    description = next((t for t in texts if isinstance(t, str) and t), f"{method.upper()} {path}")
+    # what the document says an operation does is the server's word; the method is what it can do
+    read_only = method in READ_ONLY_METHODS
+    return Tool(name=name, version=f"{source.name}/http/{name}", description=description, parameters=parameters,
+                func=invoke, annotations=ToolAnnotations(read_only=read_only, destructive=not read_only, open_world=True),
+                timeout_s=source.timeout_s + 1, source="http")
+
+
+def _parameters(source: HTTPToolSource, path: str, method: str, operation: dict[str, Any],
+                shared: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The operation's arguments as one JSON Schema object (its path, query and header
+    parameters, and `body` for a JSON request body), and where each argument goes."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     where: dict[str, str] = {}  # argument -> path | query | header
@@ -175,6 +191,12 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
     parameters = {"type": "object", "properties": properties, **({"required": required} if required else {})}
     # local $refs are inlined by now; whatever still points outside (a $dynamicRef, ...) is refused
     check_refs(parameters, f"{source.openapi}: {method.upper()} {path}, parameters")
+    return parameters, where
+
+
+def _invoker(source: HTTPToolSource, base: str, path: str, method: str,
+             where: dict[str, str]) -> Callable[..., Any]:
+    """The tool's function: one guarded HTTP request built from the arguments; JSON replies parsed."""
 
     def invoke(**arguments: Any) -> Any:
         url = base + re.sub(r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path)
@@ -199,10 +221,4 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
                 return text
         return text
 
-    texts = [operation.get("summary"), operation.get("description")]
-    description = next((t for t in texts if isinstance(t, str) and t), f"{method.upper()} {path}")
-    # what the document says an operation does is the server's word; the method is what it can do
-    read_only = method in READ_ONLY_METHODS
-    return Tool(name=name, version=f"{source.name}/http/{name}", description=description, parameters=parameters,
-                func=invoke, annotations=ToolAnnotations(read_only=read_only, destructive=not read_only, open_world=True),
-                timeout_s=source.timeout_s + 1, source="http")
+    return invoke

@@ -56,36 +56,13 @@ def build_tool(
             f"tool {name}: version '{version}' must look like 'domain/v1/{name}' (namespace/version/name)"
         )
     doc = docstring_parser.parse(inspect.getdoc(func) or "")
-    param_docs = {p.arg_name: p.description for p in doc.params}
-    hints = get_type_hints(func)
-    fields: dict[str, Any] = {}
-    context_param = None
-    for pname, param in inspect.signature(func).parameters.items():
-        annotation = hints.get(pname, Any)
-        if annotation is RunContext:
-            context_param = pname  # hidden: injected by the engine, not in the schema
-            continue
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
-    arg_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    arg_model, fields, context_param = _arguments(func, name, {p.arg_name: p.description for p in doc.params})
     schema = _tidy(arg_model.model_json_schema())
     schema.setdefault("properties", {})
     text = description or "\n\n".join(
         part for part in (doc.short_description, doc.long_description) if part
     )
-
-    @functools.wraps(func)
-    def call(**kwargs: Any) -> Any:
-        context = kwargs.pop(context_param, None) if context_param else None
-        # pydantic coerces validated JSON into the declared Python types (dates, models, ...)
-        values = arg_model.model_validate(kwargs)
-        bound = {field: getattr(values, field) for field in fields}
-        if context_param:
-            bound[context_param] = context
-        return func(**bound)
-
+    call = _validated(func, arg_model, fields, context_param)
     return Tool(
         name=name,
         version=version,
@@ -97,6 +74,43 @@ def build_tool(
         timeout_s=timeout_s,
         source="python",
     )
+
+
+def _arguments(func: Callable[..., Any], name: str,
+               param_docs: dict[str, str | None]) -> tuple[type[BaseModel], dict[str, Any], str | None]:
+    """A pydantic model of the function's arguments (each described by its docstring line), and
+    the parameter typed RunContext, if any: hidden, injected by the engine, not in the schema."""
+    hints = get_type_hints(func)
+    fields: dict[str, Any] = {}
+    context_param = None
+    for pname, param in inspect.signature(func).parameters.items():
+        annotation = hints.get(pname, Any)
+        if annotation is RunContext:
+            context_param = pname
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
+    arg_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return arg_model, fields, context_param
+
+
+def _validated(func: Callable[..., Any], arg_model: type[BaseModel], fields: dict[str, Any],
+               context_param: str | None) -> Callable[..., Any]:
+    """`func`, called with its arguments validated by `arg_model` (and the run context passed through)."""
+
+    @functools.wraps(func)
+    def call(**kwargs: Any) -> Any:
+        context = kwargs.pop(context_param, None) if context_param else None
+        # pydantic coerces validated JSON into the declared Python types (dates, models, ...)
+        values = arg_model.model_validate(kwargs)
+        bound = {field: getattr(values, field) for field in fields}
+        if context_param:
+            bound[context_param] = context
+        return func(**bound)
+
+    return call
 
 
 def tool(

@@ -30,6 +30,14 @@ def _time() -> sa.DateTime:
 
 
 def upgrade() -> None:
+    _flow_tables()
+    _runs_table()
+    _steps_table()
+    _tasks_table()
+
+
+def _flow_tables() -> None:
+    """A flow's name, and each saved version of its spec."""
     op.create_table(
         "flows",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -52,6 +60,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_flow_versions")),
         sa.UniqueConstraint("flow_id", "version", name=op.f("uq_flow_versions_flow_id_version")),
     )
+
+
+def _runs_table() -> None:
+    """One row a run, with the indexes the run lists filter and sort by."""
     op.create_table(
         "runs",
         sa.Column("id", sa.String(length=36), nullable=False),
@@ -76,6 +88,10 @@ def upgrade() -> None:
     )
     for column in ("flow_name", "flow_version_id", "started_at", "status"):
         op.create_index(op.f(f"ix_runs_{column}"), "runs", [column], unique=False)
+
+
+def _steps_table() -> None:
+    """Every step of a run, in order: what was sent, what came back, what it cost."""
     op.create_table(
         "steps",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -108,6 +124,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_steps")),
         sa.UniqueConstraint("run_id", "seq", name=op.f("uq_steps_run_id_seq")),
     )
+
+
+def _tasks_table() -> None:
+    """The bundled task tools' tasks."""
     op.create_table(
         "tasks",
         sa.Column("id", sa.Integer(), nullable=False),

@@ -21,6 +21,12 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("runs", sa.Column("queued_at", sa.DateTime(timezone=True), nullable=True))
+    _dataset_tables()
+    _experiment_tables()
+
+
+def _dataset_tables() -> None:
+    """A dataset's name, its versions, and each version's items in order."""
     op.create_table(
         "datasets",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -48,6 +54,10 @@ def upgrade() -> None:
         sa.Column("item", sa.JSON(), nullable=False),
         sa.UniqueConstraint("version_id", "position", name=op.f("uq_dataset_items_version_id_position")),
     )
+
+
+def _experiment_tables() -> None:
+    """An experiment (a dataset version run through a flow version), and one row per item and attempt."""
     op.create_table(
         "experiments",
         sa.Column("id", sa.Integer(), primary_key=True),
