@@ -1,6 +1,7 @@
 """An experiment as recorded: what ran (flow and dataset versions, model, calling way), each
 item's run with its verdicts, and the summary (totals, tokens, latency percentiles). Pure: the
-store keeps these records (store/experiments.py), experiments.py makes them."""
+store keeps these records (store/experiments.py), experiments.py makes them, and scoring.py
+gives the verdicts."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from flowcall.scoring import Verdict
+
+class Verdict(BaseModel):
+    """What one expectation of a dataset item found of a run (scoring.py)."""
+
+    expectation: str
+    passed: bool
+    reason: str
 
 
 class ExperimentStatus(StrEnum):

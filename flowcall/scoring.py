@@ -22,22 +22,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
 from flowcall.schemas import RegexTimeout, schema_errors, search
 from flowcall.datasets import ANY_OF, OPTIONAL, DatasetItem, ExpectedCall, is_matcher
+from flowcall.experiment_record import Verdict
 from flowcall.provenance import traced_share, unbacked_value
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, StepKind
 
 Call = tuple[str, Mapping[str, Any] | None]  # (tool name, arguments; None when they could not be read)
 SUCCEEDED = "succeeded"
 _SHOWN = 80  # characters of a value quoted in a reason
-
-
-class Verdict(BaseModel):
-    expectation: str
-    passed: bool
-    reason: str
 
 
 @dataclass(frozen=True)

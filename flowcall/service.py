@@ -10,7 +10,7 @@ import shlex
 import time
 import uuid
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Callable
 
 from pydantic import ValidationError
@@ -58,8 +58,10 @@ class FlowCall:
     def open(cls, database_url: str | None = None) -> FlowCall:
         """The service on a database; models get the capabilities their probe measured
         (Models page, `flowcall models probe`), which is what `auto` chooses from."""
+        from flowcall.store.profiles import get_profile
+
         store = open_store(database_url)
-        return cls(store=store, provider_factory=with_profiles(provider_for, store))
+        return cls(store=store, provider_factory=with_profiles(provider_for, partial(get_profile, store)))
 
     @cached_property
     def registry(self) -> ToolRegistry:

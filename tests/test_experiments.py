@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from flowcall import experiments
 from flowcall.datasets import DatasetItem
 from flowcall.errors import ConfigError
-from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, compare, percentile, summarize
+from flowcall.experiment_record import (Experiment, ExperimentStatus, ItemResult, Verdict, compare, percentile,
+                                        summarize)
 from flowcall.messages import ModelRequest
 from flowcall.providers import NotConfigured
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.scoring import Verdict
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow
 from flowcall.steps import RunStatus, StepKind, utcnow

@@ -1,6 +1,5 @@
 """The layers hold (.importlinter): pages and CLI → service → engine → calling, providers,
-tools → store. An import that runs back up fails here; the known ones are listed in the
-contracts, to be removed, never added to."""
+tools → store → base types. An import that runs back up fails here; no contract ignores one."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -168,13 +169,14 @@ def run_auto(factory):
 
 def test_auto_starts_on_a_measured_way():
     store = open_store()
+    profile_of = partial(get_profile, store)
     native_script = [[("get_weather", {"location": "成都"})], "小雨。"]
-    assert run_auto(with_profiles(lambda c: ScriptedProvider(list(native_script)), store)).steps[0].calling_way == "native"
+    assert run_auto(with_profiles(lambda c: ScriptedProvider(list(native_script)), profile_of)).steps[0].calling_way == "native"
 
     save_profile(store, probe_script("I would call get_weather", GOOD_JSON, "no"))  # native_tools measured False
     schema_script = ['{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}', '{"answer": "小雨。"}']
     provider = ScriptedProvider(list(schema_script))
-    result = run_auto(with_profiles(lambda c: provider, store))
+    result = run_auto(with_profiles(lambda c: provider, profile_of))
     assert result.status == RunStatus.SUCCEEDED and result.final_answer == "小雨。"
     assert [s.calling_way for s in result.steps if s.calling_way] == ["schema", "schema"]
     assert provider.capabilities.native_tools and FULL.native_tools  # the provider's own are untouched

@@ -2,20 +2,21 @@
 
 `auto` picks its calling way from `provider.capabilities`; wrapping a factory with
 `with_profiles` makes that choice follow the stored profile of the model (flowcall/probe.py),
-so a model that answers tool requests with text starts on the schema or prompt way.
+so a model that answers tool requests with text starts on the schema or prompt way. Where the
+profiles are kept is not the providers' business: the service hands in how to look one up.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 from flowcall.messages import ModelRequest, ModelTurn
+from flowcall.model_profile import ModelProfile
 from flowcall.providers.base import Capabilities, Provider, ProviderFactory, redact_url
 from flowcall.spec import ModelConfig
 
-if TYPE_CHECKING:
-    from flowcall.model_profile import ModelProfile
-    from flowcall.store import Store
+# (provider, model, base URL without credentials) -> the stored profile of that model, if any
+ProfileLookup = Callable[[str, str, str | None], ModelProfile | None]
 
 
 def measured(capabilities: Capabilities, profile: ModelProfile) -> Capabilities:
@@ -47,15 +48,14 @@ class ProfiledProvider:
         return getattr(self.inner, attribute)
 
 
-def with_profiles(factory: ProviderFactory, store: Store) -> ProviderFactory:
+def with_profiles(factory: ProviderFactory, profile_of: ProfileLookup) -> ProviderFactory:
     """`factory`, with each provider's capabilities updated by its stored profile, if any."""
-    from flowcall.store.profiles import get_profile  # late: the store is not needed to build providers
 
     def build(config: ModelConfig) -> Provider:
         provider = factory(config)
         # profiles are stored under the base URL without credentials (probe.py)
-        profile = get_profile(store, config.provider, provider.model,
-                              redact_url(config.base_url) if config.base_url else None)
+        base_url = redact_url(config.base_url) if config.base_url else None
+        profile = profile_of(config.provider, provider.model, base_url)
         if profile is None:
             return provider
         return ProfiledProvider(provider, measured(provider.capabilities, profile))

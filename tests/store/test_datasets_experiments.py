@@ -9,8 +9,7 @@ import pytest
 
 from flowcall.datasets import DatasetItem
 from flowcall.errors import ConfigError, NotFoundError
-from flowcall.experiment_record import ExperimentStatus, ItemResult, summarize
-from flowcall.scoring import Verdict
+from flowcall.experiment_record import ExperimentStatus, ItemResult, Verdict, summarize
 from flowcall.steps import Run, RunStatus
 from flowcall.store import Store
 from flowcall.store import experiments as stored
