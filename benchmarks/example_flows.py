@@ -2,7 +2,8 @@
 
 Runs every flow in flows/ on each of its phrasings in benchmarks/data/example_phrasings.json
 through the product's service (as `flowcall run` does), on a fresh SQLite database, and checks
-each run with benchmarks/example_checks.py. Prints per flow the pass rate `flow: k/10` (also per split: the
+each run with tests/support/example_checks.py. Prints per flow the pass rate `flow: k/10` (also
+per split: the
 calibration phrasings, looked at while the flows were tuned, and the held-out ones, only
 scored), the share of answer values traced to a tool result or the question (provenance.py)
 and the runs that answered without tools, every failure with what failed, and the median wall
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402
 
-from benchmarks.example_checks import FLOWS, Case, load_cases, run_case, users_clock  # noqa: E402
+from tests.support.example_checks import FLOWS, Case, load_cases, run_case, users_clock  # noqa: E402
 from flowcall.provenance import traced_share  # noqa: E402
 
 TARGET = 9  # of 10 per flow (issue 11)

@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.example_checks import users_clock  # noqa: E402
+from tests.support.example_checks import users_clock  # noqa: E402
 from flowcall import config  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
 from flowcall.providers.prefix_cache import DiskStates, common_prefix  # noqa: E402

@@ -1,6 +1,6 @@
 """How often a model and calling way make the right calls on FlowCall's own questions (issue 35).
 
-Runs the decision of every item in benchmarks/product_questions/questions.jsonl through the
+Runs the decision of every item in tests/support/product_questions/questions.jsonl through the
 engine (`Engine.decide_only`: the calling way, the gate, grounding and doc values, nothing
 executed) and compares its calls with the item's correct call lists. The embedded model is
 the one FLOWCALL_MODEL names.
@@ -35,9 +35,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from false_refusals import FLOWS, QUESTIONS, Item, load_items, load_raw  # noqa: E402
 
 from flowcall.engine import Engine  # noqa: E402
 from flowcall.messages import ToolCall, ToolSpec  # noqa: E402
@@ -45,6 +42,7 @@ from flowcall.providers import provider_for  # noqa: E402
 from flowcall.spec import DecisionConfig, Flow, load_flow  # noqa: E402
 from flowcall.steps import MemorySink  # noqa: E402
 from flowcall.tools.registry import ToolRegistry  # noqa: E402
+from tests.support.product_questions import FLOWS, QUESTIONS, Item, load_items, load_raw  # noqa: E402
 
 CATEGORIES = ("single", "nofit", "pick-one", "several")
 # arguments a model writes in its own words (a task's title): any non-empty text is right

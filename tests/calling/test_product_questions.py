@@ -1,4 +1,4 @@
-"""The product question set (benchmarks/product_questions): real requests for the bundled tools
+"""The product question set (tests/support/product_questions): real requests for the bundled tools
 and example flows, with every correct call. The argument checks must refuse none of those
 calls (issue 34, point 1): a user who says "Beijing" and gets 北京 written has been understood."""
 
@@ -17,9 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from benchmarks.false_refusals import (QUESTIONS, doc_value_refusals, grounding_refusals, load_items,
-                                       load_raw, resolve_dates)
-from benchmarks.product_questions import build
+from tests.support.product_questions import (QUESTIONS, build, doc_value_refusals, grounding_refusals,
+                                             load_items, load_raw, resolve_dates)
 
 ROOT = Path(__file__).resolve().parents[2]
 

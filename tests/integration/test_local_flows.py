@@ -2,7 +2,7 @@
 
 A small CI-sized slice of benchmarks/example_flows.py: per flow, two phrasings from the held-out
 half of benchmarks/data/example_phrasings.json, checked by the same code
-(benchmarks/example_checks.py): the right tool ran with the right arguments, the run was
+(tests/support/example_checks.py): the right tool ran with the right arguments, the run was
 recorded, and the answer holds the facts the tools returned, not a given prose.
 
 Only phrasings that passed every benchmark run on the default model after the flows' last change
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.example_checks import case, run_case, users_clock
+from tests.support.example_checks import case, run_case, users_clock
 from flowcall.service import FlowCall
 
 pytestmark = pytest.mark.model

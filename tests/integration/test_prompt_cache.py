@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.example_checks import users_clock
+from tests.support.example_checks import users_clock
 from flowcall.providers.local import LocalProvider
 from flowcall.service import FlowCall
 from flowcall.spec import load_flow

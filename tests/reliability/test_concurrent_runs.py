@@ -4,7 +4,7 @@ same measurement as benchmarks/reliability.py, with fewer and shorter runs."""
 
 from __future__ import annotations
 
-from benchmarks.reliability import concurrency
+from tests.support.reliability import concurrency
 
 # The store tests' databases: db_url is an empty SQLite file, then a PostgreSQL database.
 from tests.store.conftest import db_url, pg_database  # noqa: F401

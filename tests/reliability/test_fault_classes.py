@@ -2,13 +2,13 @@
 process): the run must end recorded (never `running`), with a clear error code and message in
 its steps, and the process must end on its own without a traceback. Provider faults come from a
 local server speaking OpenAI chat completions, reached through the real `openai-compatible`
-provider. The same cases as benchmarks/reliability.py (the tool result here is 5 MB, not 50)."""
+provider. The same cases as benchmarks/reliability.py runs (the tool result here is 5 MB, not 50)."""
 
 from __future__ import annotations
 
 import pytest
 
-import benchmarks.reliability as reliability
+import tests.support.reliability as reliability
 
 CASES = [
     reliability.fault_provider_429,

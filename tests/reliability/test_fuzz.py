@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import benchmarks.reliability as reliability
+import tests.support.reliability as reliability
 
 # The store tests' databases: db_url is an empty SQLite file, then a PostgreSQL database.
 from tests.store.conftest import db_url, pg_database  # noqa: F401

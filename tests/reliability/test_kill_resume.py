@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from benchmarks.kill_resume import kill_and_resume
+from tests.support.kill_resume import kill_and_resume
 from tests.store.conftest import pg_database  # noqa: F401
 
 

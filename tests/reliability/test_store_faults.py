@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from benchmarks.reliability import db_drop_runs
+from tests.support.reliability import db_drop_runs
 from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.store import Store
 from flowcall.store.db import NUL_REPLACEMENT, retry_on_disconnect

@@ -1,5 +1,6 @@
-"""Tools that misbehave on purpose, for the reliability suite (benchmarks/reliability.py and
-tests/reliability/). The suite adds this folder with FLOWCALL_PLUGIN_DIRS; nothing else loads it.
+"""Tools that misbehave on purpose, for the reliability suite (tests/support/reliability.py,
+run by tests/reliability/ and benchmarks/reliability.py). The suite adds this folder with
+FLOWCALL_PLUGIN_DIRS; nothing else loads it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Tools for benchmarks/kill_resume.py: each takes a moment (so a kill can land inside it) and
-appends one line per execution to KILL_BENCH_LOG; the read_* tools are read-only, the write_*
-ones change the world (a resume repeats them only with a person's approval)."""
+"""Tools for the kill -9 and resume runs (kill_resume.py beside this folder): each takes a
+moment (so a kill can land inside it) and appends one line per execution to KILL_BENCH_LOG;
+the read_* tools are read-only, the write_* ones change the world (a resume repeats them only
+with a person's approval)."""
 
 from __future__ import annotations
 

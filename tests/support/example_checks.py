@@ -25,7 +25,7 @@ import jsonschema
 from flowcall.spec import Flow, load_flow
 from flowcall.steps import Run, RunStatus, Step, StepKind
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FLOWS = ROOT / "flows"
 PHRASINGS = ROOT / "benchmarks" / "data" / "example_phrasings.json"
 USERS_ZONE = "Asia/Shanghai"  # where the example flows' users are: their "today" and "tomorrow"

@@ -5,10 +5,10 @@ The items are kept here as compact tables, so that the variants of a call (the u
 the other script, the canonical form; an optional argument left out or set to its default) are
 spelled once and multiplied out. Edit this file, then run it:
 
-    python benchmarks/product_questions/build.py
+    python tests/support/product_questions/build.py
 
 Dates a correct call must hold depend on the day the check runs, so they are written as
-placeholders that benchmarks/false_refusals.py resolves (see README.md): {{today}},
+placeholders that `resolve_dates` in __init__.py resolves (see README.md): {{today}},
 {{tomorrow}}, {{today+N}}, {{next:mon}}, {{date:MM-DD}}, {{month_end}}.
 """
 
