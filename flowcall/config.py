@@ -120,7 +120,7 @@ def physical_cores() -> int:
 
 def model_threads() -> int:
     """FLOWCALL_THREADS, else the physical cores (llama-cpp-python's own default is half the
-    CPUs for generation, which left one of 2 cores idle: 9 against 16 tokens/s here)."""
+    CPUs for generation, which leaves half of a small machine's cores idle while it writes)."""
     value = os.environ.get("FLOWCALL_THREADS", "").strip()
     if not value:
         return physical_cores()

@@ -1,4 +1,4 @@
-"""Standard error codes (seed 000) and the exceptions that carry them."""
+"""Standard error codes and the exceptions that carry them."""
 
 from __future__ import annotations
 

@@ -93,8 +93,8 @@ with summary:
 st.header("Capability probe")
 st.caption("Three small requests: a tool call the question needs (it must come back as a structured call, not "
            "as text), JSON valid against a schema, and two calls in one turn. The result is stored, and a flow "
-           "with calling way `auto` then starts on a way the model passed. The embedded model keeps the order "
-           "calibrated on BFCL and the example flows (native, schema, prompt); `auto` still falls back.")
+           "with calling way `auto` then starts on a way the model passed. The embedded models keep their own "
+           "order, chosen on many more requests than these three; `auto` still falls back.")
 provider = st.selectbox("Provider", list(DEFAULT_MODELS))
 if provider == "local":
     model = st.text_input("Model", value=path.stem, disabled=True, help="The local provider runs this GGUF file.")

@@ -1,9 +1,9 @@
 """A grammar held to greedy decoding at the cost of checking one token, not the whole vocabulary.
 
 llama-cpp-python puts the grammar in the sampler chain, where it tests every one of the
-vocabulary's tokens (151,936 for Qwen) against the grammar before each pick. That halves the
-embedded model's writing speed under a JSON schema: 35 tokens/s free, 18.5 held (AVX2 EPYC,
-benchmarks/results/). Greedy decoding only needs to know whether the model's own best token
+vocabulary's tokens (151,936 for Qwen) against the grammar before each pick, which about halves
+the embedded model's writing speed under a JSON schema (docs/research/speed.md, "Writing under
+a grammar"). Greedy decoding only needs to know whether the model's own best token
 is allowed: if it is, it is the pick, exactly as with the full test. When it is not (a JSON
 grammar often refuses the newline or indent the model would write), the next best 64 are
 tested in one go and the best allowed one is the pick, again exactly as with the full test;

@@ -33,39 +33,28 @@ CAPABILITIES = Capabilities(
     json_schema_output=True,  # through a grammar
     grammar=True,
     scoring=True,
-    # Calibrated on the embedded Qwen2.5-Coder-0.5B, the relevance question showing each tool's
-    # leading sentences (relevance.py), with benchmarks/calibrate/relevance_features.py on a mix: BFCL's even split
-    # (20 per category, 80 irrelevance) and the real-world calibration half (168 items), each
-    # source weighing the same: 0.77 is best by the mean of the two balanced accuracies (BFCL
-    # 87.5%: quiet 86%, calls 89%; real-world 70.8%: quiet 84%, calls 58%) and best on BFCL
-    # alone. The optimum is flat: refitted with one real-world family left out, the bar moves
-    # between 0.64 and 0.77. Another GGUF may want another value.
+    # The margins below are the embedded Qwen2.5-Coder-0.5B's, chosen with benchmarks/calibrate/
+    # on the tuning data only (BFCL's even split and the real-world calibration half, each source
+    # weighing the same); another GGUF may want other values. The figures behind each one:
+    # docs/research/realworld-notebook.md, "Each embedded model's settings".
+    # The relevance gate's bar: the best mean of the two sources' balanced accuracies, with the
+    # question showing each tool's leading sentences (relevance.py).
     call_margin=0.77,
-    # benchmarks/calibrate/calibrate_more_calls.py on a mix, each source weighing the same: BFCL's even split
-    # (20 per category) and the real-world calibration half's 118 items that expect calls. After the
-    # last call an answer needs, logP(",") - logP("]") has median -9.9 on BFCL and -8.6 on real docs;
-    # while calls remain, -0.8 and -0.7. -6.9 separates best on both (balanced 94% / 94%; the bar
-    # before, -8.0, fitted on 63 BFCL margins: 90% / 86%, a second call after a single real request
-    # on 22%). Flat from -7.0 to -6.0. (benchmarks/results/2026-11-26_more_calls_mix_0.5b.log)
+    # One more call in a list while logP(",") - logP("]") is above this: where the two sources'
+    # margins after the last needed call and while calls remain separate best.
     more_calls_margin=-6.9,
     ground_optional_arguments=True,
-    # `auto` keeps native first on this model: over the held-out requests of FlowCall's own
-    # questions and real API docs (docs/choosing-a-model.md) native first was right on 144, the
-    # schema way on 137 (benchmarks/product_calls.py: 88 against 73 of 163; the real-world report
-    # half: 56 against 64 of 160). Its gate keeps quiet well but under-calls: single calls 37%
-    # against 53% on the product's questions. Flows whose users often ask what no tool answers
-    # choose calling_way "schema".
+    # `auto` keeps native first on this model: it was right on more requests it was not tuned on
+    # than the schema way, whose gate keeps quiet well but under-calls (docs/choosing-a-model.md).
+    # Flows whose users often ask what no tool answers choose calling_way "schema".
     # Stated, not derived, so that a capability probe (which finds no <tool_call> tags on its
     # own questions) does not reorder what was measured on many more.
     preferred_ways=["native", "schema", "prompt"],
-    ways_reason="the way this model was right with most often on held-out requests (after a check "
-                "that some tool fits at all)",
+    ways_reason="the way this model was right with most often on requests it was not tuned on (after a "
+                "check that some tool fits at all)",
     # ...but first the gate vetoes requests where "no" is likelier than "yes" for every tool: 0.0,
-    # the point that needs no tuning (the 1.5B's too). The bar before, 0.30 (fitted on BFCL's
-    # even split, where it kept quiet on about 35% of irrelevance), refused 10 of 137 requests
-    # that need a tool on the calibration half of FlowCall's own questions
-    # (benchmarks/false_refusals.py --gate: "No rush" tasks, staff looked up by name) while
-    # keeping quiet on 3 of 17 that need none; at 0.0 it refuses none of the 137.
+    # the point that needs no tuning (the 1.5B's too). A bar fitted higher refused correct calls
+    # on FlowCall's own questions (benchmarks/false_refusals.py --gate).
     veto_margin=0.0,
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]

@@ -1,8 +1,8 @@
 """Stop a local model that has fallen into a loop, and keep what it wrote before the loop.
 
 Greedy decoding under a JSON grammar can repeat one array item (or blank lines) until
-max_tokens: on a long nested schema the 0.5B wrote the same Notion block 40 times, 1,024
-tokens in 285 s, for a call that was settled after the first copy. A loop is the same block
+max_tokens, long after the call was settled by the first copy (an example: docs/research/speed.md,
+"A model caught in a loop is stopped"). A loop is the same block
 of tokens written back to back until it fills at least SPAN tokens and at least COPIES
 times. Text the user pasted may repeat too, so a block whose repeats also stand in the
 prompt is never taken for a loop.

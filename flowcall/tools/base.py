@@ -21,7 +21,7 @@ class ToolAnnotations:
 
 @dataclass
 class RunContext:
-    """Hidden context (seed 003): injected by the engine, never shown to the model.
+    """Hidden context: injected by the engine, never shown to the model.
 
     A tool parameter annotated with this type is left out of the tool's JSON Schema.
     Tools keep large data here as artifacts; the model only sees a short summary.
