@@ -410,11 +410,11 @@ def plugins_list(ctx: click.Context, as_json: bool) -> None:
                                 "parameters": t.parameters, "source": t.source,
                                 "annotations": vars(t.annotations)} for t in tools], ensure_ascii=False, indent=2))
         return
-    from flowcall.tools.review import review
+    from flowcall.service import review_tool
 
     for t in tools:
         flags = ",".join(k for k, v in vars(t.annotations).items() if v) or "-"
-        checked = review(t)
+        checked = review_tool(t)
         cost = f"{checked.tokens}{'' if checked.tokens_exact else '~'} tok"
         warn = f"  !! {len(checked.warnings)} warning(s)" if checked.warnings else ""
         echo(f"{t.version:<32} {flags:<12} {cost:>8}  {short(t.description, 60)}{warn}")
@@ -430,9 +430,9 @@ def plugins_show(ctx: click.Context, name: str) -> None:
 
 
 def _show_tool(tool: Any) -> None:
-    from flowcall.tools.review import review
+    from flowcall.service import review_tool
 
-    checked = review(tool)
+    checked = review_tool(tool)
     echo(f"{tool.version}  ({tool.source})")
     echo(f"  description: {tool.description}")
     echo(f"  annotations: {', '.join(f'{k}={v}' for k, v in vars(tool.annotations).items())}")
@@ -568,21 +568,19 @@ def mcp_group() -> None:
 @click.argument("command", nargs=-1)
 def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
     """List the tools of an MCP server (all pages): `flowcall mcp tools -- uvx mcp-server-time`."""
+    from flowcall.service import description_warnings, server_tools
     from flowcall.spec import MCPServerConfig
-    from flowcall.tools.mcp_client import MCPConnection, tools_of
-    from flowcall.tools.review import injection_warnings
 
     if bool(url) == bool(command):
         raise click.UsageError("give either --url or a command after --")
     server = MCPServerConfig(name="server", url=url, command=list(command) or None)
-    with MCPConnection(server) as connection:
-        for tool in tools_of(connection):
-            marks = [m for m, on in (("read_only", tool.annotations.read_only), ("destructive", tool.annotations.destructive),
-                                     ("open_world", tool.annotations.open_world)) if on]
-            echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {short(tool.description, 70)}")
-            echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
-            for warning in injection_warnings(tool):
-                echo(f"    WARNING: {warning}")
+    for tool in server_tools(server):
+        marks = [m for m, on in (("read_only", tool.annotations.read_only), ("destructive", tool.annotations.destructive),
+                                 ("open_world", tool.annotations.open_world)) if on]
+        echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {short(tool.description, 70)}")
+        echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
+        for warning in description_warnings(tool):
+            echo(f"    WARNING: {warning}")
 
 
 @mcp_group.command("serve")

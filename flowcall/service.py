@@ -1,6 +1,6 @@
 """One front door for the CLI and the UI: the store, the tool registry and the engine, wired.
 
-Neither the CLI nor a Streamlit page talks to a provider or the database except through this.
+Neither the CLI nor a Streamlit page talks to a provider, a tool or the database except through this.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, Callable
 
+import httpx
 from pydantic import ValidationError
 
 from flowcall import artifacts as artifact_codec
@@ -26,10 +27,16 @@ from flowcall.providers.base import ProviderFactory
 from flowcall.providers.profiled import with_profiles
 from flowcall.replay import replay_factory
 from flowcall.rerun import checkpoint_before
-from flowcall.spec import Flow, parse_flow
+from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
 from flowcall.steps import Run, RunStatus
 from flowcall.store import Store, open_store
+from flowcall.tools import trial
+from flowcall.tools.attach import add_server_to_flow
+from flowcall.tools.base import Tool, ToolAnnotations
+from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest
 from flowcall.tools.registry import ToolRegistry
+from flowcall.tools.review import ToolReview, injection_warnings, review
+from flowcall.tools.trial import TrialResult
 from flowcall.trust import TrustItem, require_granted, trust_items
 
 IMPORTED_SUFFIX = "-imported"
@@ -379,3 +386,71 @@ class FlowCall:
         if store and profile.learned_anything():
             save_profile(self.store, profile)
         return profile
+
+    # --- tools, for the pages and the CLI: a registered one tried, a server attached to a flow -
+    def try_tool(self, ref: str, arguments: dict[str, Any]) -> TrialResult:
+        """Run a registered tool once, outside any run (the Plugins page's "Try it"); nothing is
+        recorded. An unknown reference raises ConfigError; the tool's own failure is a result."""
+        return trial.try_tool(self.registry, ref, arguments)
+
+    def attach_server(self, flow_name: str, server: MCPServerConfig,
+                      tools: list[Tool]) -> tuple[int, list[str]]:
+        """Save the latest version of `flow_name` with the MCP server and these of its tools:
+        (the new version, the tools left out because the flow has a tool of that name)."""
+        return add_server_to_flow(self.store, flow_name, server, tools)
+
+
+# --- tools from outside, for the pages and the CLI: listed, reviewed, tried ---------------------
+# They need neither the store nor the registry, so they are functions: `flowcall mcp tools`
+# opens no database.
+
+# what loading an HTTP source's document or starting an MCP server may fail with; the studio
+# says it to the person as it is
+SOURCE_ERRORS: tuple[type[Exception], ...] = (ConfigError, UnsafeRequest, ResponseTooLarge, httpx.HTTPError,
+                                               OSError)
+
+
+def review_tool(tool: Tool) -> ToolReview:
+    """What a tool costs the decision model in tokens, and what in its description speaks to the model."""
+    return review(tool)
+
+
+def description_warnings(tool: Tool) -> list[str]:
+    """What in a tool's description speaks to the model (review_tool's warnings, no token count)."""
+    return injection_warnings(tool)
+
+
+def mcp_server(name: str, command_line: str = "", url: str = "") -> MCPServerConfig:
+    """An MCP server from a form: a one-line stdio command (shell quoting allowed) or a URL."""
+    return trial.server_config(name, command_line, url)
+
+
+def server_tools(server: MCPServerConfig) -> list[Tool]:
+    """An MCP server's tools (all pages), to show: the server is started and stopped again."""
+    return trial.server_tools(server)
+
+
+def try_server_tool(server: MCPServerConfig, name: str, arguments: dict[str, Any]) -> TrialResult:
+    """Start the server, call one of its tools by name, stop the server."""
+    return trial.try_server_tool(server, name, arguments)
+
+
+def http_tools(source: HTTPToolSource) -> list[Tool]:
+    """An HTTP source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
+    return trial.http_tools(source)
+
+
+def try_http_tool(source: HTTPToolSource, name: str, arguments: dict[str, Any]) -> TrialResult:
+    """Load the source's document, call one of its tools by name, with the source's timeout."""
+    return trial.try_http_tool(source, name, arguments)
+
+
+def listed_tool(entry: dict[str, Any]) -> Tool:
+    """A tool as a source listed it (studio_sources.source_tools), to show like any other: its
+    description, annotations and cost are the server's word, checked as a plugin's are."""
+    hints = entry.get("annotations") or {}
+    return Tool(name=entry["name"], version=entry["ref"], description=entry.get("description") or "",
+                parameters=entry.get("parameters") or {}, func=lambda **_: None, source=entry.get("kind", "mcp"),
+                annotations=ToolAnnotations(read_only=bool(hints.get("read_only")),
+                                            destructive=bool(hints.get("destructive")),
+                                            open_world=bool(hints.get("open_world"))))

@@ -5,7 +5,7 @@ and returns what the person set; the checks are the flow's own, told in plain se
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import streamlit as st
@@ -16,11 +16,12 @@ from flowcall.flowgraph import CanvasNode, CanvasState, bare_name, tool_source
 from flowcall.plain_errors import plain_errors
 from flowcall.providers import PROVIDER_NAMES
 from flowcall.schemas import ref_problem
-from flowcall.service import FlowCall
+from flowcall.service import FlowCall, review_tool
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
 from flowcall.studio import as_json, md
-from flowcall.tools.base import Tool, ToolAnnotations
-from flowcall.tools.review import review
+
+if TYPE_CHECKING:
+    from flowcall.tools.base import Tool
 
 WAYS = ["schema", "native", "prompt", "auto", "router"]
 WAY_HELP = ("schema: the model answers in a fixed JSON format (best on small models); native: the provider's "
@@ -139,20 +140,9 @@ def annotation_words(tool: Tool) -> list[str]:
 
 def tool_summary(tool: Tool) -> dict[str, Any]:
     """What the palette and the canvas say of a tool: description, source, annotations, cost."""
-    checked = review(tool)
+    checked = review_tool(tool)
     return {"ref": tool.version, "name": tool.name, "description": tool.description or "", "source": tool.source,
             "annotations": annotation_words(tool), "tokens": checked.tokens, "warnings": checked.warnings}
-
-
-def tool_from_listing(entry: dict[str, Any]) -> Tool:
-    """A tool as a source listed it (studio_sources.source_tools), to show like any other: its
-    description, annotations and cost are the server's word, checked as a plugin's are."""
-    hints = entry.get("annotations") or {}
-    return Tool(name=entry["name"], version=entry["ref"], description=entry.get("description") or "",
-                parameters=entry.get("parameters") or {}, func=lambda **_: None, source=entry.get("kind", "mcp"),
-                annotations=ToolAnnotations(read_only=bool(hints.get("read_only")),
-                                            destructive=bool(hints.get("destructive")),
-                                            open_world=bool(hints.get("open_world"))))
 
 
 def tool_panel(state: CanvasState, node: CanvasNode, tool: Tool | None, key: str) -> tuple[list[str], bool]:

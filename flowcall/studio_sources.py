@@ -25,31 +25,27 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 import streamlit as st
 from pydantic import BaseModel, ValidationError
 
 from flowcall import nesting
 from flowcall.errors import ConfigError
 from flowcall.schemas import schema_errors
-from flowcall.service import FlowCall
+from flowcall.service import SOURCE_ERRORS, FlowCall, http_tools, server_tools, try_http_tool, try_server_tool
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, _find_secrets
 from flowcall.studio import as_json, md, service, show_trust_items
-from flowcall.tools.base import Tool
-from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest
-from flowcall.tools.openapi_tools import tools_from_openapi
-from flowcall.tools.registry import ToolRegistry
-from flowcall.tools.trial import TrialResult, server_tools, try_server_tool, try_tool
 from flowcall.trust import TrustItem, TrustRequired, require_granted
+
+if TYPE_CHECKING:
+    from flowcall.tools.base import Tool
+    from flowcall.tools.trial import TrialResult
 
 Kind = Literal["mcp", "http"]
 Checked = tuple[dict[str, Any] | None, str | None]
 STDIO, URL = "stdio command", "URL"
 MODELS: dict[str, type[BaseModel]] = {"mcp": MCPServerConfig, "http": HTTPToolSource}
-# what loading a document or starting a server may fail with, said to the person as it is
-_LOAD_ERRORS = (ConfigError, UnsafeRequest, ResponseTooLarge, httpx.HTTPError, OSError)
 
 # ------------------------------------------------------------------ checking, in plain sentences
 
@@ -197,8 +193,8 @@ def _fetch(kind: Kind, config: Any) -> tuple[list[Tool], str | None]:
     """The server's or document's tools (a server is started and stopped again): never call
     this before `ungranted` says nothing is missing."""
     try:
-        return (server_tools(config) if kind == "mcp" else tools_from_openapi(config)), None
-    except _LOAD_ERRORS as exc:
+        return (server_tools(config) if kind == "mcp" else http_tools(config)), None
+    except SOURCE_ERRORS as exc:
         return [], str(exc)
 
 
@@ -610,10 +606,8 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
             if kind == "mcp":
                 outcome = try_server_tool(config, want["tool"], want["arguments"])  # type: ignore[arg-type]
             else:
-                tools = tools_from_openapi(config)  # type: ignore[arg-type]
-                outcome = try_tool(ToolRegistry(tools), want["tool"], want["arguments"],
-                                   timeout_s=config.timeout_s)  # type: ignore[attr-defined]
-        except _LOAD_ERRORS as exc:
+                outcome = try_http_tool(config, want["tool"], want["arguments"])  # type: ignore[arg-type]
+        except SOURCE_ERRORS as exc:
             outcome = str(exc)
     state[f"{key}:result"] = {"config": fingerprint, "tool": want["tool"], "outcome": outcome}
 

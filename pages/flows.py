@@ -8,21 +8,23 @@ from __future__ import annotations
 import base64
 import difflib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from flowcall import flowgraph as fg
 from flowcall.config import model_label
 from flowcall.errors import ConfigError, NotFoundError
+from flowcall.service import listed_tool
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
 from flowcall.studio import md, reach_lines, service
 from flowcall.studio_canvas import canvas
-from flowcall.studio_panels import (answer_panel, decision_panel, polish_panel, question_panel, tool_from_listing,
-                                    tool_panel, tool_summary)
+from flowcall.studio_panels import answer_panel, decision_panel, polish_panel, question_panel, tool_panel, tool_summary
 from flowcall.studio_sources import http_source_form, mcp_server_form, source_tools
 from flowcall.templates import BY_KEY, POLISH_DEFAULTS, TEMPLATES
-from flowcall.tools.base import Tool
+
+if TYPE_CHECKING:
+    from flowcall.tools.base import Tool
 
 app = service()
 drafts: dict[str, dict[str, Any]] = st.session_state.setdefault("drafts", {})
@@ -161,7 +163,7 @@ def known_tools() -> dict[str, Tool]:
                 else:
                     unlisted.append((source.get("name", ""), why_not))
             for entry in listed.get(seen, []):
-                found[entry["ref"]] = tool_from_listing(entry)
+                found[entry["ref"]] = listed_tool(entry)
     return found
 
 

@@ -1,23 +1,24 @@
 """Plugins: every tool FlowCall can attach, what it costs the model, trying one by hand, and
 attaching an MCP server's tools to a saved flow. Reaches tools and the database only through
-the flowcall package. Tool names, descriptions and results come from plugins and MCP servers,
+the service (flowcall/service.py). Tool names, descriptions and results come from plugins and MCP servers,
 so they are shown as text (`md`), never as Markdown. Starting a server from a typed command is
 off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import streamlit as st
 
 from flowcall.errors import ConfigError
+from flowcall.schema_form import FormField, collect, form_fields
+from flowcall.service import mcp_server, review_tool, server_tools, try_server_tool
 from flowcall.spec import MCPServerConfig
 from flowcall.studio import MCP_COMMANDS_VARIABLE, mcp_commands_allowed, md, service
-from flowcall.tools.attach import add_server_to_flow
-from flowcall.tools.base import Tool
-from flowcall.tools.review import review
-from flowcall.tools.schema_form import FormField, collect, form_fields
-from flowcall.tools.trial import TrialResult, server_config, server_tools, try_server_tool, try_tool
+
+if TYPE_CHECKING:
+    from flowcall.tools.base import Tool
+    from flowcall.tools.trial import TrialResult
 
 # what to do next, by error code of a trial
 _NEXT = {
@@ -41,7 +42,7 @@ def annotations_text(tool: Tool) -> str:
 
 def show_tool(tool: Tool) -> None:
     """One tool in an expander: what it is, what it may do, what it costs the decision model."""
-    checked = review(tool)
+    checked = review_tool(tool)
     cost = f"{checked.tokens} tokens" + ("" if checked.tokens_exact else " (estimated)")
     with st.expander(f"{'⚠️ ' if checked.warnings else ''}{md(tool.version)} · {cost}",
                      expanded=bool(checked.warnings)):  # a warning is read without a click
@@ -131,7 +132,7 @@ def try_tab(tools: list[Tool]) -> None:
     picked = st.selectbox("Tool", versions, key="plugins:try_tool")
     tool = tools[versions.index(picked)]
     st.caption(f"{md(tool.description.splitlines()[0]) if tool.description else ''} · {md(annotations_text(tool))}")
-    try_form(tool, f"try:{tool.version}", lambda arguments: try_tool(service().registry, tool.version, arguments))
+    try_form(tool, f"try:{tool.version}", lambda arguments: service().try_tool(tool.version, arguments))
 
 
 def connect(name: str, command_line: str, url: str) -> None:
@@ -143,7 +144,7 @@ def connect(name: str, command_line: str, url: str) -> None:
                  f"{MCP_COMMANDS_VARIABLE}=1 to allow it.")
         return
     try:
-        server = server_config(name, command_line, url)
+        server = mcp_server(name, command_line, url)
     except ConfigError as exc:
         st.error(md(exc))
         return
@@ -166,8 +167,8 @@ def connect(name: str, command_line: str, url: str) -> None:
 def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
     """Add the server and its tools to a saved flow. Nothing is granted here: the flow's first
     run shows the exact command or URL on the Run page and asks for the grant there."""
-    store = service().store
-    flows = [f["name"] for f in store.list_flows()]
+    app = service()
+    flows = [f["name"] for f in app.store.list_flows()]
     if not flows:
         st.info("No saved flows yet: run or import a flow first (`flowcall flows import FILE`).")
         return
@@ -178,7 +179,7 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
                             help="A tool the server marks destructive is left out unless you pick it")
     if st.button("Add to flow", key="mcp:add", disabled=not picked):
         try:
-            version, skipped = add_server_to_flow(store, target, server, [t for t in tools if t.name in picked])
+            version, skipped = app.attach_server(target, server, [t for t in tools if t.name in picked])
         except ConfigError as exc:
             st.error(md(exc))
             return

@@ -3,8 +3,10 @@ tools → store → base types. An import that runs back up fails here; no contr
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,3 +17,36 @@ def test_the_import_contracts_are_kept() -> None:
                             capture_output=True, text=True, timeout=300)
     assert linted.returncode == 0, linted.stdout[-3000:] + linted.stderr[-1000:]
     assert "0 broken" in linted.stdout
+
+
+# The Streamlit pages are scripts outside the flowcall package, so lint-imports does not see them:
+# what they import is read here. A name imported only for a type hint (under TYPE_CHECKING) is no
+# arrow at run time, as in the contracts.
+PAGES_NEVER_IMPORT = ("flowcall.store", "flowcall.probe", "flowcall.tools", "flowcall.engine", "flowcall.calling",
+                      "flowcall.providers", "sqlalchemy")
+
+
+def _run_time_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, module) of each import outside `if TYPE_CHECKING:`; `from a import b` gives a and a.b."""
+    def type_checking(node: ast.AST) -> bool:
+        return isinstance(node, ast.If) and "TYPE_CHECKING" in (getattr(node.test, "id", None),
+                                                                 getattr(node.test, "attr", None))
+
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.lineno, node.module
+            yield from ((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
+        pending.extend(child for child in ast.iter_child_nodes(node) if not type_checking(child))
+
+
+def test_the_pages_reach_the_store_the_probe_and_the_tools_through_the_service() -> None:
+    scripts = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
+    assert len(scripts) > 1
+    found = {f"{path.relative_to(ROOT)}:{line} imports {name}"
+             for path in scripts for line, name in _run_time_imports(ast.parse(path.read_text(encoding="utf-8")))
+             if any(name == layer or name.startswith(layer + ".") for layer in PAGES_NEVER_IMPORT)}
+    assert not found, "\n".join(sorted(found))

@@ -1,8 +1,10 @@
-"""Trying a tool by hand, outside any run: the studio's "Try it", for plugins and MCP servers.
+"""Trying a tool by hand, outside any run: the studio's "Try it", for plugins, MCP servers and
+HTTP tool sources.
 
 A trial goes the engine's way (check the arguments against the schema, then run with the
 tool's timeout in a fresh hidden context), so what works here works in a flow. Nothing is
-recorded. An MCP server is started for one listing or one call and stopped again.
+recorded. An MCP server is started for one listing or one call and stopped again; an HTTP
+source's document is loaded for each.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pydantic import ValidationError
 
 from flowcall.errors import ConfigError
 from flowcall.messages import ToolCall
-from flowcall.spec import MCPServerConfig
+from flowcall.spec import HTTPToolSource, MCPServerConfig
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import check_call, run_calls
 from flowcall.tools.registry import ToolRegistry
@@ -89,3 +91,15 @@ def try_server_tool(server: MCPServerConfig, name: str, arguments: dict[str, Any
         return try_tool(ToolRegistry(tools), name, arguments, timeout_s=server.call_timeout_s)
     finally:
         connection.close()
+
+
+def http_tools(source: HTTPToolSource) -> list[Tool]:
+    """The source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
+    from flowcall.tools.openapi_tools import tools_from_openapi
+
+    return tools_from_openapi(source)
+
+
+def try_http_tool(source: HTTPToolSource, name: str, arguments: dict[str, Any]) -> TrialResult:
+    """Load the source's document, call one of its tools by name, with the source's timeout."""
+    return try_tool(ToolRegistry(http_tools(source)), name, arguments, timeout_s=source.timeout_s)

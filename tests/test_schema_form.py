@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from flowcall import config
+from flowcall.schema_form import FormField, collect, form_fields
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
-from flowcall.tools.schema_form import FormField, collect, form_fields
 from tests.plugins.test_pydantic_params import place_order
 
 
