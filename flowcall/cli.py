@@ -453,7 +453,7 @@ def eval_group() -> None:
               type=click.Choice(["all", "simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]))
 @click.option("--limit", type=int, help="At most N cases per category (the first N).")
 @click.option("--split", type=click.Choice(["all", "even", "odd"]), default="all", show_default=True,
-              help="Even-numbered cases tune the local model's thresholds (benchmarks/calibrate_*.py); odd ones are held out.")
+              help="Even-numbered cases tune the local model's thresholds (benchmarks/calibrate/); odd ones are held out.")
 @click.option("--provider", default="local", show_default=True,
               type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
 @click.option("--model", "model_name", help="Required for remote providers; for local, the loaded GGUF "
