@@ -14,12 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowcall import artifacts as artifact_codec
+from flowcall.calling.said import DOC_CHECK_PREFIX
 from flowcall.errors import ConfigError, ErrorCode
 from flowcall.messages import Message, ToolCall
+from flowcall.spec import Flow
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import NOT_RUN, CallOutcome
+from flowcall.variables import fill_variables
 
 FORMAT = 1  # raise it when the layout changes incompatibly; optional new fields keep it
+
+# How FlowCall's note after an unreadable call begins. States saved before messages carried
+# their origin are read by these beginnings (_with_origins).
+RETRY_PREFIX = f"{ErrorCode.PARSE_FAILED}: "
+_NOTE_PREFIXES = (RETRY_PREFIX, DOC_CHECK_PREFIX)
 
 
 @dataclass
@@ -45,6 +53,32 @@ class LoopState:
     # a decision called a tool (even one that never ran): an answer with no tool result is then unbacked
     wanted_tools: bool = False
     unbacked: list[str] = field(default_factory=list)  # why calls gave no result: refused, failed, denied
+
+    @classmethod
+    def fresh(cls, flow: Flow, question: str) -> LoopState:
+        """The state a run starts from: the flow's system prompt and the question."""
+        messages = []
+        if flow.decision.system_prompt:
+            messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
+        messages.append(Message(role="user", content=question))
+        return cls(messages=messages, budget=flow.retry_budget)
+
+    def note_unreadable(self, content: str | None, problem: str) -> None:
+        """What the model reads after a tool call that could not be read: its own text, then why."""
+        self.messages += [Message(role="assistant", content=content or ""),
+                          Message.note(f"{RETRY_PREFIX}your tool call could not be read ({problem}). "
+                                       "Write it again as valid JSON, or answer without a tool.")]
+
+    def unbacked_reasons(self, flow: Flow) -> list[str] | None:
+        """Why the answer has no tool result behind it, or None when one backs it (or no tool
+        was wanted: the decision answered directly and the flow lets it)."""
+        demanded = flow.tool_choice not in ("auto", "none")
+        if not (self.wanted_tools or demanded) or any(o.error_code is None for o in self.done):
+            return None
+        reasons = list(dict.fromkeys(self.unbacked))
+        if demanded and not self.wanted_tools:
+            reasons.append("the flow requires a tool call, and the decision model made none")
+        return reasons or ["the decision model called a tool, and no call gave a result"]
 
     @staticmethod
     def signature(call: ToolCall) -> str:
@@ -97,7 +131,7 @@ class LoopState:
             raise ConfigError(f"the run's saved state has format version {version!r}, and this FlowCall reads "
                               f"version {FORMAT} only; resume it with the FlowCall version that saved it")
         try:
-            return cls(messages=[Message.model_validate(m) for m in data["messages"]], budget=data["budget"],
+            return cls(messages=_with_origins(data["messages"]), budget=data["budget"],
                        seen=set(data["seen"]), last_text=data["last_text"], finished=data["finished"],
                        round_no=data["round_no"], tool_rounds=data["tool_rounds"],
                        pending=[ToolCall.model_validate(c) for c in data["pending"]],
@@ -108,6 +142,27 @@ class LoopState:
         except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             raise ConfigError(f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
                               "it cannot be resumed") from exc
+
+
+def _with_origins(records: list[dict[str, Any]]) -> list[Message]:
+    """Saved messages; one saved without an origin is a note when it begins as FlowCall's notes do."""
+    messages = [Message.model_validate(m) for m in records]
+    return [m.model_copy(update={"origin": "note"})
+            if m.origin is None and m.role == "user" and (m.content or "").startswith(_NOTE_PREFIXES) else m
+            for m in messages]
+
+
+def no_result_reason(name: str, code: ErrorCode | str, message: str | None) -> str:
+    """Why a call gave no result, for the run's outcome and the polish model."""
+    message = (message or "").strip()
+    if code == ErrorCode.APPROVAL_DENIED:
+        return f"{name} was denied: {message}" if message else f"{name} was denied"
+    verb = "failed" if code not in NOT_RUN else "was not run"
+    return f"{name} {verb}: {code}" + (f" ({message[:300]})" if message else "")
+
+
+def unreadable_reason(problem: str) -> str:
+    return f"a tool call could not be read: {problem}"
 
 
 def outcome_record(o: CallOutcome) -> dict[str, Any]:

@@ -12,6 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
+# Who wrote a message. A note is FlowCall's own words to the model in a user turn ("your call
+# could not be read", "these values do not come from what I said"): it is never the user's
+# request, and values in it were never said by the user. None: as the role says.
+Origin = Literal["user", "note", "tool", "model"]
 ToolChoice = Literal["auto", "required", "none"] | str  # or the name of one tool
 
 
@@ -38,6 +42,20 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None  # for role == "tool": the call this answers
     name: str | None = None  # for role == "tool": the tool's name
+    origin: Origin | None = None  # never sent to a model: providers build their wire messages field by field
+
+    @classmethod
+    def note(cls, content: str) -> Message:
+        """FlowCall's own words to the model, in a user turn."""
+        return cls(role="user", content=content, origin="note")
+
+    @property
+    def is_note(self) -> bool:
+        return self.origin == "note"
+
+    @property
+    def from_user(self) -> bool:
+        return self.role == "user" and self.origin in (None, "user")
 
 
 class ToolSpec(BaseModel):

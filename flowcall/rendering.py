@@ -10,7 +10,7 @@ from typing import Any
 
 from flowcall.datasets import DatasetItem
 from flowcall.experiment_record import Experiment, Summary
-from flowcall.provenance import traced_share, unbacked_value
+from flowcall.provenance import traced_share
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
 
 

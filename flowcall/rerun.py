@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flowcall.engine import fill_variables, no_result_reason, parse_retry_messages, unreadable_reason, withheld_reason
+from flowcall.calling.vetting import withheld_reason
 from flowcall.errors import ConfigError, ErrorCode
-from flowcall.loop_state import LoopState, outcome_record
+from flowcall.loop_state import LoopState, no_result_reason, outcome_record, unreadable_reason
 from flowcall.messages import Message, ToolCall
 from flowcall.spec import Flow
 from flowcall.steps import REUSED_NOTE as REUSED
@@ -110,11 +110,7 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
     if arguments is not None and chosen.kind != StepKind.TOOL_CALL:
         raise ConfigError(f"step {seq} is a {chosen.kind} step; only a tool_call step takes edited arguments")
     reused = [s for s in run.steps if s.seq < first]
-    messages = []
-    if flow.decision.system_prompt:
-        messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
-    messages.append(Message(role="user", content=run.question))
-    state = LoopState(messages=messages, budget=flow.retry_budget)
+    state = LoopState.fresh(flow, run.question)
 
     for round_no in sorted({s.round for s in reused if s.round > 0}):
         steps = [s for s in reused if s.round == round_no]
@@ -134,7 +130,7 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
             state.take_results(outcomes)
             state.count_round(outcomes)
         elif decision.error_code == str(ErrorCode.PARSE_FAILED):
-            state.messages += parse_retry_messages(text, decision.error_message or "unreadable tool call")
+            state.note_unreadable(text, decision.error_message or "unreadable tool call")
             state.budget = max(0, state.budget - 1)
         else:
             state.finished = True  # the model answered without tools, or only repeated answered calls

@@ -19,16 +19,17 @@ from pydantic import ValidationError
 from flowcall import artifacts as artifact_codec
 from flowcall import config, nesting
 from flowcall.approval import Approver
-from flowcall.engine import Engine, StepCallback, fill_variables
+from flowcall.engine import Engine
 from flowcall.errors import ConfigError
-from flowcall.messages import Message, ToolSpec
+from flowcall.loop_state import LoopState
+from flowcall.messages import ToolSpec
 from flowcall.providers import provider_for
 from flowcall.providers.base import ProviderFactory
 from flowcall.providers.profiled import with_profiles
 from flowcall.replay import replay_factory
 from flowcall.rerun import checkpoint_before
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
-from flowcall.steps import Run, RunStatus
+from flowcall.steps import Run, RunStatus, StepCallback
 from flowcall.store import Store, open_store
 from flowcall.tools import trial
 from flowcall.tools.attach import add_server_to_flow
@@ -138,8 +139,7 @@ class FlowCall:
                 continue
             if on_flow:
                 on_flow(flow)
-            system = fill_variables(flow.decision.system_prompt) if flow.decision.system_prompt else ""
-            messages = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content="?")]
+            messages = LoopState.fresh(flow, "?").messages
             tools = [tool.spec() for tool in self.registry.resolve(flow.plugin_refs())]
             engine.decide_only(flow, messages, tools, label=f"warm-up {flow.name}")
             done += 1
@@ -183,10 +183,7 @@ class FlowCall:
             return engine.resume(run, flow, None, approver=approver, on_step=on_step)
         if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {t.name for t in tools}:
             flow = flow.model_copy(update={"tool_choice": "auto"})  # it names one of the flow's own tools
-        messages = [Message(role="system", content=fill_variables(flow.decision.system_prompt))] \
-            if flow.decision.system_prompt else []
-        messages.append(Message(role="user", content=run.question))
-        return engine.decide_only(flow, messages, tools, run=run)[0]
+        return engine.decide_only(flow, LoopState.fresh(flow, run.question).messages, tools, run=run)[0]
 
     # --- runs handed to workers (FLOWCALL_BROKER_URL; flowcall/broker.py, worker.py) ----------
     def require_queue(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -105,6 +105,9 @@ ANSWERED_WITHOUT_TOOLS = "answered_without_tools"
 
 class RunCancelled(Exception):
     """The run was cancelled (or taken over by a resumer) while this process ran it: stop."""
+
+
+StepCallback = Callable[["Step"], None]  # told of each step as it is recorded (a live view)
 
 
 class StepSink(Protocol):

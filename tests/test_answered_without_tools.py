@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from flowcall.approval import Decision
 from flowcall.cli import cli
-from flowcall.engine import NO_TOOL_RESULT_NOTE, Engine
+from flowcall.engine import Engine
+from flowcall.final_answer import NO_TOOL_RESULT_NOTE
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
 from flowcall.testing import SCHEMA_MODEL

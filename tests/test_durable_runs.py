@@ -21,7 +21,8 @@ import pytest
 from sqlalchemy import update
 
 from flowcall.approval import approve_all
-from flowcall.engine import MAYBE_RAN_NOTE, Engine
+from flowcall.approval import MAYBE_RAN_NOTE
+from flowcall.engine import Engine
 from flowcall.errors import ConfigError
 from flowcall.loop_state import LoopState
 from flowcall.messages import Message

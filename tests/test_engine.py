@@ -12,7 +12,7 @@ import pytest
 from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import ModelTurn
+from flowcall.messages import Message, ModelTurn
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
@@ -397,3 +397,32 @@ def test_a_retry_that_loses_the_sound_call_keeps_the_first_decisions(registry):
 def test_a_value_the_user_said_is_not_questioned(registry):
     result, decision, _ = run(registry, make_flow(), [[("get_weather", {"location": "成都"})], "阴。"])
     assert StepKind.WARNING not in kinds(result) and len(decision.requests) == 2
+
+
+class _CtrlC:
+    """A provider whose call is interrupted by a person (Ctrl-C while the model writes)."""
+
+    name, model = "scripted", "ctrl-c"
+    capabilities = ScriptedProvider([]).capabilities
+
+    def complete(self, request):
+        raise KeyboardInterrupt
+
+
+def test_a_single_decision_stopped_by_a_person_ends_cancelled_not_running(registry):
+    """decide_only ends through the same mapping as a run (Engine._settle): before, Ctrl-C
+    during an evaluation's decision left its run 'running' for ever."""
+    sink = MemorySink()
+    ended = []
+    sink.run_cancelled = lambda run, reason: ended.append((run.status, reason))
+    engine = Engine(registry, lambda cfg: _CtrlC(), sink)
+    with pytest.raises(KeyboardInterrupt):
+        engine.decide_only(make_flow(), [Message(role="user", content="成都天气?")], [])
+    assert ended == [(RunStatus.CANCELLED, "stopped with Ctrl-C")]
+
+
+def test_a_single_decision_that_fails_says_why_in_a_step(registry):
+    engine = Engine(registry, lambda cfg: ScriptedProvider([]), MemorySink())
+    result, turn = engine.decide_only(make_flow(), [Message(role="user", content="成都天气?")], [])
+    assert turn is None and result.status == RunStatus.FAILED and "ran out of turns" in result.error
+    assert result.steps[-1].kind == StepKind.ERROR and "ran out of turns" in result.steps[-1].error_message

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowcall.calling.relevance import RETRY_PREFIX
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn
@@ -103,7 +102,7 @@ def _rounds_done(messages: list[Message]) -> int:
 
 
 def _retried(messages: list[Message]) -> bool:
-    return any(m.role == "user" and (m.content or "").startswith(RETRY_PREFIX) for m in messages)
+    return any(m.is_note for m in messages)
 
 
 def _calls_json(calls: list[tuple[str, dict]]) -> str:

@@ -151,7 +151,7 @@ def _required_path(schema: Any, path: str) -> bool:
 def retry_message(found: list[DocValue]) -> Message:
     """What the model reads before it decides once more."""
     lines = "\n".join(f"- {item.line()}" for item in found)
-    return Message(role="user", content=(
+    return Message.note((
         f"{DOC_CHECK_PREFIX}these argument values do not come from what I said:\n"
         f"{lines}\n"
         "Write the call again with the values from my messages. Where I gave no value for an optional "

@@ -45,7 +45,8 @@ def as_text(message: Message) -> Message:
         ]
         return Message(role="assistant", content="\n".join(filter(None, [message.content, *blocks])))
     if message.role == "tool":
-        return Message(role="user", content=f"<tool_response name=\"{message.name}\">\n{message.content}\n</tool_response>")
+        return Message(role="user", content=f"<tool_response name=\"{message.name}\">\n{message.content}\n</tool_response>",
+                       origin="tool")
     return message
 
 

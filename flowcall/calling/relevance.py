@@ -23,9 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from flowcall.calling.said import DOC_CHECK_PREFIX
 from flowcall.calling.shortlist import FIRST_SENTENCE, shortlist
-from flowcall.errors import ErrorCode
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec
 
 if TYPE_CHECKING:
@@ -36,16 +34,10 @@ QUESTION = ("Function: {name}\nDescription: {description}\nParameters: {paramete
             "User request: {request}\n\nCan this function handle the request? Answer yes or no.")
 
 
-# How the engine's note after an unreadable call begins (engine.parse_retry_messages). It is
-# a user message, but not the user's request: scoring or routing on it would ask "can this
-# function handle 'PARSE_FAILED: your tool call could not be read'?".
-RETRY_PREFIX = f"{ErrorCode.PARSE_FAILED}: "
-
-
 def last_user_text(messages: list[Message]) -> str:
-    """The user's request: the last user message that is not FlowCall's own retry note."""
-    return next((m.content or "" for m in reversed(messages)
-                 if m.role == "user" and not (m.content or "").startswith((RETRY_PREFIX, DOC_CHECK_PREFIX))), "")
+    """The user's request: the last user message that is not FlowCall's own note (scoring or
+    routing on "your tool call could not be read" would weigh the wrong text)."""
+    return next((m.content or "" for m in reversed(messages) if m.from_user), "")
 
 
 def has_tool_results(messages: list[Message]) -> bool:

@@ -27,8 +27,8 @@ from typing import Any
 
 from flowcall.messages import Message
 
-# FlowCall's own note to the model about values it should not have written (doc_values.py):
-# it quotes them, and must not make them look said
+# How FlowCall's note about values the model should not have written begins (doc_values.py).
+# The note quotes them; it is a Message.note, so they never look said.
 DOC_CHECK_PREFIX = "CHECK YOUR CALL: "
 
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
@@ -63,13 +63,12 @@ _WINDOW = 4  # the longest run of Chinese characters read as one name (北京西
 
 def conversation_text(messages: list[Message]) -> str:
     """Everything the model was told or shown, where argument values may come from."""
-    return "\n".join(m.content for m in messages if m.content and not m.content.startswith(DOC_CHECK_PREFIX))
+    return "\n".join(m.content for m in messages if m.content and not m.is_note)
 
 
 def users_words(messages: list[Message]) -> str:
     """What the user wrote: a flow's system prompt may state today's date, the user did not."""
-    return "\n".join(m.content for m in messages if m.role == "user" and m.content
-                     and not m.content.startswith(DOC_CHECK_PREFIX))
+    return "\n".join(m.content for m in messages if m.from_user and m.content)
 
 
 def said_in(messages: list[Message]) -> Said:

@@ -61,6 +61,19 @@ class CallOutcome:
             return json.dumps({"error": {"code": str(self.error_code), "message": self.error_message}}, ensure_ascii=False)
         return model_text(self.result)
 
+    def step_fields(self, round_no: int, repairs: dict[str, dict]) -> dict[str, Any]:
+        """Its tool step: the call as it ran, its result or error, and what was repaired."""
+        call = self.call
+        return dict(
+            round=round_no, name=call.name, tool_call_id=call.id, arguments=call.arguments, result=self.result,
+            error_code=self.error_code and str(self.error_code), error_message=self.error_message,
+            latency_ms=self.latency_ms,
+            response={"executed": self.error_code not in NOT_RUN | {ErrorCode.APPROVAL_DENIED},
+                      "raw_arguments": call.raw_arguments,
+                      **({"dropped_ungrounded": call.dropped_arguments} if call.dropped_arguments else {}),
+                      **repairs.get(call.id, {})},
+        )
+
 
 def result_text(result: Any) -> str:
     """A result as the text it is to a model: a string as it is, anything else as JSON."""
@@ -274,6 +287,24 @@ def run_calls(
         if not outcome.latency_ms:
             outcome.latency_ms = (time.perf_counter() - started) * 1000
         outcomes.append(outcome)
+    return outcomes
+
+
+def run_round(calls: list[ToolCall], tools: dict[str, Tool], context: RunContext, default_timeout_s: float,
+              settled: dict[str, CallOutcome]) -> list[CallOutcome]:
+    """A round of calls: each checked, the valid ones run at once; the outcomes in call order.
+    `settled` calls (denied by a person) keep their outcome and are not run."""
+    runnable, outcomes = [], list(settled.values())
+    for call in calls:
+        if call.id in settled:
+            continue
+        problem = check_call(call, tools)
+        if problem is None:
+            runnable.append((call, tools[call.name]))
+        else:
+            outcomes.append(problem)
+    outcomes.extend(run_calls(runnable, context, default_timeout_s))
+    outcomes.sort(key=lambda o: calls.index(o.call))
     return outcomes
 
 

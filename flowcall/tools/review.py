@@ -99,3 +99,34 @@ def fingerprint(tool: Tool) -> str:
 
 def what_changed(old: dict, new: dict) -> list[str]:
     return [key for key in ("name", "description", "parameters", "annotations") if old.get(key) != new.get(key)]
+
+
+@dataclass
+class PinCheck:
+    """A run's tools against the definitions first accepted for its flow (see Engine._check_pins)."""
+
+    first_used: list[Tool] = field(default_factory=list)  # to pin now
+    changed: frozenset[str] = frozenset()  # versions whose definition changed: their calls wait for a person
+    warnings: list[tuple[str, str, dict | None]] = field(default_factory=list)  # (tool name, note, result)
+
+
+def check_pins(tools: list[Tool], pins: dict[str, dict]) -> PinCheck:
+    """MCP and HTTP tools are pinned as first used: a server can change what a tool says or
+    takes at any time. A changed one gets a warning, and so does a description with
+    instructions aimed at the model (an outside server's text reaches the model as is)."""
+    check, changed = PinCheck(), set()
+    for tool in tools:
+        if tool.source == "python":
+            continue
+        check.warnings += [(tool.name, f"{tool.version}: {warning}", None) for warning in injection_warnings(tool)]
+        pin = pins.get(tool.version)
+        if pin is None:
+            check.first_used.append(tool)
+        elif pin["fingerprint"] != fingerprint(tool):
+            changed.add(tool.version)
+            what = ", ".join(what_changed(pin["definition"], definition(tool)))
+            check.warnings.append((tool.name, f"the {what} of {tool.version} changed since it was first accepted; "
+                                              "its calls wait for a person this run",
+                                   {"accepted": pin["definition"], "now": definition(tool)}))
+    check.changed = frozenset(changed)
+    return check

@@ -86,10 +86,11 @@ def test_after_a_parse_failed_retry_relevance_is_scored_against_the_question():
 
 
 def test_the_retry_note_is_not_the_users_request():
-    from flowcall.engine import parse_retry_messages
+    from flowcall.loop_state import LoopState
 
-    messages = [Message(role="user", content="成都天气?"), *parse_retry_messages("{bad", "not JSON")]
-    assert last_user_text(messages) == "成都天气?"
+    state = LoopState(messages=[Message(role="user", content="成都天气?")], budget=1)
+    state.note_unreadable("{bad", "not JSON")
+    assert last_user_text(state.messages) == "成都天气?"
 
 
 def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_example_readings():

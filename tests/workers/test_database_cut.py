@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from flowcall.engine import MAYBE_RAN_NOTE
+from flowcall.approval import MAYBE_RAN_NOTE
 from flowcall.local_workers import PG_ADMIN
 from flowcall.steps import RunStatus, StepKind
 from flowcall.store.experiments import get_experiment

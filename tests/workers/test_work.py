@@ -16,7 +16,7 @@ from sqlalchemy import update
 from flowcall import experiments
 from flowcall.cli import cli
 from flowcall.datasets import DatasetItem
-from flowcall.engine import MAYBE_RAN_NOTE
+from flowcall.approval import MAYBE_RAN_NOTE
 from flowcall.errors import ConfigError
 from flowcall.experiment_record import ExperimentStatus
 from flowcall.service import FlowCall

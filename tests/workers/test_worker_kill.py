@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.engine import MAYBE_RAN_NOTE
+from flowcall.approval import MAYBE_RAN_NOTE
 from flowcall.steps import RunStatus, StepKind
 from flowcall.store.experiments import get_experiment
 from tests.workers.on_workers import experiment_on_workers, lost_steps

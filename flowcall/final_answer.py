@@ -1,0 +1,121 @@
+"""The run's answer: written by the polish model from the tool results (validated against the
+flow's JSON Schema, corrected while the retry budget lasts), or, with no polish model, the
+decision model's own last word, which must be text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import json_repair
+
+from flowcall import schemas
+from flowcall.calling.base import calls_from_text
+from flowcall.errors import ErrorCode, ProviderError
+from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat
+from flowcall.model_calls import ModelCaller, RunFailed
+from flowcall.spec import Flow
+from flowcall.steps import StepKind
+from flowcall.tools.base import Tool
+from flowcall.tools.execute import CallOutcome
+from flowcall.variables import fill_variables
+
+POLISH_SYSTEM = (
+    "You write the final answer to the user's question from the tool results below. "
+    "Use only facts from the tool results; say so if they do not answer the question."
+)
+UNBACKED_NOTE = "no tool result backs this answer: "  # the polish step's note, then the reasons
+NO_TOOL_RESULT_NOTE = ("No tool gave a result for this question, so you have no facts from tools. Do not state "
+                       "weather, times, prices, names, numbers or any other fact as if a tool had looked it up. "
+                       "Say plainly that it could not be looked up and why, in the user's language.")
+ANSWER_NOW = [Message.note("Do not call a tool now. Answer my question in plain sentences, "
+                           "using only the tool results above.")]
+
+
+def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutcome], draft: str | None,
+           unbacked: list[str] | None = None) -> Any:
+    """The polish model's answer; with a schema, a value valid against it."""
+    assert flow.polish is not None
+    schema = flow.polish.output_schema
+    messages = [Message(role="system", content=_polish_system(flow, polisher, unbacked)),
+                Message(role="user", content=_polish_brief(question, done, draft, unbacked))]
+    response_format = ResponseFormat(name="answer", json_schema=schema) if schema else None
+    note = f"{UNBACKED_NOTE}{'; '.join(unbacked)}" if unbacked is not None else None
+    budget = flow.retry_budget
+    while True:
+        request = ModelRequest(messages=list(messages), response_format=response_format,
+                               temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
+        try:
+            turn = polisher.call(StepKind.POLISH, 0, None, request, note=note)
+        except ProviderError as exc:
+            raise RunFailed(exc.code, exc.message) from exc
+        if not schema:
+            return turn.content or ""
+        answer, problem = structured(turn.content, schema)
+        if problem is None:
+            return answer
+        polisher.rec.record(StepKind.ERROR, error_code=str(ErrorCode.INVALID_ARGUMENT),
+                            error_message=f"polish output does not match the schema: {problem}")
+        if budget <= 0:
+            raise RunFailed(ErrorCode.INVALID_ARGUMENT, f"the polish model's answer never matched the schema: {problem}")
+        budget -= 1
+        messages += [Message(role="assistant", content=turn.content or ""),
+                     Message.note(f"That JSON is not valid against the schema: {problem}. "
+                                  "Reply again with corrected JSON only.")]
+
+
+def _polish_system(flow: Flow, polisher: ModelCaller, unbacked: list[str] | None) -> str:
+    assert flow.polish is not None
+    schema = flow.polish.output_schema
+    system = fill_variables(flow.polish.system_prompt or POLISH_SYSTEM)
+    if unbacked is not None:
+        system += "\n" + NO_TOOL_RESULT_NOTE
+    # where the provider enforces the schema (grammar, json_schema), its text in the prompt only costs tokens
+    if schema and not polisher.provider.capabilities.json_schema_output:
+        system += ("\nReply with one JSON object valid against this JSON Schema, and nothing else:\n"
+                   + json.dumps(schema, ensure_ascii=False))
+    return system
+
+
+def _polish_brief(question: str, done: list[CallOutcome], draft: str | None, unbacked: list[str] | None) -> str:
+    lines = [f"Question: {question}", "", "Tool results:"]
+    lines += [f"- {o.call.name}({o.call.arguments_json()}) -> {o.content_for_model()}" for o in done] \
+        or ["(no tool was called)"]
+    if unbacked is not None:
+        lines += ["", "No tool result came back, because:", *(f"- {reason}" for reason in unbacked)]
+    if draft:
+        lines += ["", f"The decision model's draft answer: {draft}"]
+    return "\n".join(lines)
+
+
+def structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str | None]:
+    """Parse (repairing if needed) and validate a structured answer."""
+    if not content or not content.strip():
+        return None, "the answer is empty"
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError:
+        value = json_repair.loads(content)
+    errors = sorted(schemas.validator(schema, "polish.output_schema").iter_errors(value), key=lambda e: e.path)
+    if errors:
+        return value, "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
+    return value, None
+
+
+def last_word(turn: ModelTurn, tools: dict[str, Tool], flow: Flow, done: list[CallOutcome]) -> str:
+    """The decision model's last word after max_rounds, with no polish model: it must be text.
+
+    Asked without tools, a model may still write a call (as text: a small model's habit) or
+    nothing. Neither is an answer, so the run fails with MAX_ROUNDS instead of succeeding with
+    an empty answer or a call's JSON; the message quotes the last tool result, so the person
+    still sees what the tools found. (A success made of a raw tool result would hand a client,
+    say an MCP host, something no model ever phrased as an answer.)"""
+    offered = ModelRequest(messages=[], tools=[t.spec() for t in tools.values()])
+    read = calls_from_text(turn, offered)
+    if (turn.content or "").strip() and not read.tool_calls and not read.parse_errors:
+        return turn.content or ""
+    wrote = "a tool call" if (turn.content or "").strip() else "nothing"
+    last = f"; the last tool result ({done[-1].call.name}): {done[-1].content_for_model()[:300]}" if done else ""
+    raise RunFailed(ErrorCode.MAX_ROUNDS, f"after {flow.max_rounds} rounds of tools, asked to answer without "
+                                          f"them, the decision model wrote {wrote} instead of an answer, and the "
+                                          f"flow has no polish model to write one{last}")
