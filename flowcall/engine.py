@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any, ContextManager
 
 from flowcall import progress, schemas
 from flowcall.approval import (MAYBE_RAN_NOTE, WAITING_NOTE, Approver, Decision, as_decided, decision_step,
@@ -30,16 +30,14 @@ from flowcall.model_calls import ModelCaller, RunFailed
 from flowcall.phases import Answered, Approved, CallsDecided, Finished, Paused, Retry, RoundResult
 from flowcall.provenance import trace
 from flowcall.providers import NotConfigured
-from flowcall.providers.base import Provider
+from flowcall.providers.base import Provider, ProviderFactory
 from flowcall.recorder import Recorder
-from flowcall.spec import Flow, ModelConfig
+from flowcall.spec import Flow
 from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import NOT_RUN, check_call, run_round
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import check_pins, definition, fingerprint
-
-ProviderFactory = Callable[[ModelConfig], Provider]
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 from flowcall import config
 from flowcall.calling.doc_values import doc_values, required_doc_values
 from flowcall.calling.grounding import ground_calls
-from flowcall.engine import fill_variables
+from flowcall.variables import fill_variables
 from flowcall.messages import Message, ToolCall, ToolSpec
 from flowcall.spec import load_flow
 from flowcall.tools.registry import ToolRegistry
