@@ -1,7 +1,7 @@
 """`auto`: the provider's preferred ways in order, falling back to the next when one fails.
 
-The order is the one this model does best with: for an embedded model, measured on held-out
-requests (embedded_models.py); for a remote model, what its probe found (probe.py), else what
+The order is the one this model does best with: for an embedded model, as measured for it
+(embedded_models.py); for a remote model, what its probe found (probe.py), else what
 its API declares. Every step `auto` makes says which way leads and why.
 
 A way fails for a model when the provider refuses it (a non-transient error, e.g. a server

@@ -165,8 +165,8 @@ UNMADE_NOTE = ("No tool was run for the user's last message. Reply to it directl
 
 def with_unmade_note(messages: list[Message]) -> list[Message]:
     """The conversation the model answers in place of calls that were not made. Without the note
-    the 1.5B answered a booking it was never let make with "好的，我已经帮您预订了…"; as a user turn
-    after the request, it was answered instead of the request. So it goes in the system prompt."""
+    a model may answer a booking it was never let make with "好的，我已经帮您预订了…"; as a user
+    turn after the request, it is answered instead of the request. So it goes in the system prompt."""
     if messages and messages[0].role == "system":
         first = messages[0].model_copy(update={"content": f"{messages[0].content or ''}\n\n{UNMADE_NOTE}".strip()})
         return [first, *messages[1:]]

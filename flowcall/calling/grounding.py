@@ -1,8 +1,8 @@
 """Optional arguments must come from the conversation, not from the model's imagination.
 
 A small model held to a tool's schema by a grammar fills every optional parameter it sees:
-`"frequency": "quarterly"`, `"year": 2000`, four invented `amenities`. On BFCL's even-numbered
-cases this was the most common fault of the 0.5B model after deciding whether to call. An
+`"frequency": "quarterly"`, `"year": 2000`, four invented `amenities`: after deciding whether
+to call, the most common fault of a small embedded model. An
 optional argument whose value appears nowhere in the conversation (system prompt, user
 messages, earlier tool results) is dropped, so the tool's own default applies. Required
 arguments are never touched: the tool cannot run without them, so a guess is the best there is.
@@ -16,10 +16,9 @@ words, which a literal look-up cannot find: a member of the parameter's enum ("o
 can edit" -> minAccessRole "writer", "urgent" -> priority "high", "明天" -> extensions "all"),
 an IANA time zone ("LA" -> America/Los_Angeles), and a date or time in ISO form when the user
 names a day ("后天", "next Monday", "月底"). doc_values.py still flags an enum member the
-conversation speaks against (it names another member of the same enum). On FlowCall's own
-questions (benchmarks/false_refusals.py) dropping these refused correct calls; on recorded
-benchmark decisions keeping enum members was neutral for the 0.5B (3 asked-for values against
-3 not) and a gain for the 1.5B (7 against 3).
+conversation speaks against (it names another member of the same enum). Dropping these
+refused correct calls on FlowCall's own questions (benchmarks/false_refusals.py); the
+measurements are in docs/research/realworld-notebook.md.
 """
 
 from __future__ import annotations

@@ -183,13 +183,11 @@ class SchemaWay(SingleCallWay):
         """Write the call list one call at a time, and after each one score whether the list
         goes on ("," next) or ends ("]" next).
 
-        Left to write the list at once, Qwen 0.5B closes it after the first call almost every
-        time (6.7% on BFCL parallel), yet the log-probability of "," against "]" after that call
-        separates "one call" from "more calls" well: about -10 after the only call of a simple
-        request, above -8 while items remain. A "how many calls?" question scored over the digits
-        was worse: it counted right on 42% of parallel cases and 70% of simple ones. Each step
-        reuses the previous one's prompt from the KV cache, so a further call costs its own
-        tokens, not another read of the prompt.
+        Left to write the list at once, a small model closes it after the first call almost
+        every time, yet the log-probability of "," against "]" after that call separates "one
+        call" from "more calls" well. A "how many calls?" question scored over the digits counted
+        worse (docs/research/realworld-notebook.md). Each step reuses the previous one's prompt
+        from the KV cache, so a further call costs its own tokens, not another read of the prompt.
         """
         threshold = capabilities.more_calls_margin
         assert threshold is not None

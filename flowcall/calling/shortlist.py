@@ -10,8 +10,8 @@ SHORTLIST tools, the gate scores only a shortlist, merged from two rankings:
 - word overlap between the request and each tool's name and description (BM25), which
   needs no model call and catches the near-equals the model's one choice leaves out.
 
-Asked for a second and third choice the same way, Qwen 0.5B picked by the first token of the
-name ("math_..." again, then any "f..." tool) and missed the obvious one; BM25 does not.
+Asked for a second and third choice the same way, a small model picks by the first token of
+the name ("math_..." again, then any "f..." tool) and misses the obvious one; BM25 does not.
 A pick that cannot be read (a provider that does not hold to the grammar) means every tool
 is scored: a tool is never left out by a fault.
 """

@@ -133,7 +133,7 @@ _SCHEMA_WORDS = {"type", "required", "properties", "additionalProperties", "titl
 def drop_schema_echo(call: ToolCall, tool: Tool) -> tuple[ToolCall, list[str]]:
     """Remove undeclared keys that are JSON Schema keywords ({"name": "张三", "required": ["name"]}).
 
-    Qwen 0.5B does this often; the keys can never be meant as arguments, so dropping them is a
+    Small models do this often; the keys can never be meant as arguments, so dropping them is a
     repair, not a guess. The engine records what was dropped.
     """
     if not isinstance(call.arguments, dict):

@@ -1,4 +1,4 @@
-"""Tool descriptions are prompt text (seed 004): what each tool costs the decision model in
+"""Tool descriptions are prompt text: what each tool costs the decision model in
 tokens, and whether its description carries instructions aimed at the model.
 
 The cost is counted on the text the model reads for the tool (its definition as JSON, as chat
