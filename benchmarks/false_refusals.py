@@ -47,7 +47,7 @@ def gate_margins(items: list[Item]) -> dict[str, dict[str, Any]]:
     out = {}
     for item in tqdm(items, desc=f"gate on {provider.model}", file=sys.stderr):
         text = last_user_text(item.messages)
-        margins = {t.name: tool_margin(ask, t, text, provider.capabilities.relevance_with_examples) for t in item.tools}
+        margins = {t.name: tool_margin(ask, t, text, provider.tuning.relevance_with_examples) for t in item.tools}
         best = max(margins, key=lambda name: margins[name])
         out[item.id] = {"best_tool": best, "best_margin": margins[best], "margins": margins}
     return out
@@ -150,8 +150,8 @@ def main(argv: Iterable[str] | None = None) -> None:
         from flowcall.providers.local import LocalProvider
 
         gate = gate_margins(items)
-        capabilities = LocalProvider.shared().capabilities
-        vetoed = gate_table(items, gate, capabilities.veto_margin, capabilities.call_margin)
+        tuning = LocalProvider.shared().tuning
+        vetoed = gate_table(items, gate, tuning.veto_margin, tuning.call_margin)
 
     if not args.quiet:
         listing("grounding drops:", items, grounding, harmful)

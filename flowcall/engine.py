@@ -423,4 +423,4 @@ def _way_for(flow: Flow, decider: Provider) -> CallingWay:
     if callable(own):
         return own()
     rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
-    return make_way(flow.decision.calling_way, decider.capabilities, rules)
+    return make_way(flow.decision.calling_way, decider.capabilities, rules, getattr(decider, "tuning", None))

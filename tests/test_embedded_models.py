@@ -110,17 +110,17 @@ def test_the_pins_hold_for_the_models_set_up_fetched(model_path):
 def test_each_embedded_model_gets_its_own_calibrated_margins():
     """A margin calibrated on one model does not carry to another (issue 12, point 8): the 1.5B
     gets the values measured on it, and the 0.5B or an unknown GGUF the 0.5B's."""
-    from flowcall.providers.local import CAPABILITIES, capabilities_for
+    from flowcall.embedded_models import TUNING, tuning_for
 
     bigger = embedded_models.MODELS["qwen2.5-coder-1.5b"]
     assert set(bigger.calibrated) == {"call_margin", "relevance_with_examples", "veto_margin", "more_calls_margin",
                                       "preferred_ways", "ways_reason"}
     assert embedded_models.DEFAULT == bigger.name  # the default, chosen on held-out requests
     assert bigger.calibrated["preferred_ways"][0] == "schema"
-    assert CAPABILITIES.relevance_with_examples is False  # its bars were set on the plain question
-    own = capabilities_for(bigger.file)
+    assert TUNING.relevance_with_examples is False  # its bars were set on the plain question
+    own = tuning_for(bigger.file)
     for name, value in bigger.calibrated.items():
         assert getattr(own, name) == value
-    assert own.model_dump(exclude=set(bigger.calibrated)) == CAPABILITIES.model_dump(exclude=set(bigger.calibrated))
-    assert capabilities_for(embedded_models.MODELS["qwen2.5-coder-0.5b"].file) == CAPABILITIES
-    assert capabilities_for("someone-elses-model.gguf") == CAPABILITIES
+    assert own.model_dump(exclude=set(bigger.calibrated)) == TUNING.model_dump(exclude=set(bigger.calibrated))
+    assert tuning_for(embedded_models.MODELS["qwen2.5-coder-0.5b"].file) == TUNING
+    assert tuning_for("someone-elses-model.gguf") == TUNING

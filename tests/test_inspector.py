@@ -11,6 +11,7 @@ import json
 import pytest
 
 from flowcall.compare import align, summary
+from flowcall.embedded_models import DecisionTuning
 from flowcall.errors import ConfigError
 from flowcall.messages import ModelTurn
 from flowcall.providers.base import Capabilities
@@ -155,8 +156,8 @@ def test_list_runs_filters_by_model_and_date(service, two_city_run):
 
 # ------------------------------------------------------------------ calls written one at a time
 
-ONE_BY_ONE = Capabilities(json_schema_output=True, grammar=True, scoring=True, call_margin=0.5,
-                          more_calls_margin=-8.0)
+SCORING = Capabilities(json_schema_output=True, grammar=True, scoring=True)
+ONE_BY_ONE = DecisionTuning(call_margin=0.5, more_calls_margin=-8.0)
 
 
 def writes(location: str):
@@ -173,7 +174,8 @@ def more(comma: float) -> ModelTurn:
 def one_by_one_run(service):
     """Two calls written one at a time; the round's last model step is the "another call?" score."""
     deciding = ScriptedProvider([ModelTurn(scores={"yes": -0.1, "no": -3.0}), writes("成都"), more(-1.0),
-                                 writes("北京"), more(-12.0), '{"answer": "done"}'], capabilities=ONE_BY_ONE)
+                                 writes("北京"), more(-12.0), '{"answer": "done"}'], capabilities=SCORING,
+                                tuning=ONE_BY_ONE)
     polishing = ScriptedProvider(["Chengdu and Beijing."])
     service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
     run = service.run(weather_flow(decision=DecisionConfig(provider="scripted", calling_way="schema")), "成都和北京天气?")

@@ -13,13 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from flowcall.cli import cli
+from flowcall.embedded_models import DecisionTuning
 from flowcall.engine import Engine
 from flowcall.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.messages import ModelTurn
 from flowcall.model_profile import Check, ModelProfile
 from flowcall.probe import probe
 from flowcall.providers.base import Capabilities
-from flowcall.providers.profiled import measured, with_profiles
+from flowcall.providers.profiled import measured, measured_tuning, with_profiles
 from flowcall.providers.scripted import FULL, ScriptedProvider
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow, ModelConfig
@@ -187,27 +188,28 @@ def test_a_probed_model_says_why_auto_starts_where_it_does():
         Check(name="native_tools", passed=False, detail="answered with text instead of a tool call"),
         Check(name="json_schema_output", passed=True, detail="{}"),
     ])
-    caps = measured(Capabilities(native_tools=True, json_schema_output=True), text_only)
-    assert caps.ways_reason.startswith("the probe of ") and "no valid native tool call (answered with text" in caps.ways_reason
-    assert caps.ways_reason.endswith("and JSON-schema output works")
+    tuning = measured_tuning(DecisionTuning(), text_only)
+    assert tuning.ways_reason.startswith("the probe of ") and "no valid native tool call (answered with text" in tuning.ways_reason
+    assert tuning.ways_reason.endswith("and JSON-schema output works")
     good = ModelProfile(provider="p", model="m", checks=[Check(name="native_tools", passed=True, detail="ok")])
-    assert "writes valid native tool calls" in measured(Capabilities(native_tools=True), good).ways_reason
+    assert "writes valid native tool calls" in measured_tuning(DecisionTuning(), good).ways_reason
     unreached = ModelProfile(provider="p", model="m", checks=[
         Check(name="native_tools", passed=False, detail="429", conclusive=False)])
-    assert measured(Capabilities(native_tools=True), unreached).ways_reason is None  # nothing measured, nothing claimed
+    assert measured_tuning(DecisionTuning(), unreached).ways_reason is None  # nothing measured, nothing claimed
 
 
 def test_measured_capabilities_keep_a_calibrated_order_of_ways():
-    declared = Capabilities(native_tools=True, json_schema_output=True, preferred_ways=["native", "schema", "prompt"])
+    declared = Capabilities(native_tools=True, json_schema_output=True)
+    own = DecisionTuning(preferred_ways=["native", "schema", "prompt"])
     profile = ModelProfile(provider="p", model="m", checks=[
         Check(name="native_tools", passed=False, detail="text"),
         Check(name="json_schema_output", passed=False, detail="not JSON"),
         Check(name="parallel_tool_calls", passed=False, detail="429", conclusive=False),
     ])
-    caps = measured(declared, profile)
+    caps, tuning = measured(declared, profile), measured_tuning(own, profile)
     assert (caps.native_tools, caps.json_schema_output, caps.parallel_tool_calls) == (False, False, False)
-    assert caps.preferred_ways == ["native", "schema", "prompt"] and caps.ways_reason is None  # its own reason stands
-    assert declared.native_tools and declared.preferred_ways == ["native", "schema", "prompt"]
+    assert tuning.preferred_ways == ["native", "schema", "prompt"] and tuning.ways_reason is None  # its own reason stands
+    assert declared.native_tools and own.preferred_ways == ["native", "schema", "prompt"]
 
 
 # --- the CLI ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flowcall.embedded_models import DecisionTuning
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn
@@ -48,10 +49,11 @@ REGISTRY = ToolRegistry([build_tool(get_weather, "w/v1/get_weather"), build_tool
 QUESTION = "成都天气?"
 
 GRAMMAR = Capabilities(json_schema_output=True, grammar=True)
-SCORING = Capabilities(json_schema_output=True, grammar=True, scoring=True, call_margin=0.5)
-ONE_BY_ONE = SCORING.model_copy(update={"more_calls_margin": -8.0})
-VETO = Capabilities(native_tools=True, tool_choice_modes=["auto", "none"], scoring=True, call_margin=0.72,
-                    veto_margin=0.3, preferred_ways=["native", "prompt"])
+SCORING = Capabilities(json_schema_output=True, grammar=True, scoring=True)
+GATE = DecisionTuning(call_margin=0.5)
+ONE_BY_ONE = GATE.model_copy(update={"more_calls_margin": -8.0})
+VETO_CAPS = Capabilities(native_tools=True, tool_choice_modes=["auto", "none"], scoring=True)
+VETO = DecisionTuning(call_margin=0.72, veto_margin=0.3, preferred_ways=["native", "prompt"])
 NATIVE_AND_SCHEMA = Capabilities(native_tools=True, json_schema_output=True)
 
 
@@ -59,6 +61,7 @@ NATIVE_AND_SCHEMA = Capabilities(native_tools=True, json_schema_output=True)
 class Variant:
     way: str
     caps: Capabilities
+    tuning: DecisionTuning | None = None
     rules: bool = False
     refuse_native: bool = False  # the provider refuses tools on the wire: auto falls back
 
@@ -66,13 +69,13 @@ class Variant:
 VARIANTS = {
     "native": Variant("native", FULL),
     "schema": Variant("schema", GRAMMAR),
-    "schema-scored": Variant("schema", SCORING),
-    "schema-call-by-call": Variant("schema", ONE_BY_ONE),
+    "schema-scored": Variant("schema", SCORING, GATE),
+    "schema-call-by-call": Variant("schema", SCORING, ONE_BY_ONE),
     "prompt": Variant("prompt", Capabilities()),
     "router-rule": Variant("router", GRAMMAR, rules=True),
     "router-by-name": Variant("router", GRAMMAR),
-    "router-call-by-call": Variant("router", ONE_BY_ONE),
-    "auto-veto": Variant("auto", VETO),
+    "router-call-by-call": Variant("router", SCORING, ONE_BY_ONE),
+    "auto-veto": Variant("auto", VETO_CAPS, VETO),
     "auto-fallback": Variant("auto", NATIVE_AND_SCHEMA, refuse_native=True),
 }
 CHOICES = ["auto", "required", "none", "get_weather"]
@@ -160,7 +163,7 @@ def model(plan: Plan, variant: Variant):
 
 
 def scripted(plan: Plan, variant: Variant, turns: int = 400) -> ScriptedProvider:
-    return ScriptedProvider([model(plan, variant)] * turns, capabilities=variant.caps)
+    return ScriptedProvider([model(plan, variant)] * turns, capabilities=variant.caps, tuning=variant.tuning)
 
 
 def make_flow(variant: Variant, choice: str, parallel: bool, plan: Plan) -> Flow:

@@ -44,7 +44,7 @@ from flowcall.providers.local import LocalProvider  # noqa: E402
 def fit(provider: LocalProvider, tool, text: str) -> float:
     """The margin the provider's gate reads (relevance.tool_margin, with its own settings)."""
     return tool_margin(lambda asked, _label: provider.complete(asked), tool, text,
-                       provider.capabilities.relevance_with_examples)
+                       provider.tuning.relevance_with_examples)
 
 
 def best_margin(provider: LocalProvider, case) -> float:
@@ -54,7 +54,7 @@ def best_margin(provider: LocalProvider, case) -> float:
 
 def product(provider: LocalProvider) -> None:
     questions = json.loads((ROOT / "benchmarks/data/product_questions.json").read_text(encoding="utf-8"))["flows"]
-    threshold = provider.capabilities.call_margin
+    threshold = provider.tuning.call_margin
     rows = []  # (flow, kind, language, margin, question)
     for file, sets in questions.items():
         flow = load_flow(ROOT / "flows" / file)
@@ -129,11 +129,11 @@ def main() -> None:
         print(f"real-world calibration half: {len(rw_quiet)} no-fit, {len(rw_call)} calling; margins median "
               f"{statistics.median(rw_quiet):.2f} / {statistics.median(rw_call):.2f}")
         print(f"{'threshold':>9}  {'BFCL quiet/call/balanced':>26}  {'real-world quiet/call/balanced':>32}")
-        for t in sorted(set([best, mixed, provider.capabilities.call_margin] + [x / 10 for x in range(-10, 31, 5)])):
+        for t in sorted(set([best, mixed, provider.tuning.call_margin] + [x / 10 for x in range(-10, 31, 5)])):
             row = [f"{sum(m <= t for m in q) / len(q):.0%} / {sum(m > t for m in c) / len(c):.0%} / {balanced(q, c, t):.1%}"
                    for q, c in ((quiet, call), (rw_quiet, rw_call))]
             mark = ("  <- best on the mix" if t == mixed else "") + ("  <- BFCL's best" if t == best else "") + \
-                ("  <- the provider's now" if t == provider.capabilities.call_margin else "")
+                ("  <- the provider's now" if t == provider.tuning.call_margin else "")
             print(f"{t:9.2f}  {row[0]:>26}  {row[1]:>32}{mark}")
 
 

@@ -1,6 +1,6 @@
 """Run a `flowcall` command with the embedded model's margins set otherwise, to measure a
 calibration or a variant of `auto` before it ships (the margins live in code:
-providers/local.py, embedded_models.py).
+embedded_models.py, each model's DecisionTuning).
 
     FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/with_margins.py --veto call --narrow -- \
         experiments run FLOW DATASET
@@ -27,12 +27,13 @@ from flowcall.cli import main as flowcall_main  # noqa: E402
 from flowcall.providers import local  # noqa: E402
 
 
-def narrowing_veto(request, capabilities, call):
+def narrowing_veto(way, request, capabilities, call):
     """auto's veto, but the chain sees only the tools above it."""
-    if (capabilities.veto_margin is None or not capabilities.scoring or request.tool_choice != "auto"
+    veto = way.tuning.veto_margin
+    if (veto is None or not capabilities.scoring or request.tool_choice != "auto"
             or not request.tools or has_tool_results(request.messages)):
         return request
-    fitting = [tool for value, tool in score_tools(request, call, "auto") if value > capabilities.veto_margin]
+    fitting = [tool for value, tool in score_tools(request, call, "auto") if value > veto]
     if not fitting:
         return request.model_copy(update={"tool_choice": "none"})
     return request.model_copy(update={"tools": fitting[:SHORTLIST]})
@@ -45,24 +46,24 @@ def main() -> None:
     parser.add_argument("--narrow", action="store_true", help="auto shows the chain only the tools above the veto")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
-    original = local.capabilities_for
+    original = local.tuning_for
 
     def patched(file_name: str):
-        caps = original(file_name)
+        tuning = original(file_name)
         update = {}
         if args.call is not None:
             update["call_margin"] = args.call
         if args.veto is not None:
-            update["veto_margin"] = (update.get("call_margin", caps.call_margin) if args.veto == "call"
+            update["veto_margin"] = (update.get("call_margin", tuning.call_margin) if args.veto == "call"
                                      else float(args.veto))
-        caps = caps.model_copy(update=update)
-        print(f"margins: call {caps.call_margin}, veto {caps.veto_margin} (narrowing: {args.narrow}), "
-              f"more calls {caps.more_calls_margin}", file=sys.stderr)
-        return caps
+        tuning = tuning.model_copy(update=update)
+        print(f"margins: call {tuning.call_margin}, veto {tuning.veto_margin} (narrowing: {args.narrow}), "
+              f"more calls {tuning.more_calls_margin}", file=sys.stderr)
+        return tuning
 
-    local.capabilities_for = patched
+    local.tuning_for = patched
     if args.narrow:
-        auto.AutoWay._veto = staticmethod(narrowing_veto)
+        auto.AutoWay._veto = narrowing_veto
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     sys.argv = ["flowcall", *command]
     flowcall_main()

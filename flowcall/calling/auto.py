@@ -19,24 +19,25 @@ from __future__ import annotations
 from flowcall.calling.base import CallingWay, ModelCall
 from flowcall.calling.doc_values import with_unmade_note
 from flowcall.calling.relevance import has_tool_results, score_tools
+from flowcall.embedded_models import DecisionTuning
 from flowcall.errors import ProviderError
 from flowcall.messages import ModelRequest, ModelTurn
 from flowcall.providers.base import Capabilities
 
 
-def default_chain(capabilities: Capabilities) -> list[str]:
-    if capabilities.preferred_ways:
-        return list(capabilities.preferred_ways)
+def default_chain(capabilities: Capabilities, tuning: DecisionTuning) -> list[str]:
+    if tuning.preferred_ways:
+        return list(tuning.preferred_ways)
     chain = ["native"] if capabilities.native_tools else []
     if capabilities.json_schema_output or capabilities.grammar:
         chain.append("schema")
     return chain + ["prompt"]
 
 
-def chain_reason(capabilities: Capabilities) -> str:
+def chain_reason(capabilities: Capabilities, tuning: DecisionTuning) -> str:
     """Why the chain starts where it does, for each step's note."""
-    if capabilities.ways_reason:
-        return capabilities.ways_reason
+    if tuning.ways_reason:
+        return tuning.ways_reason
     if capabilities.native_tools:
         return "the model's API takes tool definitions (not probed; `flowcall models probe` measures it)"
     if capabilities.json_schema_output or capabilities.grammar:
@@ -47,9 +48,10 @@ def chain_reason(capabilities: Capabilities) -> str:
 class AutoWay:
     name = "auto"
 
-    def __init__(self, chain: list[CallingWay], reason: str = ""):
+    def __init__(self, chain: list[CallingWay], reason: str = "", tuning: DecisionTuning | None = None):
         self.chain = chain
         self.reason = reason
+        self.tuning = tuning or DecisionTuning()
         self.current = 0
         self.fallbacks: list[str] = []
 
@@ -77,16 +79,16 @@ class AutoWay:
                 continue
             return turn
 
-    @staticmethod
-    def _veto(request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelRequest:
+    def _veto(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelRequest:
         """With a scoring provider and a veto_margin: if no tool fits the request at all, the
         ways are asked for an answer without tools (tool_choice none), whatever they would do,
         told that no tool ran, so the answer claims nothing was looked up or done."""
-        if (capabilities.veto_margin is None or not capabilities.scoring or request.tool_choice != "auto"
+        veto = self.tuning.veto_margin
+        if (veto is None or not capabilities.scoring or request.tool_choice != "auto"
                 or not request.tools or has_tool_results(request.messages)):
             return request
-        scored = score_tools(request, call, "auto", capabilities.relevance_with_examples)
-        if scored and scored[0][0] > capabilities.veto_margin:
+        scored = score_tools(request, call, "auto", self.tuning.relevance_with_examples)
+        if scored and scored[0][0] > veto:
             return request
         return request.model_copy(update={"tool_choice": "none", "messages": with_unmade_note(request.messages)})
 

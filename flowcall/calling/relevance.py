@@ -11,7 +11,7 @@ its leading sentences that fit: real MCP servers and OpenAPI documents follow a 
 with usage notes and examples that drown it, while a plugin's short doc, with its "use it when"
 hint, stays as written (the first sentence alone would lose that hint).
 
-A provider may ask the question twice (Capabilities.relevance_with_examples): as it is, and
+A provider may ask the question twice (DecisionTuning.relevance_with_examples): as it is, and
 after worked examples, made-up fits and near misses (EXAMPLES), then read the mean: two noisy
 readings of one question separate better than either alone.
 
@@ -73,7 +73,7 @@ def relevance_request(tool: ToolSpec, request_text: str) -> ModelRequest:
                         score_options=["yes", "no"], max_tokens=1)
 
 
-# Worked examples for the second reading of the question (Capabilities.relevance_with_examples):
+# Worked examples for the second reading of the question (DecisionTuning.relevance_with_examples):
 # made-up tools of families in neither half of the real-world set, half of them near misses
 # (the same tool, another action). (name, description, parameters, request, answer)
 EXAMPLES = [

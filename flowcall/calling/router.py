@@ -17,6 +17,7 @@ from flowcall.calling.base import ModelCall
 from flowcall.calling.doc_text import plain
 from flowcall.calling.relevance import has_tool_results, last_user_text
 from flowcall.calling.schema import SchemaWay, relevant_tools
+from flowcall.embedded_models import DecisionTuning
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
 from flowcall.providers.base import Capabilities
 
@@ -72,9 +73,10 @@ def _choose_by_name(request: ModelRequest, call: ModelCall, way: str) -> list[To
 class RouterWay:
     name = "router"
 
-    def __init__(self, rules: list[Rule] | None = None):
+    def __init__(self, rules: list[Rule] | None = None, tuning: DecisionTuning | None = None):
         self.rules = list(rules or [])
-        self.fill = SchemaWay()
+        self.tuning = tuning or DecisionTuning()
+        self.fill = SchemaWay(self.tuning)
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         choice = str(request.tool_choice)
@@ -86,7 +88,7 @@ class RouterWay:
             chosen, how = rule_matches(self.rules, last_user_text(request.messages), request.tools), "rule"
         if not chosen:
             if capabilities.scoring:
-                chosen, how = relevant_tools(request, capabilities, call, self.name), "relevance scores"
+                chosen, how = relevant_tools(request, self.tuning, call, self.name), "relevance scores"
             else:
                 chosen, how = _choose_by_name(request, call, self.name), "model chose by name"
         if not chosen and choice == "required":
@@ -98,7 +100,7 @@ class RouterWay:
         named = choice not in ("auto", "required")
         routed = request.model_copy(update={"tools": chosen, "tool_choice": choice if named else "required"})
         note = f"fill arguments ({how}: {', '.join(t.name for t in chosen)})"
-        if capabilities.scoring and routed.parallel_tool_calls and capabilities.more_calls_margin is not None:
+        if capabilities.scoring and routed.parallel_tool_calls and self.tuning.more_calls_margin is not None:
             def noted(way: str, sent: ModelRequest, interpret=None, step: str | None = None) -> ModelTurn:
                 return call(self.name, sent, interpret, f"{note}: {step}")
             return self.fill.call_by_call(routed, capabilities, noted)

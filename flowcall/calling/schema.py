@@ -19,6 +19,7 @@ from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling import shortlist
 from flowcall.calling.relevance import has_tool_results, score_tools
+from flowcall.embedded_models import DecisionTuning
 from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
 from flowcall.tool_calls import new_call_id
@@ -139,6 +140,9 @@ def read_decision(content: str | None) -> tuple[list[ToolCall], str | None, list
 class SchemaWay(SingleCallWay):
     name = "schema"
 
+    def __init__(self, tuning: DecisionTuning | None = None):
+        self.tuning = tuning or DecisionTuning()  # the gate's bar, one call at a time, grounding
+
     def prepare(self, request: ModelRequest, capabilities: Capabilities) -> ModelRequest:
         messages = [as_text(m) for m in request.messages]
         text = instructions(request, capabilities)
@@ -159,10 +163,10 @@ class SchemaWay(SingleCallWay):
         if not capabilities.scoring or not request.tools or has_tool_results(request.messages):
             return self.decide_at_once(request, capabilities, call)
         if request.tool_choice == "auto":
-            fitting = relevant_tools(request, capabilities, call, self.name)
+            fitting = relevant_tools(request, self.tuning, call, self.name)
             update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
             request = request.model_copy(update=update)
-        if request.tool_choice != "none" and request.parallel_tool_calls and capabilities.more_calls_margin is not None:
+        if request.tool_choice != "none" and request.parallel_tool_calls and self.tuning.more_calls_margin is not None:
             return self.call_by_call(request, capabilities, call)
         return self.decide_at_once(request, capabilities, call)
 
@@ -174,7 +178,7 @@ class SchemaWay(SingleCallWay):
     def read(self, turn: ModelTurn, request: ModelRequest, capabilities: Capabilities) -> ModelTurn:
         """interpret, then drop invented optional arguments where the provider asks for it."""
         turn = self.interpret(turn, request)
-        if capabilities.ground_optional_arguments and turn.tool_calls:
+        if self.tuning.ground_optional_arguments and turn.tool_calls:
             grounded = ground_calls(turn.tool_calls, request.tools, request.messages)
             turn = turn.model_copy(update={"tool_calls": grounded})
         return turn
@@ -189,7 +193,7 @@ class SchemaWay(SingleCallWay):
         worse (docs/research/realworld-notebook.md). Each step reuses the previous one's prompt
         from the KV cache, so a further call costs its own tokens, not another read of the prompt.
         """
-        threshold = capabilities.more_calls_margin
+        threshold = self.tuning.more_calls_margin
         assert threshold is not None
         sent = self.prepare(request, capabilities)
         choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)  # a named tool stays named
@@ -244,10 +248,10 @@ def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:
     return any(new.name == c.name and new.arguments == c.arguments for c in earlier)
 
 
-def relevant_tools(request: ModelRequest, capabilities: Capabilities, call: ModelCall, way: str) -> list[ToolSpec]:
+def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCall, way: str) -> list[ToolSpec]:
     """The tools the model says can handle the request, best first (one scoring call each), at
     most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
     overflow a small model's context."""
-    fitting = [tool for value, tool in score_tools(request, call, way, capabilities.relevance_with_examples)
-               if value > capabilities.call_margin]
+    fitting = [tool for value, tool in score_tools(request, call, way, tuning.relevance_with_examples)
+               if value > tuning.call_margin]
     return fitting[:shortlist.SHORTLIST]

@@ -14,7 +14,8 @@ from flowcall.spec import ModelConfig
 
 
 class Capabilities(BaseModel):
-    """What a provider/model can do natively; `auto` chooses a calling way from this."""
+    """What the endpoint can do on the wire; `auto` chooses a calling way from this. How a
+    model's decisions are tuned is apart: embedded_models.DecisionTuning."""
 
     native_tools: bool = False
     tool_choice_modes: list[str] = Field(default_factory=lambda: ["auto"])  # of auto, required, none, named
@@ -22,26 +23,13 @@ class Capabilities(BaseModel):
     json_schema_output: bool = False
     grammar: bool = False  # can constrain decoding with a grammar (local models)
     scoring: bool = False  # answers score_options requests (next-token log-probabilities)
-    call_margin: float = 0.0  # call a tool when logP(yes) - logP(no) of "can it handle this?" exceeds this
-    # ...with that margin the mean of the question asked plainly and after worked examples
-    # (relevance.EXAMPLES): two readings of one question disagree less than either alone errs
-    relevance_with_examples: bool = False
-    # for `auto` with a scoring provider: answer without tools when no tool's margin exceeds
-    # this. Set below call_margin, it only vetoes clearly irrelevant requests and leaves the
-    # rest to the first way of the chain (e.g. native, which calls well but cannot keep quiet)
-    veto_margin: float | None = None
-    # with parallel calls allowed, write one more call when logP(",") - logP("]") after the last
-    # one exceeds this; None: the model writes the whole list at once (calling/schema.py)
-    more_calls_margin: float | None = None
-    # drop optional arguments the conversation never mentions (calling/grounding.py): for small
-    # models that fill every optional parameter a grammar offers them
-    ground_optional_arguments: bool = False
-    preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
-    # why `auto` tries the ways in that order, in a user's words: each of its steps says so
-    ways_reason: str | None = None
 
 
 class Provider(Protocol):
+    """A provider may also carry its model's `tuning` (embedded_models.DecisionTuning): the
+    embedded models do, and a probed remote model's says why `auto` starts where it does
+    (providers/profiled.py). Without one the calling ways use no tuning."""
+
     name: str
     model: str
     capabilities: Capabilities

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from flowcall import config, local_model, progress
-from flowcall.embedded_models import by_file
+from flowcall.embedded_models import TUNING, tuning_for
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers.base import Capabilities
@@ -33,38 +33,8 @@ CAPABILITIES = Capabilities(
     json_schema_output=True,  # through a grammar
     grammar=True,
     scoring=True,
-    # The margins below are the embedded Qwen2.5-Coder-0.5B's, chosen with benchmarks/calibrate/
-    # on the tuning data only (BFCL's even split and the real-world calibration half, each source
-    # weighing the same); another GGUF may want other values. The figures behind each one:
-    # docs/research/realworld-notebook.md, "Each embedded model's settings".
-    # The relevance gate's bar: the best mean of the two sources' balanced accuracies, with the
-    # question showing each tool's leading sentences (relevance.py).
-    call_margin=0.77,
-    # One more call in a list while logP(",") - logP("]") is above this: where the two sources'
-    # margins after the last needed call and while calls remain separate best.
-    more_calls_margin=-6.9,
-    ground_optional_arguments=True,
-    # `auto` keeps native first on this model: it was right on more requests it was not tuned on
-    # than the schema way, whose gate keeps quiet well but under-calls (docs/choosing-a-model.md).
-    # Flows whose users often ask what no tool answers choose calling_way "schema".
-    # Stated, not derived, so that a capability probe (which finds no <tool_call> tags on its
-    # own questions) does not reorder what was measured on many more.
-    preferred_ways=["native", "schema", "prompt"],
-    ways_reason="the way this model was right with most often on requests it was not tuned on (after a "
-                "check that some tool fits at all)",
-    # ...but first the gate vetoes requests where "no" is likelier than "yes" for every tool: 0.0,
-    # the point that needs no tuning (the 1.5B's too). A bar fitted higher refused correct calls
-    # on FlowCall's own questions (benchmarks/false_refusals.py --gate).
-    veto_margin=0.0,
 )
 _STOP = ["<|im_end|>", "<|endoftext|>"]
-
-
-def capabilities_for(file_name: str) -> Capabilities:
-    """CAPABILITIES with the margins calibrated for this embedded model file, where it has its
-    own (embedded_models.py); any other GGUF gets the default model's."""
-    known = by_file(file_name)
-    return CAPABILITIES.model_copy(update=known.calibrated) if known and known.calibrated else CAPABILITIES
 
 
 def asked(request: ModelRequest) -> dict[str, Any]:
@@ -95,6 +65,7 @@ def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
 class LocalProvider:
     name = "local"
     capabilities = CAPABILITIES
+    tuning = TUNING  # each embedded model file gets its own: embedded_models.tuning_for
     _shared: dict[str, LocalProvider] = {}
     _shared_lock = threading.Lock()
 
@@ -104,7 +75,7 @@ class LocalProvider:
 
         self.path = local_model.require(model_path or config.model_path())
         self.model = self.path.stem
-        self.capabilities = capabilities_for(self.path.name)
+        self.tuning = tuning_for(self.path.name)
         self._lock = threading.Lock()  # one llama context serves one call at a time
         threads = n_threads or config.model_threads()  # both set: the library's defaults differ
         self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,

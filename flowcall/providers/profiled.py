@@ -2,14 +2,16 @@
 
 `auto` picks its calling way from `provider.capabilities`; wrapping a factory with
 `with_profiles` makes that choice follow the stored profile of the model (flowcall/probe.py),
-so a model that answers tool requests with text starts on the schema or prompt way. Where the
-profiles are kept is not the providers' business: the service hands in how to look one up.
+so a model that answers tool requests with text starts on the schema or prompt way, and its
+steps say why (the tuning's `ways_reason`). Where the profiles are kept is not the providers'
+business: the service hands in how to look one up.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from flowcall.embedded_models import DecisionTuning
 from flowcall.messages import ModelRequest, ModelTurn
 from flowcall.model_profile import ModelProfile
 from flowcall.providers.base import Capabilities, Provider, ProviderFactory, redact_url
@@ -20,26 +22,32 @@ ProfileLookup = Callable[[str, str, str | None], ModelProfile | None]
 
 
 def measured(capabilities: Capabilities, profile: ModelProfile) -> Capabilities:
-    """`capabilities` with the profile's measured fields; a copy, since providers share theirs.
+    """`capabilities` with the profile's measured fields; a copy, since providers share theirs."""
+    return capabilities.model_copy(update=profile.capabilities_update())
 
-    A provider's own `preferred_ways` stay as they are: that order was calibrated on far more
-    questions than the probe's three (the local model's on BFCL and the example flows), and
-    `auto` still falls back when the first way fails. The probe decides the order for every
-    provider without one, which is every remote model, and says why in `ways_reason`."""
-    update: dict = profile.capabilities_update()
-    if not capabilities.preferred_ways and profile.ways_reason():
-        update["ways_reason"] = profile.ways_reason()
-    return capabilities.model_copy(update=update)
+
+def measured_tuning(tuning: DecisionTuning, profile: ModelProfile) -> DecisionTuning:
+    """`tuning` with why `auto` starts where it does, from the profile.
+
+    A provider's own `preferred_ways` stay as they are, with their reason: that order was
+    calibrated on far more questions than the probe's three (the local model's on BFCL and the
+    example flows), and `auto` still falls back when the first way fails. The probe decides the
+    order for every provider without one, which is every remote model, and says why in
+    `ways_reason`."""
+    if tuning.preferred_ways or not profile.ways_reason():
+        return tuning
+    return tuning.model_copy(update={"ways_reason": profile.ways_reason()})
 
 
 class ProfiledProvider:
-    """The wrapped provider with other capabilities; everything else is passed through."""
+    """The wrapped provider with other capabilities and tuning; everything else is passed through."""
 
-    def __init__(self, inner: Provider, capabilities: Capabilities):
+    def __init__(self, inner: Provider, capabilities: Capabilities, tuning: DecisionTuning):
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
         self.capabilities = capabilities
+        self.tuning = tuning
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         return self.inner.complete(request)
@@ -58,6 +66,7 @@ def with_profiles(factory: ProviderFactory, profile_of: ProfileLookup) -> Provid
         profile = profile_of(config.provider, provider.model, base_url)
         if profile is None:
             return provider
-        return ProfiledProvider(provider, measured(provider.capabilities, profile))
+        tuning = getattr(provider, "tuning", None) or DecisionTuning()  # a remote model has none of its own
+        return ProfiledProvider(provider, measured(provider.capabilities, profile), measured_tuning(tuning, profile))
 
     return build

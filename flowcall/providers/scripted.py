@@ -18,6 +18,7 @@ import hashlib
 import json
 from typing import Any, Callable
 
+from flowcall.embedded_models import DecisionTuning
 from flowcall.errors import ConfigError
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec, Usage
 from flowcall.providers.base import Capabilities
@@ -59,10 +60,12 @@ def _turn(item: Any) -> ModelTurn:
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, script: list[ScriptItem], *, model: str = "scripted", capabilities: Capabilities = FULL):
+    def __init__(self, script: list[ScriptItem], *, model: str = "scripted", capabilities: Capabilities = FULL,
+                 tuning: DecisionTuning | None = None):
         self.script = list(script)
         self.model = model
         self.capabilities = capabilities
+        self.tuning = tuning or DecisionTuning()  # the margins a test sets, as an embedded model has its own
         self.requests: list[ModelRequest] = []
 
     def assert_complete(self) -> None:

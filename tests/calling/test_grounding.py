@@ -138,6 +138,7 @@ def test_the_schema_way_keeps_enum_choices():
     import json
 
     from flowcall.calling.schema import SchemaWay
+    from flowcall.embedded_models import DecisionTuning
     from flowcall.messages import ModelRequest, ModelTurn
     from flowcall.providers.base import Capabilities
 
@@ -147,8 +148,8 @@ def test_the_schema_way_keeps_enum_choices():
     request = ModelRequest(messages=[Message(role="user", content="成都天气, in fahrenheit")], tools=[forecast])
     written = ModelTurn(content=json.dumps({"tool_calls": [
         {"name": "forecast", "arguments": {"location": "成都", "units": "imperial", "days": 7}}]}))
-    caps = Capabilities(grammar=True, ground_optional_arguments=True)
-    kept = SchemaWay().read(written, request, caps).tool_calls[0]
+    caps = Capabilities(grammar=True)
+    kept = SchemaWay(DecisionTuning(ground_optional_arguments=True)).read(written, request, caps).tool_calls[0]
     assert kept.arguments == {"location": "成都", "units": "imperial"} and kept.dropped_arguments == {"days": 7}
 
 

@@ -124,6 +124,7 @@ def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_exampl
 def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quiet():
     """End to end through the engine: plain margin 1.0 is under the bar 1.5, the mean (2.0) is
     over it, so the schema way calls; both scoring calls are recorded steps."""
+    from flowcall.embedded_models import DecisionTuning
     from flowcall.engine import Engine
     from flowcall.messages import ModelTurn
     from flowcall.providers.base import Capabilities
@@ -143,8 +144,8 @@ def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quie
     call = '{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'
     for with_examples, expect_call in ((False, False), (True, True)):
         script = [scores, scores, call, '{"answer": "小雨"}'] if with_examples else [scores, '{"answer": "不知道"}']
-        provider = ScriptedProvider(script, capabilities=Capabilities(
-            json_schema_output=True, grammar=True, scoring=True, call_margin=1.5, relevance_with_examples=with_examples))
+        provider = ScriptedProvider(script, capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True),
+                                    tuning=DecisionTuning(call_margin=1.5, relevance_with_examples=with_examples))
         flow = Flow(name="r", tools=["w/v1/get_weather"], decision=DecisionConfig(provider="scripted", calling_way="schema"))
         registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather")])
         run = Engine(registry, lambda cfg: provider, MemorySink()).run(flow, "成都天气?")

@@ -9,6 +9,7 @@ import pytest
 from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.calling.schema import decision_schema, read_decision
 from flowcall.cli import describe_step
+from flowcall.embedded_models import DecisionTuning
 from flowcall.engine import Engine
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import ModelTurn
@@ -35,11 +36,12 @@ def get_time() -> str:
 REGISTRY = ToolRegistry([build_tool(get_weather, "w/v1/get_weather"), build_tool(get_time, "t/v1/get_time")])
 TOOLS = [t.spec() for t in REGISTRY.all()]
 GRAMMAR_CAPS = Capabilities(native_tools=False, json_schema_output=True, grammar=True)
-SCORING_CAPS = Capabilities(json_schema_output=True, grammar=True, scoring=True, call_margin=0.5)
+SCORING_CAPS = Capabilities(json_schema_output=True, grammar=True, scoring=True)
+GATE = DecisionTuning(call_margin=0.5)
 
 
-def run(flow, script, caps):
-    provider = ScriptedProvider(script, capabilities=caps)
+def run(flow, script, caps, tuning=None):
+    provider = ScriptedProvider(script, capabilities=caps, tuning=tuning)
     result = Engine(REGISTRY, lambda cfg: provider, MemorySink()).run(flow, "成都天气?")
     return result, provider
 
@@ -96,7 +98,7 @@ def scores(yes, no):
 def test_schema_way_with_scoring_asks_each_tool_then_requires_the_fitting_one():
     script = [scores(-2.0, -0.1), scores(-0.1, -2.0),  # in flow order: get_weather does not fit (-1.9), get_time does (+1.9)
               calls_json(("get_time", {})), '{"answer": "10点"}']
-    result, provider = run(flow("schema"), script, SCORING_CAPS)
+    result, provider = run(flow("schema"), script, SCORING_CAPS, GATE)
     relevance = [s for s in result.steps if s.note and s.note.startswith("relevance of")]
     assert len(relevance) == 2
     fill = provider.requests[2]
@@ -105,7 +107,7 @@ def test_schema_way_with_scoring_asks_each_tool_then_requires_the_fitting_one():
     assert result.final_answer == "10点"
 
 
-ONE_BY_ONE = SCORING_CAPS.model_copy(update={"more_calls_margin": -8.0})
+ONE_BY_ONE = GATE.model_copy(update={"more_calls_margin": -8.0})
 
 
 def writes(name, arguments):
@@ -122,7 +124,7 @@ def test_call_by_call_writes_calls_while_the_model_would_go_on():
               writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),  # -2.9 > -8: another call
               writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01),  # -11 <= -8: the list ends
               '{"answer": "都下雨"}']
-    result, provider = run(flow("schema"), script, ONE_BY_ONE)
+    result, provider = run(flow("schema"), script, SCORING_CAPS, ONE_BY_ONE)
     second = provider.requests[4]
     assert second.assistant_prefix.startswith('{"tool_calls": [{"name": "get_weather"') and second.assistant_prefix.endswith(", ")
     assert second.response_format.json_schema["properties"]["name"] == {"const": "get_weather"}  # one call's schema
@@ -135,7 +137,7 @@ def test_call_by_call_writes_calls_while_the_model_would_go_on():
 
 def test_call_by_call_keeps_a_named_tool_choice():
     script = [writes("get_time", {}), more(-20.0, -0.01), '{"answer": "10点"}']
-    result, provider = run(flow("schema", tool_choice="get_time"), script, ONE_BY_ONE)
+    result, provider = run(flow("schema", tool_choice="get_time"), script, SCORING_CAPS, ONE_BY_ONE)
     assert provider.requests[0].response_format.json_schema["properties"]["name"] == {"const": "get_time"}
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_time"]
 
@@ -145,13 +147,13 @@ def test_call_by_call_stops_at_a_repeated_call():
               writes("get_weather", {"location": "成都"}), more(-1.0, -0.5),
               writes("get_weather", {"location": "成都"}),  # the same call again: the list is complete
               '{"answer": "小雨"}']
-    result, _ = run(flow("schema"), script, ONE_BY_ONE)
+    result, _ = run(flow("schema"), script, SCORING_CAPS, ONE_BY_ONE)
     assert [s.arguments for s in result.steps if s.kind == StepKind.TOOL_CALL] == [{"location": "成都"}]
 
 
 def test_without_parallel_calls_the_list_is_written_at_once_with_one_call():
     script = [scores(-0.1, -2.0), scores(-2.0, -0.1), calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}']
-    result, provider = run(flow("schema", parallel_tool_calls=False), script, ONE_BY_ONE)
+    result, provider = run(flow("schema", parallel_tool_calls=False), script, SCORING_CAPS, ONE_BY_ONE)
     assert not any(r.score_options == [",", "]"] for r in provider.requests)
     assert provider.requests[2].response_format.json_schema["properties"]["tool_calls"]["maxItems"] == 1
     assert result.final_answer == "小雨"
@@ -159,7 +161,7 @@ def test_without_parallel_calls_the_list_is_written_at_once_with_one_call():
 
 def test_schema_way_with_scoring_keeps_quiet_when_nothing_fits():
     script = [scores(-3.0, -0.05), scores(-3.0, -0.05), '{"answer": "我只能查天气和时间。"}']
-    result, provider = run(flow("schema"), script, SCORING_CAPS)
+    result, provider = run(flow("schema"), script, SCORING_CAPS, GATE)
     assert provider.requests[2].response_format.json_schema == decision_schema(TOOLS, "none", True)
     assert not [s for s in result.steps if s.kind == StepKind.TOOL_CALL]
     assert result.final_answer == "我只能查天气和时间。"
@@ -206,15 +208,17 @@ def test_auto_falls_back_on_unreadable_reply():
 
 
 def test_auto_uses_the_preferred_order_of_the_capability_profile():
-    caps = Capabilities(native_tools=True, json_schema_output=True, preferred_ways=["schema", "native", "prompt"])
-    result, _ = run(flow("auto"), [calls_json(("get_time", {})), '{"answer": "ok"}'], caps)
+    caps = Capabilities(native_tools=True, json_schema_output=True)
+    tuning = DecisionTuning(preferred_ways=["schema", "native", "prompt"])
+    result, _ = run(flow("auto"), [calls_json(("get_time", {})), '{"answer": "ok"}'], caps, tuning)
     assert result.steps[0].calling_way == "schema"
 
 
 def test_every_auto_step_says_which_way_leads_and_why():
-    caps = Capabilities(native_tools=True, json_schema_output=True, preferred_ways=["schema", "native", "prompt"],
-                        ways_reason="it was right most often on held-out requests")
-    result, _ = run(flow("auto"), [calls_json(("get_time", {})), '{"answer": "ok"}'], caps)
+    caps = Capabilities(native_tools=True, json_schema_output=True)
+    tuning = DecisionTuning(preferred_ways=["schema", "native", "prompt"],
+                            ways_reason="it was right most often on held-out requests")
+    result, _ = run(flow("auto"), [calls_json(("get_time", {})), '{"answer": "ok"}'], caps, tuning)
     decisions = [s for s in result.steps if s.kind == StepKind.MODEL_CALL and s.calling_way == "schema"]
     assert decisions and all("auto: schema first, it was right most often on held-out requests" in s.note
                              for s in decisions)
@@ -259,9 +263,9 @@ def get_forecast(city: str, days: int = 3, unit: str = "celsius") -> dict:
 
 def test_schema_way_drops_invented_optional_arguments_and_the_step_says_so():
     registry = ToolRegistry([build_tool(get_forecast, "w/v1/get_forecast")])
-    caps = GRAMMAR_CAPS.model_copy(update={"ground_optional_arguments": True})
+    tuning = DecisionTuning(ground_optional_arguments=True)
     provider = ScriptedProvider([calls_json(("get_forecast", {"city": "成都", "days": 5, "unit": "fahrenheit"})),
-                                 '{"answer": "晴"}'], capabilities=caps)
+                                 '{"answer": "晴"}'], capabilities=GRAMMAR_CAPS, tuning=tuning)
     f = Flow(name="f", tools=["w/v1/get_forecast"], max_rounds=1,
              decision=DecisionConfig(provider="scripted", calling_way="schema"))
     result = Engine(registry, lambda cfg: provider, MemorySink()).run(f, "成都未来5天天气?")
@@ -272,14 +276,14 @@ def test_schema_way_drops_invented_optional_arguments_and_the_step_says_so():
     assert 'dropped, not in the conversation: {"unit": "fahrenheit"}' in describe_step(step)  # runs show says so
 
 
-VETO_CAPS = Capabilities(native_tools=True, tool_choice_modes=["auto", "none"], scoring=True, call_margin=0.72,
-                         veto_margin=0.3, preferred_ways=["native", "prompt"])
+VETO_CAPS = Capabilities(native_tools=True, tool_choice_modes=["auto", "none"], scoring=True)
+VETO = DecisionTuning(call_margin=0.72, veto_margin=0.3, preferred_ways=["native", "prompt"])
 
 
 def test_auto_veto_keeps_quiet_when_no_tool_fits_at_all():
     script = [scores(-1.0, -0.5), scores(-0.9, -0.8),  # margins -0.5 and -0.1: both under the veto
               "我没有工具可以回答这个问题。"]
-    result, provider = run(flow("auto"), script, VETO_CAPS)
+    result, provider = run(flow("auto"), script, VETO_CAPS, VETO)
     assert result.final_answer == "我没有工具可以回答这个问题。"
     assert provider.requests[2].tool_choice == "none"  # the native way was asked for an answer, not a call
     # ...told that no tool ran, so it claims no look-up or booking that never happened
@@ -291,25 +295,25 @@ def test_auto_veto_keeps_quiet_when_no_tool_fits_at_all():
 def test_auto_veto_lets_the_first_way_decide_when_a_tool_might_fit():
     script = [scores(-0.6, -1.0), scores(-2.0, -0.1),  # get_weather 0.4: above the veto, though under call_margin
               [("get_weather", {"location": "成都"})], "小雨"]
-    result, provider = run(flow("auto"), script, VETO_CAPS)
+    result, provider = run(flow("auto"), script, VETO_CAPS, VETO)
     assert provider.requests[2].tool_choice == "auto" and len(provider.requests[2].tools) == 2
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather"]
     assert len(provider.requests) == 4  # no scoring in the second round: tool results are there
 
 
 def test_auto_leading_with_the_schema_way_asks_its_gate_once_not_the_veto_too():
-    caps = VETO_CAPS.model_copy(update={"json_schema_output": True, "grammar": True,
-                                        "preferred_ways": ["schema", "native", "prompt"]})
+    caps = VETO_CAPS.model_copy(update={"json_schema_output": True, "grammar": True})
+    tuning = VETO.model_copy(update={"preferred_ways": ["schema", "native", "prompt"]})
     script = [scores(-0.6, -1.0), scores(-2.0, -0.1),  # the schema way's own gate: get_weather 0.4, under its bar
               '{"answer": "我不知道"}']
-    result, provider = run(flow("auto"), script, caps)
+    result, provider = run(flow("auto"), script, caps, tuning)
     assert sum(bool(r.score_options) for r in provider.requests) == 2  # one reading per tool, not two
     assert result.final_answer == "我不知道" and result.status == RunStatus.SUCCEEDED
 
 
 def test_auto_veto_is_not_asked_for_a_required_or_named_choice():
     script = [[("get_time", {})], "10点"]
-    result, provider = run(flow("auto", tool_choice="get_time"), script, VETO_CAPS)
+    result, provider = run(flow("auto", tool_choice="get_time"), script, VETO_CAPS, VETO)
     assert not any(r.score_options for r in provider.requests)
     assert result.final_answer == "10点"
 
@@ -318,25 +322,25 @@ def test_a_run_with_relevance_scores_replays_from_its_decisions_only():
     from flowcall.replay import differences, replay_factory
 
     script = [scores(-0.6, -1.0), scores(-2.0, -0.1), [("get_weather", {"location": "成都"})], "小雨"]
-    original, _ = run(flow("auto"), script, VETO_CAPS)
+    original, _ = run(flow("auto"), script, VETO_CAPS, VETO)
     replayed = Engine(REGISTRY, replay_factory(original), MemorySink()).run(flow("auto"), original.question)
     assert differences(original, replayed) == [] and replayed.final_answer == "小雨"
 
 
-@pytest.mark.parametrize("way, caps, script", [
-    ("schema", GRAMMAR_CAPS, [calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}']),
-    ("schema", ONE_BY_ONE, [scores(-0.1, -2.0), scores(-2.0, -0.1), writes("get_weather", {"location": "成都"}),
-                            more(-3.0, -0.1), writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01),
-                            '{"answer": "都下雨"}']),
-    ("router", GRAMMAR_CAPS, ['{"tools": ["get_time"]}', calls_json(("get_time", {})), '{"answer": "10点"}']),
-    ("prompt", GRAMMAR_CAPS, ['<tool_call>{"name": "get_time", "arguments": {}}</tool_call>', "10点"]),
+@pytest.mark.parametrize("way, caps, tuning, script", [
+    ("schema", GRAMMAR_CAPS, None, [calls_json(("get_weather", {"location": "成都"})), '{"answer": "小雨"}']),
+    ("schema", SCORING_CAPS, ONE_BY_ONE, [scores(-0.1, -2.0), scores(-2.0, -0.1), writes("get_weather", {"location": "成都"}),
+                                          more(-3.0, -0.1), writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01),
+                                          '{"answer": "都下雨"}']),
+    ("router", GRAMMAR_CAPS, None, ['{"tools": ["get_time"]}', calls_json(("get_time", {})), '{"answer": "10点"}']),
+    ("prompt", GRAMMAR_CAPS, None, ['<tool_call>{"name": "get_time", "arguments": {}}</tool_call>', "10点"]),
 ])
-def test_a_run_replays_identically_in_the_ways_that_read_calls_from_text(way, caps, script):
+def test_a_run_replays_identically_in_the_ways_that_read_calls_from_text(way, caps, tuning, script):
     """The schema and router ways record a call turn's content as None once read: the replay
     must not read it again (it used to, and failed with PARSE_FAILED)."""
     from flowcall.replay import differences, replay_factory
 
-    original, _ = run(flow(way), script, caps)
+    original, _ = run(flow(way), script, caps, tuning)
     replayed = Engine(REGISTRY, replay_factory(original), MemorySink()).run(flow(way), original.question)
     assert differences(original, replayed) == [] and replayed.final_answer == original.final_answer
     assert [(s.kind, s.note, s.arguments, s.error_code) for s in replayed.steps] == \
