@@ -24,7 +24,7 @@ from flowcall.calling.base import CallingWay
 from flowcall.calling.router import Rule
 from flowcall.errors import ConfigError, ErrorCode, FlowCallError
 from flowcall.final_answer import ANSWER_NOW, last_word, polish
-from flowcall.loop_state import LoopState, no_result_reason, restored_outcome, unreadable_reason
+from flowcall.loop_state import LoopState, restored_outcome, unreadable_reason
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.model_calls import ModelCaller, RunFailed
 from flowcall.phases import Answered, Approved, CallsDecided, Finished, Paused, Retry, RoundResult
@@ -55,6 +55,19 @@ class _Models:
 
 
 @dataclass
+class _Start:
+    """What a run starts with: its flow and record, who approves, the state it goes on from
+    (None: a new one from the question), and its providers if they were built before it."""
+
+    flow: Flow
+    run: Run
+    rec: Recorder
+    approver: Approver | None
+    state: LoopState | None = None
+    models: _Models | None = None
+
+
+@dataclass
 class _Scope:
     """Everything one run's phases share."""
 
@@ -79,12 +92,13 @@ class Engine:
 
     # ---------------------------------------------------------------- public
     def run(self, flow: Flow, question: str, *, flow_version_id: int | None = None,
-            on_step: StepCallback | None = None, approver: Approver | None = None) -> Run:
+            on_step: StepCallback | None = None, approver: Approver | None = None, run_id: str | None = None) -> Run:
         """Run the flow. A provider missing a setting (an API key not set) raises NotConfigured
-        before anything is recorded: it is the person's to fix, not a failed run."""
+        before anything is recorded: it is the person's to fix, not a failed run. `run_id`: the
+        id to record it under, for a caller that names the run before it starts (the HTTP API)."""
         models = self._models_before_run(flow)
-        run = self._new_run(flow.name, question, flow_version_id)
-        return self._execute(flow, run, Recorder(run, self.sink, on_step), approver, None, models)
+        run = self._new_run(flow.name, question, flow_version_id, run_id)
+        return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
 
     def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any] | None, *, approver: Approver | None,
                on_step: StepCallback | None = None) -> Run:
@@ -105,7 +119,7 @@ class Engine:
         models = self._models_before_run(flow)
         self.sink.run_resumed(run)
         run.status = RunStatus.RUNNING
-        return self._execute(flow, run, Recorder(run, self.sink, on_step), approver, state, models)
+        return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, state, models))
 
     def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
                       flow_version_id: int | None = None, on_step: StepCallback | None = None,
@@ -120,7 +134,7 @@ class Engine:
         recorder = Recorder(run, self.sink, on_step)
         for step in reused:
             recorder.record(step.kind, **step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"}))
-        return self._execute(flow, run, recorder, approver, state, models)
+        return self._execute(_Start(flow, run, recorder, approver, state, models))
 
     def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
                     label: str | None = None, run: Run | None = None) -> tuple[Run, ModelTurn | None]:
@@ -148,8 +162,8 @@ class Engine:
         return self._settle(run, rec, ended), turn
 
     # ---------------------------------------------------------------- a run's life
-    def _new_run(self, label: str, question: str, flow_version_id: int | None) -> Run:
-        run = Run(id=str(uuid.uuid4()), flow_name=label, flow_version_id=flow_version_id, question=question,
+    def _new_run(self, label: str, question: str, flow_version_id: int | None, run_id: str | None = None) -> Run:
+        run = Run(id=run_id or str(uuid.uuid4()), flow_name=label, flow_version_id=flow_version_id, question=question,
                   trace_id=uuid.uuid4().hex)
         self.sink.run_started(run)
         return run
@@ -164,18 +178,17 @@ class Engine:
         except Exception:  # built again inside the run, where the failure is recorded
             return None
 
-    def _execute(self, flow: Flow, run: Run, rec: Recorder, approver: Approver | None,
-                 state: LoopState | None, models: _Models | None = None) -> Run:
+    def _execute(self, start: _Start) -> Run:
+        run = start.run
         try:
-            with self._registry_for(flow) as registry:
-                models = models or _Models.build(flow, self.provider_for)  # a failure here is recorded
-                scope = self._begin(flow, run, rec, registry, approver, state, models)
+            with self._registry_for(start.flow) as registry:
+                scope = self._begin(start, registry)
                 ended: Finished | Paused | BaseException = self._loop(scope)
                 if isinstance(ended, Finished):
                     run.provenance = trace(ended.answer, scope.state.done, run.question, run.steps)
         except BaseException as exc:  # noqa: BLE001 - _settle says what each ending means
             ended = exc
-        return self._settle(run, rec, ended)
+        return self._settle(run, start.rec, ended)
 
     def _settle(self, run: Run, rec: Recorder, ended: Finished | Paused | BaseException) -> Run:
         """How a run ended, as its status: the one mapping, for runs and single decisions."""
@@ -225,10 +238,11 @@ class Engine:
 
         return run_registry(self.registry, flow)
 
-    def _begin(self, flow: Flow, run: Run, rec: Recorder, registry: ToolRegistry, approver: Approver | None,
-               state: LoopState | None, models: _Models) -> _Scope:
+    def _begin(self, start: _Start, registry: ToolRegistry) -> _Scope:
         """Phase 1: the run's tools, callers and state (a new one from the question, or the one
         it goes on from)."""
+        flow, run, rec, state = start.flow, start.run, start.rec, start.state
+        models = start.models or _Models.build(flow, self.provider_for)  # a failure here is recorded
         if flow.polish is not None and flow.polish.output_schema:
             # loading a flow refuses this (spec.py); a flow copied without validation gets here
             try:
@@ -246,7 +260,7 @@ class Engine:
         return _Scope(flow=flow, run=run, rec=rec, tools=tools,
                       decider=ModelCaller(models.decider, rec, _way_for(flow, models.decider)),
                       polisher=ModelCaller(models.polisher, rec) if models.polisher else None,
-                      context=context, state=state, approver=approver, changed=changed,
+                      context=context, state=state, approver=start.approver, changed=changed,
                       maybe_ran=frozenset(state.running))
 
     def _loop(self, scope: _Scope) -> Finished | Paused:
@@ -348,13 +362,7 @@ class Engine:
             scope.rec.save(state)
         with progress.step(StepKind.TOOL_CALL.value, ", ".join(c.name for c in approved.calls if c.id not in settled)):
             outcomes = run_round(approved.calls, tools, scope.context, scope.flow.tool_timeout_s, settled)
-        # the round is counted whole: with the calls a re-run kept from it (see rerun.py)
-        whole_round, state.kept = [*(restored_outcome(r, tools) for r in state.kept), *outcomes], []
-        state.take_results(outcomes)
-        state.unbacked += [no_result_reason(o.call.name, o.error_code, o.error_message)
-                           for o in outcomes if o.error_code is not None]
-        wrong, exhausted = state.count_round(whole_round)
-        state.pending, state.pending_repairs, state.running = [], {}, []
+        whole_round, wrong, exhausted = state.apply_round(outcomes, tools)
         scope.rec.record_round([(StepKind.TOOL_CALL, o.step_fields(state.round_no, approved.repairs))
                                 for o in outcomes], state)
         scope.maybe_ran = frozenset()

@@ -1,7 +1,7 @@
 """Where a run's loop is: one versioned object, the only thing a paused, interrupted or
 re-run run needs to go on. The engine commits it with the steps it belongs to (Store), resume
 reads it back, and rerun.py builds one from a recorded run, with the same helpers the engine
-uses (take_results, count_round, signature), so the two never count a round differently.
+uses (fresh, apply_round, note_unreadable, signature), so the two never count a round differently.
 
 The saved form is JSON with `"v": 1`; a version this FlowCall cannot read is refused with a
 clear error instead of being guessed at.
@@ -95,6 +95,19 @@ class LoopState:
                 self.done.append(outcome)
                 if outcome.error_code is None:
                     self.seen.add(self.signature(outcome.call))
+
+    def apply_round(self, outcomes: list[CallOutcome], tools: dict[str, Tool]) -> tuple[list[CallOutcome], CallOutcome | None, bool]:
+        """A round's outcomes taken in: results back to the model, why calls gave no result,
+        and the round counted whole, with the calls a re-run kept from it (rerun.py). The
+        round's calls are no longer pending. Returns the whole round, its first wrong call and
+        whether the budget was already spent (count_round)."""
+        whole_round, self.kept = [*(restored_outcome(r, tools) for r in self.kept), *outcomes], []
+        self.take_results(outcomes)
+        self.unbacked += [no_result_reason(o.call.name, o.error_code, o.error_message)
+                          for o in outcomes if o.error_code is not None]
+        wrong, exhausted = self.count_round(whole_round)
+        self.pending, self.pending_repairs, self.running = [], {}, []
+        return whole_round, wrong, exhausted
 
     def count_round(self, whole_round: list[CallOutcome]) -> tuple[CallOutcome | None, bool]:
         """A round of calls counted: a wrong call is paid from the retry budget, a call that ran

@@ -126,9 +126,7 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
         elif tool_steps:
             calls = [_call_of(s) for s in tool_steps]
             state.messages.append(Message(role="assistant", content=text, tool_calls=calls))
-            outcomes = [_outcome(call, step) for call, step in zip(calls, tool_steps)]
-            state.take_results(outcomes)
-            state.count_round(outcomes)
+            state.apply_round([_outcome(call, step) for call, step in zip(calls, tool_steps)], {})
         elif decision.error_code == str(ErrorCode.PARSE_FAILED):
             state.note_unreadable(text, decision.error_message or "unreadable tool call")
             state.budget = max(0, state.budget - 1)
