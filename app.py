@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from flowcall.studio import seed_examples, service
+from flowcall.studio import NEW_KEY_STATE, seed_examples, service
 from flowcall.studio_waiting import show_waiting
 
 st.set_page_config(page_title="FlowCall", page_icon="🛠️", layout="wide")
@@ -26,7 +26,10 @@ pages = [
     st.Page("pages/experiments.py", title="Experiments", icon=":material/science:", url_path="evals"),
     st.Page("pages/plugins.py", title="Plugins", icon=":material/extension:", url_path="tools"),
     st.Page("pages/models.py", title="Models", icon=":material/memory:", url_path="model-setup"),
+    st.Page("pages/api.py", title="API", icon=":material/api:", url_path="http-api"),
 ]
 page = st.navigation(pages)
+if page.url_path != "http-api":  # a key made on the API page is shown there once, not kept for later
+    st.session_state.pop(NEW_KEY_STATE, None)
 show_waiting(service(), "sidebar")  # on every page: the runs paused for a person, each a link to it
 page.run()

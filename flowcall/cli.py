@@ -20,6 +20,7 @@ from flowcall.cli_common import flow_from_ref as _flow
 from flowcall.cli_common import service as _service
 from flowcall.cli_datasets import datasets_group
 from flowcall.cli_experiments import experiments_group
+from flowcall.cli_keys import keys_group
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.inert import inert
 from flowcall.rendering import (answer_text, describe_step, provenance_rows, provenance_summary, run_line, run_totals,
@@ -744,6 +745,7 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
 
 cli.add_command(datasets_group)
 cli.add_command(experiments_group)
+cli.add_command(keys_group)
 
 
 @cli.command("worker")

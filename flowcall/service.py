@@ -18,6 +18,8 @@ from pydantic import ValidationError
 
 from flowcall import artifacts as artifact_codec
 from flowcall import config, nesting
+from flowcall.api_keys import (MAX_SECRET_LENGTH, SECRET_PREFIX, ApiKey, check_key_name, key_hash, new_secret,
+                               prefix_of)
 from flowcall.approval import Approver
 from flowcall.engine import Engine
 from flowcall.errors import ConfigError
@@ -383,6 +385,53 @@ class FlowCall:
         if store and profile.learned_anything():
             save_profile(self.store, profile)
         return profile
+
+    # --- keys to the HTTP API (flowcall/api_keys.py): made here, only their hashes stored ------
+    def create_key(self, name: str, flows: list[str] | None = None) -> tuple[ApiKey, str]:
+        """A new key named `name`, for the saved flows `flows` (None: every flow): (the record,
+        the key). The key is stored only as its hash, so this is the one time it can be shown."""
+        from flowcall.store.api_keys import add_key
+
+        check_key_name(name)
+        chosen = None if flows is None else self._key_flows(flows)
+        secret = new_secret()
+        return add_key(self.store, name, prefix_of(secret), key_hash(secret), chosen), secret
+
+    def _key_flows(self, flows: list[str]) -> list[str]:
+        chosen = list(dict.fromkeys(name.strip() for name in flows if name.strip()))
+        if not chosen:
+            raise ConfigError("the list of flows for the key is empty; name at least one saved flow, "
+                              "or give none for a key that may call every flow")
+        saved = {flow["name"] for flow in self.store.list_flows()}
+        unknown = [name for name in chosen if name not in saved]
+        if unknown:
+            raise ConfigError(f"no saved flow named {', '.join(map(repr, unknown))}; a key can be limited to saved "
+                              f"flows only ({', '.join(sorted(saved)) or 'none saved yet'}); import a flow with "
+                              "`flowcall flows import FILE`")
+        return chosen
+
+    def list_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones too, oldest first; never a key itself or its hash."""
+        from flowcall.store.api_keys import list_keys
+
+        return list_keys(self.store)
+
+    def revoke_key(self, name_or_prefix: str) -> list[ApiKey]:
+        """Revoke the key with this name or prefix (as listed): it stops working at once.
+        ConfigError (NotFoundError) when no key in use matches."""
+        from flowcall.store.api_keys import revoke_keys
+
+        return revoke_keys(self.store, name_or_prefix)
+
+    def check_key(self, secret: str) -> ApiKey | None:
+        """The key a request sent, if it is one not revoked; else None. It is looked up by its
+        hash, so the time taken says nothing about how much of a stored key it matched."""
+        from flowcall.store.api_keys import find_key
+
+        if not isinstance(secret, str) or len(secret) > MAX_SECRET_LENGTH or not secret.startswith(SECRET_PREFIX):
+            return None
+        found = find_key(self.store, key_hash(secret))
+        return found if found is not None and found.active else None
 
     # --- tools, for the pages and the CLI: a registered one tried, a server attached to a flow -
     def try_tool(self, ref: str, arguments: dict[str, Any]) -> TrialResult:

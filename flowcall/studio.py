@@ -36,6 +36,9 @@ EXAMPLE_QUESTIONS = {
 # Set to 1 to let the Plugins page start an MCP server from a typed command. Off by default:
 # whoever can open the page could otherwise run any program on this machine.
 MCP_COMMANDS_VARIABLE = "FLOWCALL_STUDIO_MCP_COMMANDS"
+# Where the API page keeps a key it just made, the one time it is shown: until the person hides
+# it, or opens another page (app.py drops it then).
+NEW_KEY_STATE = "api:new-key"
 
 _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 # GFM turns bare URLs, www. names and e-mail addresses into links even when their punctuation is

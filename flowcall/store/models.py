@@ -13,12 +13,14 @@ from sqlalchemy import (
     Dialect,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -292,3 +294,22 @@ class ExperimentItemRow(Base):
     outcome: Mapped[str | None] = mapped_column(String(40), nullable=True)
     traced: Mapped[int | None] = mapped_column(Integer, nullable=True)
     answer_values: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class ApiKeyRow(Base):
+    """A key to the HTTP API (flowcall/api_keys.py). The key itself is never stored: only its
+    SHA-256, which a request's key is looked up by, and its first 8 characters, for lists.
+    A name is unique among the keys not revoked: a revoked key keeps its name in the list,
+    and a new key may take it."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("uq_api_keys_name_active", "name", unique=True,
+                            sqlite_where=text("revoked_at IS NULL"), postgresql_where=text("revoked_at IS NULL")),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(120))
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    flows: Mapped[list[str] | None] = mapped_column(JSONType, nullable=True)  # None: every flow
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
