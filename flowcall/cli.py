@@ -15,12 +15,13 @@ from typing import Any
 import click
 
 from flowcall import config, local_model, progress
-from flowcall.cli_common import echo
+from flowcall.cli_common import echo, reach_options
 from flowcall.cli_common import flow_from_ref as _flow
 from flowcall.cli_common import service as _service
 from flowcall.cli_datasets import datasets_group
 from flowcall.cli_experiments import experiments_group
 from flowcall.cli_keys import keys_group
+from flowcall.cli_serve import serve_command
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.inert import inert
 from flowcall.rendering import (answer_text, describe_step, provenance_rows, provenance_summary, run_line, run_totals,
@@ -591,10 +592,7 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
 @click.option("--port", type=int, default=8765, show_default=True)
 @click.option("--token", envvar="FLOWCALL_MCP_TOKEN", show_envvar=True,
               help="HTTP: every request must carry `Authorization: Bearer TOKEN`; required off loopback.")
-@click.option("--allow-host", "allow_hosts", multiple=True,
-              help="HTTP: one more Host name callers may use (e.g. a DNS name or NAT address); repeatable.")
-@click.option("--allow-origin", "allow_origins", multiple=True,
-              help="HTTP: one more browser Origin allowed, e.g. https://app.example.com; repeatable.")
+@reach_options
 @click.option("--max-concurrent", type=click.IntRange(min=1), default=2, show_default=True,
               help="Calls that run at once; one more is answered 'busy, try again'.")
 @click.pass_context
@@ -746,6 +744,7 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
 cli.add_command(datasets_group)
 cli.add_command(experiments_group)
 cli.add_command(keys_group)
+cli.add_command(serve_command)
 
 
 @cli.command("worker")

@@ -16,39 +16,27 @@ and errors name the run and its error code only, never the internal error text.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import re
-import socket
 import threading
 from typing import Any, Iterable
 
 import anyio
 
 from flowcall.errors import ConfigError
+from flowcall.exposure import allowed_names, is_loopback
 from flowcall.service import FlowCall
 from flowcall.spec import Flow
 from flowcall.steps import Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 _CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}$")
 
 
 def tool_name(flow: Flow) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", flow.name)[:64]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(host: str, token: str | None) -> None:
@@ -149,24 +137,6 @@ def _error(message: str, run_id: str | None = None) -> Any:
 
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True,
                                 meta={"flowcall/run_id": run_id} if run_id else None)
-
-
-def allowed_names(host: str, extra: Iterable[str] = ()) -> list[str]:
-    """The Host names a request may carry. On loopback: the loopback names. On one address or
-    name: that one. On all interfaces (0.0.0.0, ::): loopback, this machine's name and
-    addresses as far as it knows them; others (a DNS name, a NAT address) come from --allow-host."""
-    if is_loopback(host):
-        names = list(LOOPBACK_NAMES)
-    elif host in WILDCARD_HOSTS:
-        names = list(LOOPBACK_NAMES)
-        try:
-            hostname = socket.gethostname()
-            names += [hostname, socket.getfqdn(), *socket.gethostbyname_ex(hostname)[2]]
-        except OSError:
-            pass
-    else:
-        names = [host]
-    return list(dict.fromkeys([*names, *extra]))
 
 
 def transport_security(host: str, allow_hosts: Iterable[str] = (), allow_origins: Iterable[str] = ()) -> Any:

@@ -115,7 +115,7 @@ class FlowCall:
         raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
 
     def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None,
-            approver: Approver | None = None) -> Run:
+            approver: Approver | None = None, run_id: str | None = None) -> Run:
         """Run the flow against its stored version (stored first if new; a flow whose name is
         taken by a different saved flow is stored under a new name, see `adopt`). Without an
         approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
@@ -124,7 +124,7 @@ class FlowCall:
         adopted = self.adopt(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
-                          approver=approver)
+                          approver=approver, run_id=run_id)
 
     def warm_up(self, flows: list[Flow], *, on_flow: Callable[[Flow], None] | None = None) -> int:
         """Have the embedded model read, once, what every run of these flows begins with: the

@@ -1,0 +1,146 @@
+"""OpenAI-compatible: POST /v1/chat/completions with `model` = a flow's name runs the flow on
+the last user message and answers as a chat completion, so any OpenAI client can use a flow.
+The flow's own tools run inside FlowCall; they are never returned as `tool_calls`. The run's
+id comes back in the X-FlowCall-Run-Id header, to open it in the inspector.
+
+With `stream: true` the answer comes as `chat.completion.chunk` events once the polish model
+has written it (the steps before it show as SSE comments, which clients skip)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, StreamingResponse
+
+from flowcall.api.access import Caller
+from flowcall.api.context import ApiContext, api_of, caller
+from flowcall.api.errors import CONFLICT, INVALID_ARGUMENT, ApiError, error_body
+from flowcall.api.running import steps_then_run, wait_for
+from flowcall.api.runs import _startable
+from flowcall.steps import Run, RunStatus, Step
+
+router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
+RUN_ID_HEADER = "X-FlowCall-Run-Id"
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """The fields FlowCall reads; others (temperature, tools, ...) are accepted and left to the flow."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(description="The name of a saved flow.")
+    messages: list[ChatMessage] = Field(min_length=1, max_length=1_000)
+    stream: bool = False
+
+
+@router.get("/models")
+def list_models(who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> dict[str, Any]:
+    """The flows this key may use, as models."""
+    flows = [f for f in api.service.store.list_flows() if who.allows(f["name"])]
+    return {"object": "list", "data": [
+        {"id": f["name"], "object": "model", "created": int(f["updated_at"].timestamp()) if f["updated_at"] else 0,
+         "owned_by": "flowcall"} for f in flows]}
+
+
+@router.post("/chat/completions")
+async def chat_completions(body: ChatRequest, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> Any:
+    who.require(body.model)
+    question = last_user_text(body.messages)
+    flow = await run_in_threadpool(_startable, api, body.model, None)
+    run_id = str(uuid.uuid4())
+    headers = {RUN_ID_HEADER: run_id}
+    api.limits.start_run(who)
+    if body.stream:
+        work = lambda on_step: api.service.run(flow, question, on_step=on_step, run_id=run_id)  # noqa: E731
+        return StreamingResponse(_chunks(api, who, work, body.model, run_id), media_type="text/event-stream",
+                                 headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        run = await wait_for(lambda: api.service.run(flow, question, run_id=run_id), api.settings.wait_s)
+    finally:
+        api.limits.end_run(who)
+    if run is None:
+        raise ApiError(504, "TIMEOUT", f"the run takes longer than {api.settings.wait_s:g} s; it goes on: "
+                       f"GET /v1/runs/{run_id}", headers=headers, run_id=run_id)
+    _check_answered(run, headers)
+    return JSONResponse(completion(run, body.model), headers=headers)
+
+
+def last_user_text(messages: list[ChatMessage]) -> str:
+    """The question: the last user message, its text parts joined."""
+    for message in reversed(messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, list):
+                content = "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+            if content and content.strip():
+                return content[:20_000]
+    raise ApiError(400, INVALID_ARGUMENT, "the messages hold no user message with text; the last one is the question")
+
+
+def answer_text(run: Run) -> str:
+    answer = run.final_answer
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+
+
+def completion(run: Run, model: str) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{run.id}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_text(run)},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": run.tokens_in, "completion_tokens": run.tokens_out,
+                      "total_tokens": run.tokens_in + run.tokens_out}}
+
+
+def _check_answered(run: Run, headers: dict[str, str]) -> None:
+    """A run that gave no answer is an error to an OpenAI client, with the run's code."""
+    if run.status == RunStatus.SUCCEEDED:
+        return
+    if run.status == RunStatus.WAITING_APPROVAL:
+        raise ApiError(409, "WAITING_APPROVAL", f"a call waits for a person; decide it with POST /v1/runs/{run.id}/resume",
+                       headers=headers, run_id=run.id)
+    if run.status == RunStatus.CANCELLED:
+        raise ApiError(409, CONFLICT, f"the run was cancelled: {run.error or ''}".strip(), headers=headers, run_id=run.id)
+    code = (run.error or "RUN_FAILED").split(":", 1)[0].strip() or "RUN_FAILED"
+    raise ApiError(502, code, f"the flow's run failed: {run.error or 'no reason recorded'}", headers=headers,
+                   run_id=run.id)
+
+
+def _chunk(run_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
+    body = {"id": f"chatcmpl-{run_id}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: str) -> Any:
+    try:
+        yield _chunk(run_id, model, {"role": "assistant", "content": ""})
+        run = None
+        async for item in steps_then_run(work):
+            if item is None or isinstance(item, Step):
+                yield f": {'step ' + str(item.seq) + ' ' + str(item.kind) if item else 'keep-alive'}\n\n"
+            else:
+                run = item
+        try:
+            _check_answered(run, {})
+        except ApiError as exc:
+            yield f"data: {json.dumps(error_body(exc.code, exc.message, run_id=run_id))}\n\n"
+            return
+        text = answer_text(run)
+        for start in range(0, len(text), 200):
+            yield _chunk(run_id, model, {"content": text[start:start + 200]})
+        yield _chunk(run_id, model, {}, "stop")
+        yield "data: [DONE]\n\n"
+    except Exception as exc:  # noqa: BLE001 - the stream has started: the error goes in it
+        yield f"data: {json.dumps(error_body('INTERNAL', f'the run could not go on ({type(exc).__name__})'))}\n\n"
+    finally:
+        api.limits.end_run(who)

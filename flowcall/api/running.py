@@ -1,0 +1,94 @@
+"""Runs started from a request: the run goes on in a thread of its own (a model call blocks),
+and the request waits for it, streams its steps, or answers with its id once it waits too long.
+A run never depends on its request: a client that goes away leaves a run that ends as it would
+have, recorded, to read with GET /v1/runs/{id}."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, AsyncIterator, Callable
+
+from flowcall.steps import Run, RunStatus, Step, StepKind
+
+_RUNS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="flowcall-api-run")
+KEEP_ALIVE_S = 15.0
+ENDED = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
+
+
+async def in_thread(work: Callable[[], Any]) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(_RUNS, work)
+
+
+async def wait_for(work: Callable[[], Run], wait_s: float) -> Run | None:
+    """The run `work` returns, or None when it takes longer than `wait_s` (it goes on)."""
+    future = asyncio.get_running_loop().run_in_executor(_RUNS, work)
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), wait_s)
+    except asyncio.TimeoutError:
+        return None
+
+
+async def steps_then_run(work: Callable[[Callable[[Step], None]], Run]) -> AsyncIterator[Step | Run | None]:
+    """Each step as `work` commits it, then the run; None now and then while nothing happens
+    (for a keep-alive). An exception from `work` is raised here."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Step] = asyncio.Queue()
+    future = loop.run_in_executor(_RUNS, lambda: work(lambda step: loop.call_soon_threadsafe(queue.put_nowait, step)))
+    while True:
+        getter = asyncio.ensure_future(queue.get())
+        done, _ = await asyncio.wait({getter, future}, timeout=KEEP_ALIVE_S, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            yield getter.result()
+            continue
+        getter.cancel()
+        if future in done:
+            while not queue.empty():
+                yield queue.get_nowait()
+            yield future.result()
+            return
+        yield None
+
+
+def waiting_calls(run: Run) -> list[dict[str, Any]]:
+    """What a paused run waits for: its last approval steps without a decision."""
+    waiting = []
+    for step in reversed(run.steps):
+        if step.kind != StepKind.APPROVAL or step.result is not None:
+            break
+        waiting.append({"call_id": step.tool_call_id, "tool": step.name, "arguments": step.arguments,
+                        "note": step.note})
+    return list(reversed(waiting))
+
+
+def step_summary(step: Step) -> dict[str, Any]:
+    return {"seq": step.seq, "kind": str(step.kind), "round": step.round, "name": step.name,
+            "error_code": step.error_code, "latency_ms": round(step.latency_ms or 0.0, 1),
+            "tokens_in": step.tokens_in, "tokens_out": step.tokens_out}
+
+
+def run_summary(run: Run, *, steps: bool = True) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": run.id, "flow": run.flow_name, "status": str(run.status), "question": run.question,
+        "answer": run.final_answer, "outcome": run.outcome, "outcome_reasons": run.outcome_reasons,
+        "error": run.error, "started_at": run.started_at.isoformat(),
+        "ended_at": run.ended_at.isoformat() if run.ended_at else None,
+        "tokens_in": run.tokens_in, "tokens_out": run.tokens_out,
+    }
+    if steps:
+        body["steps"] = [step_summary(s) for s in run.steps]
+    if run.status == RunStatus.WAITING_APPROVAL:
+        body["waiting"] = waiting_calls(run)
+    return body
+
+
+def status_code(run: Run) -> int:
+    """200 for a run that ended (whichever way), 202 for one that goes on or waits for a person."""
+    return 200 if run.status in ENDED else 202
+
+
+def sse(event: str, data: Any) -> str:
+    """One Server-Sent Event. The data is JSON on one line: a newline in a question or an answer
+    is escaped, so outside text can never end the event or forge another."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
