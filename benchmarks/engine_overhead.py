@@ -39,9 +39,12 @@ def echo(text: str) -> str:
 
 
 def overhead(iterations: int, rounds: int, sink) -> list[float]:
-    """µs per round: a run of `rounds` tool rounds plus one answer, divided by rounds."""
+    """µs per round: a run of `rounds` tool rounds plus one answer, divided by rounds. The answer
+    is the model's own next turn, as in agents_overhead: with max_rounds at `rounds` the engine
+    would record a MAX_ROUNDS error first and ask again without tools."""
     registry = ToolRegistry([build_tool(echo, "bench/v1/echo")])
-    flow = Flow(name="bench", tools=["bench/v1/echo"], max_rounds=rounds, decision=DecisionConfig(provider="scripted"))
+    flow = Flow(name="bench", tools=["bench/v1/echo"], max_rounds=rounds + 1,
+                decision=DecisionConfig(provider="scripted"))
     samples = []
     for i in range(iterations):
         script = [[("echo", {"text": f"{i}-{r}"})] for r in range(rounds)] + ["done"]

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import Engine, Integer, create_engine, event
+from sqlalchemy import Engine, Integer, Table, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
@@ -209,15 +209,22 @@ def _limits(row: Any) -> Iterator[tuple[Any, Any]]:
         yield column, getattr(row, column.key, None)
 
 
-def fit_to_columns(row: Any) -> Any:
-    """`row` (an ORM object) with each text longer than its column cut to fit, ending in "…".
-    Keys (primary and foreign) are never cut: a cut id would name another row (see misfits)."""
-    for column, value in _limits(row):
-        length = getattr(column.type, "length", None)
-        if (length and isinstance(value, str) and len(value) > length and not column.primary_key
-                and not column.foreign_keys):
-            setattr(row, column.key, value[: length - 1] + "…")
-    return row
+@functools.cache
+def _cuttable(table: Table) -> tuple[tuple[str, int], ...]:
+    """(column, length) of each text column of `table` that fit_values may cut: no keys."""
+    return tuple((c.key, c.type.length) for c in table.columns
+                 if getattr(c.type, "length", None) and not c.primary_key and not c.foreign_keys)
+
+
+def fit_values(table: Table, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` (a row of `table`, changed in place) with each text longer than its column cut
+    to fit, ending in "…". Keys (primary and foreign) are never cut: a cut id would name
+    another row (see misfits)."""
+    for key, length in _cuttable(table):
+        value = values.get(key)
+        if isinstance(value, str) and len(value) > length:
+            values[key] = value[: length - 1] + "…"
+    return values
 
 
 def misfits(row: Any) -> list[str]:

@@ -4,6 +4,7 @@
 loop state it leads to) is on disk the moment `steps_recorded` returns, and another process
 (the UI) can watch a run grow. Every write to a running run checks that this process still
 owns it (store/ownership.py): a run cancelled or taken over elsewhere stops at its next step.
+That check is the write's own rowcount, so a run's writes read nothing (see _MINE below).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import os
 import threading
 import uuid
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,7 +26,7 @@ from flowcall import config
 from flowcall.errors import ConfigError, NotFoundError
 from flowcall.spec import Flow, FlowLayout
 from flowcall.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, utcnow
-from flowcall.store.db import fit_to_columns, make_engine, misfits, retry_on_disconnect
+from flowcall.store.db import fit_values, make_engine, misfits, retry_on_disconnect
 from flowcall.store.migrate import upgrade
 from flowcall.store.models import (
     FlowRow,
@@ -43,24 +44,80 @@ _TIMES = {"started_at", "ended_at", "lease_until", "queued_at"}
 _RUNNING = str(RunStatus.RUNNING)
 
 
+# --- The StepSink's statements, built once. --------------------------------------------------
+# A run's writes are its hot path: each is one short transaction of plain Core statements, with
+# no read before a write. Whether the run is still this process's (_MINE) is the rowcount of the
+# write itself: the UPDATE of the run's row (its state, its lease), or on SQLite, for a step
+# without a state, the INSERT that adds the step only if the run is this process's. Only a
+# write that matched nothing reads, to say why.
+#
+# That INSERT is as good a fence as the UPDATE only where writes take turns: SQLite runs one
+# write transaction at a time, and a write statement takes the lock before it reads. On
+# PostgreSQL (read committed) a statement that leaves the run's row alone neither waits for a
+# resumer's claim nor makes the claim wait: both could commit. There every step updates the
+# row first, so a claim racing it waits and then finds the lease renewed (Store.run_resumed).
+
+_RUNS, _STEPS, _ARTIFACTS = RunRow.__table__, StepRow.__table__, RunArtifactsRow.__table__
+_MINE = (_RUNS.c.id == bindparam("run")) & (_RUNS.c.status == _RUNNING) & (_RUNS.c.owner == bindparam("me"))
+_INSERT_RUN, _INSERT_STEPS, _INSERT_ARTIFACTS = insert(_RUNS), insert(_STEPS), insert(_ARTIFACTS)
+_STEP_COLUMNS = [c for c in _STEPS.columns if c.key != "id"]
+_INSERT_STEP_IF_MINE = insert(_STEPS).from_select(  # INSERT INTO steps (...) SELECT ?, ... WHERE EXISTS (...)
+    [c.key for c in _STEP_COLUMNS],
+    select(*(bindparam(c.key, type_=c.type) for c in _STEP_COLUMNS)).where(exists().where(_MINE))
+).execution_options(preserve_rowcount=True)  # psycopg forgets an INSERT's rowcount once its cursor closes
+_PINS = select(ToolPinRow.tool_version, ToolPinRow.fingerprint, ToolPinRow.definition).where(
+    ToolPinRow.flow_name == bindparam("flow"))
+_RENEW = update(_RUNS).where(_MINE).values(lease_until=bindparam("lease"))
+_RENEW_WITH_STATE = update(_RUNS).where(_MINE).values(lease_until=bindparam("lease"),
+                                                       checkpoint=bindparam("state"))
+
+
+def _spent(tokens: Any) -> Any:
+    """A run's tokens as its stored steps say; a re-run's reused steps were spent by the run it re-ran."""
+    return (select(func.coalesce(func.sum(tokens), 0))
+            .where(_STEPS.c.run_id == bindparam("run"),
+                   ~func.coalesce(_STEPS.c.note, "").contains(REUSED_NOTE, autoescape=True))
+            .scalar_subquery())
+
+
+_FINISH = update(_RUNS).where(_MINE).values(
+    status=bindparam("p_status"), final_answer=bindparam("p_answer"), error=bindparam("p_error"),
+    outcome=bindparam("p_outcome"), outcome_reasons=bindparam("p_reasons"),
+    provenance=bindparam("p_provenance"), ended_at=bindparam("p_ended"),
+    tokens_in=_spent(_STEPS.c.tokens_in), tokens_out=_spent(_STEPS.c.tokens_out),
+    checkpoint=None,  # a finished run has no state left to go on from
+    lease_until=None,
+)
+
+
 # --- The one place where ORM rows and pydantic records meet. ---------------------------------
 # JSON-mode dumps turn enums into their values (psycopg would write an Enum's *name*) and make
 # nested values JSON-safe; datetimes are passed as objects for the timezone-aware columns.
 
 
-def _step_to_row(step: Step) -> StepRow:
+def _step_values(step: Step) -> dict[str, Any]:
     data = step.model_dump(mode="json", exclude=_TIMES)
-    return fit_to_columns(StepRow(**data, started_at=step.started_at, ended_at=step.ended_at))
+    data["started_at"], data["ended_at"] = step.started_at, step.ended_at
+    return fit_values(_STEPS, data)
+
+
+def _step_to_row(step: Step) -> StepRow:
+    return StepRow(**_step_values(step))
 
 
 def _step_from_row(row: StepRow) -> Step:
     return Step.model_validate({name: getattr(row, name) for name in Step.model_fields})
 
 
-def _run_to_row(run: Run) -> RunRow:
+def _run_values(run: Run) -> dict[str, Any]:
     data = run.model_dump(mode="json", exclude=_TIMES | {"steps"})
-    return fit_to_columns(RunRow(**data, started_at=run.started_at, ended_at=run.ended_at,
-                                 lease_until=run.lease_until, queued_at=run.queued_at, tokens_in=0, tokens_out=0))
+    data.update(started_at=run.started_at, ended_at=run.ended_at, lease_until=run.lease_until,
+                queued_at=run.queued_at, tokens_in=0, tokens_out=0)
+    return fit_values(_RUNS, data)
+
+
+def _run_to_row(run: Run) -> RunRow:
+    return RunRow(**_run_values(run))
 
 
 def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
@@ -146,7 +203,7 @@ class _LeaseKeeper:
                 with self.store._session() as s, s.begin():
                     s.execute(update(RunRow).where(RunRow.id.in_(runs), RunRow.owner == _me(),
                                                    RunRow.status == _RUNNING).values(lease_until=lease_until()))
-            except Exception:  # a dropped connection: the next step's commit renews it too
+            except Exception:  # a dropped connection: the next state saved renews it too
                 pass
 
 
@@ -158,6 +215,7 @@ class Store:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._leases = _LeaseKeeper(self)
         self._artifact_digests: dict[str, str] = {}  # run id -> the artifacts last saved (see steps_recorded)
+        self._one_statement_steps = engine.dialect.name == "sqlite"  # see _INSERT_STEP_IF_MINE
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:
@@ -190,11 +248,12 @@ class Store:
 
     def run_started(self, run: Run) -> None:
         run.owner, run.lease_until = _me(), lease_until()
+        values = _run_values(run)
 
         def insert() -> None:
-            with self._session() as s, s.begin():
-                s.add(_run_to_row(run))
-        retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == run.id)))
+            with self.engine.begin() as conn:
+                conn.execute(_INSERT_RUN, values)
+        retry_on_disconnect(insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == run.id)))
         self._leases.hold(run.id)
 
     def queue_run(self, run: Run) -> None:
@@ -212,13 +271,15 @@ class Store:
             with self._session() as s, s.begin():
                 s.add_all(_run_to_row(run) for run in runs)
         if runs:
-            retry_on_disconnect(insert, landed=self._exists(select(RunRow.id).where(RunRow.id == runs[-1].id)))
+            last = runs[-1].id
+            retry_on_disconnect(insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == last)))
 
-    def _exists(self, query: Any) -> Any:
-        """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?"""
+    def _exists(self, query: Callable[[], Any]) -> Callable[[], bool]:
+        """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?
+        `query` builds the SELECT, only when a connection was lost."""
         def landed() -> bool:
-            with self._session() as s:
-                return s.scalar(query) is not None
+            with self.engine.connect() as conn:
+                return conn.scalar(query()) is not None
         return landed
 
     def step_recorded(self, step: Step) -> None:
@@ -228,43 +289,59 @@ class Store:
         """Insert the steps and, if given, the loop state they lead to, in one transaction: a
         crash keeps both or neither. The run must still be this process's: a run cancelled
         meanwhile gets its steps (they happened) and then RunCancelled; a run another process
-        has taken over gets nothing and RunCancelled."""
+        has taken over gets nothing and RunCancelled. The lease is renewed by each write that
+        updates the run's row (all of them on PostgreSQL), and between them by the lease keeper."""
         if not steps:
             return
-        run_id = steps[0].run_id
-        values: dict[str, Any] = {"lease_until": lease_until()}
-        if state is not None:
-            values["checkpoint"] = state
+        run_id, first = steps[0].run_id, steps[0].seq
+        rows = [_step_values(step) for step in steps]
+        mine = {"run": run_id, "me": _me()}
+        if state is None and len(steps) == 1 and self._one_statement_steps:  # the step, if the run is ours
+            write, params = _INSERT_STEP_IF_MINE, {**rows[0], **mine}
+        else:  # the state (or the lease) and the run's ownership, then the steps
+            write = _RENEW if state is None else _RENEW_WITH_STATE
+            params = {**mine, "lease": lease_until(), **({} if state is None else {"state": state})}
+        artifacts, digest = self._changed_artifacts(run_id, steps[-1].seq, state)
+
         def insert() -> bool:
-            with self._session() as s, s.begin():
-                owned = s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == _RUNNING,
-                                                       RunRow.owner == _me()).values(**values)).rowcount
+            with self.engine.begin() as conn:
+                owned = conn.execute(write, params).rowcount == 1
                 if not owned:
-                    row = s.get(RunRow, run_id)
+                    row = conn.execute(select(_RUNS.c.status, _RUNS.c.owner)
+                                       .where(_RUNS.c.id == run_id)).first()
                     if row is None:
-                        raise ConfigError(f"step {steps[0].seq} belongs to run {run_id}, which was never started; "
+                        raise ConfigError(f"step {first} belongs to run {run_id}, which was never started; "
                                           "call run_started(run) first")
                     if row.status != str(RunStatus.CANCELLED):
                         raise RunCancelled(f"run {run_id} is now {row.status} and owned by {row.owner}; "
                                            "this process stops")
-                s.add_all(_step_to_row(step) for step in steps)
-                if owned and state is not None and state.get("artifacts"):
-                    self._save_artifacts(s, run_id, steps[-1].seq, state["artifacts"])
-                return bool(owned)
+                if not owned or write is not _INSERT_STEP_IF_MINE:
+                    conn.execute(_INSERT_STEPS, rows)
+                if owned and artifacts is not None:
+                    conn.execute(_INSERT_ARTIFACTS, artifacts)
+                return owned
 
         # A connection dropped at COMMIT: the steps may be stored already (then not twice).
-        stored = self._exists(select(StepRow.id).where(StepRow.run_id == run_id, StepRow.seq == steps[0].seq))
+        stored = self._exists(lambda: select(StepRow.id).where(StepRow.run_id == run_id,
+                                                               StepRow.seq == first))
         owned = retry_on_disconnect(insert, landed=stored)
         if not owned:
             self._leases.release(run_id)
             raise RunCancelled(f"run {run_id} was cancelled")
-
-    def _save_artifacts(self, s: Session, run_id: str, seq: int, artifacts: dict[str, Any]) -> None:
-        """Keep the artifacts as of step `seq` when they changed (for re-runs from a later step)."""
-        digest = hashlib.sha256(json.dumps(artifacts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        if self._artifact_digests.get(run_id) != digest:
-            s.add(RunArtifactsRow(run_id=run_id, seq=seq, artifacts=artifacts))
+        if digest is not None:
             self._artifact_digests[run_id] = digest
+
+    def _changed_artifacts(self, run_id: str, seq: int,
+                           state: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+        """The artifacts row to keep as of step `seq` and its digest, when the artifacts changed
+        since the last row kept (for re-runs from a later step); else (None, None)."""
+        if state is None or not state.get("artifacts"):
+            return None, None
+        artifacts = state["artifacts"]
+        digest = hashlib.sha256(json.dumps(artifacts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        if self._artifact_digests.get(run_id) == digest:
+            return None, None
+        return {"run_id": run_id, "seq": seq, "artifacts": artifacts}, digest
 
     def artifacts_before(self, run_id: str, seq: int) -> dict[str, Any] | None:
         """The artifacts (saved form) a run had before its step `seq`, or None."""
@@ -276,11 +353,11 @@ class Store:
     def state_saved(self, run: Run, state: dict[str, Any]) -> None:
         """Commit the loop state alone: before tools start, so a crash while they run leaves a
         state that says which calls may have run (LoopState.running)."""
+        mine = {"run": run.id, "me": _me(), "lease": lease_until(), "state": state}
+
         def save() -> int:
-            with self._session() as s, s.begin():
-                return s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status == _RUNNING,
-                                                      RunRow.owner == _me())
-                                 .values(checkpoint=state, lease_until=lease_until())).rowcount
+            with self.engine.begin() as conn:
+                return conn.execute(_RENEW_WITH_STATE, mine).rowcount
         owned = retry_on_disconnect(save)  # the same values again: safe to repeat
         if not owned:
             self._leases.release(run.id)
@@ -292,36 +369,23 @@ class Store:
         self._leases.release(run.id)
         self._artifact_digests.pop(run.id, None)
 
-        def close() -> bool:
-            with self._session() as s, s.begin():
-                totals = select(
-                    func.coalesce(func.sum(StepRow.tokens_in), 0), func.coalesce(func.sum(StepRow.tokens_out), 0)
-                ).where(StepRow.run_id == run.id,  # a re-run's reused steps were spent by the run it re-ran
-                        ~func.coalesce(StepRow.note, "").contains(REUSED_NOTE, autoescape=True))
-                tokens_in, tokens_out = s.execute(totals).one()
-                result = s.execute(
-                    update(RunRow)
-                    .where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
-                    .values(
-                        status=str(run.status),
-                        final_answer=run.model_dump(mode="json", include={"final_answer"})["final_answer"],
-                        error=run.error,
-                        outcome=run.outcome,
-                        outcome_reasons=run.outcome_reasons or None,
-                        provenance=run.provenance,
-                        ended_at=run.ended_at or utcnow(),
-                        tokens_in=tokens_in,
-                        tokens_out=tokens_out,
-                        checkpoint=None,  # a finished run has no state left to go on from
-                        lease_until=None,
-                    )
-                )
-                if result.rowcount == 0 and s.get(RunRow, run.id) is None:
+        values = {
+            "run": run.id, "me": _me(), "p_status": str(run.status),
+            "p_answer": run.model_dump(mode="json", include={"final_answer"})["final_answer"],
+            "p_error": run.error, "p_outcome": run.outcome, "p_reasons": run.outcome_reasons or None,
+            "p_provenance": run.provenance, "p_ended": run.ended_at or utcnow(),
+        }
+
+        def close() -> bool:  # one UPDATE: the token totals are its subqueries, no read before it
+            with self.engine.begin() as conn:
+                closed = conn.execute(_FINISH, values).rowcount == 1
+                if not closed and conn.scalar(select(_RUNS.c.id).where(_RUNS.c.id == run.id)) is None:
                     raise ConfigError(f"run {run.id} was never started; call run_started(run) first")
-                return result.rowcount == 1
+                return closed
 
         # Cut off at COMMIT: the run may be closed already (its status is then the one written).
-        closed = self._exists(select(RunRow.id).where(RunRow.id == run.id, RunRow.status == str(run.status)))
+        closed = self._exists(lambda: select(RunRow.id).where(RunRow.id == run.id,
+                                                              RunRow.status == str(run.status)))
         return retry_on_disconnect(close, landed=closed)
 
     def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None:
@@ -414,8 +478,8 @@ class Store:
 
     def tool_pins(self, flow_name: str) -> dict[str, dict[str, Any]]:
         """tool version -> {"fingerprint", "definition"} as first accepted for this flow."""
-        with self._session() as s:
-            rows = s.scalars(select(ToolPinRow).where(ToolPinRow.flow_name == flow_name)).all()
+        with self.engine.connect() as conn:  # read at every run's start: a plain statement, built once
+            rows = conn.execute(_PINS, {"flow": flow_name})
             return {r.tool_version: {"fingerprint": r.fingerprint, "definition": r.definition} for r in rows}
 
     def pin_tool(self, flow_name: str, version: str, fingerprint: str, definition: dict[str, Any]) -> None:
