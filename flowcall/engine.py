@@ -405,8 +405,8 @@ class Engine:
         """MCP and HTTP tools are pinned as first used; one whose definition changed since gets a
         warning step, and its calls wait for a person this run (approving one accepts the new
         definition). Descriptions with instructions aimed at the model get a warning step too."""
-        if not hasattr(self.sink, "tool_pins"):
-            return frozenset()
+        if not hasattr(self.sink, "tool_pins") or all(t.source == "python" for t in tools.values()):
+            return frozenset()  # plugins are never pinned: no read
         check = check_pins(list(tools.values()), self.sink.tool_pins(flow.name))
         for name, note, result in check.warnings:
             rec.record(StepKind.WARNING, name=name, note=note, result=result)
