@@ -42,3 +42,19 @@ def test_concurrent_clients_each_get_their_run_recorded_once(tmp_path: Path, wor
     assert Counter(run.question for run in runs) == Counter(asked)  # each exactly once, nothing else
     assert {run.id for run in runs} == {b["id"] for b in bodies}
     assert {str(run.status) for run in runs} == {"succeeded"}  # none failed, none left running
+
+
+def test_the_workers_socket_is_tcp_so_responses_are_not_held_back() -> None:
+    """With --workers N the listening socket is marked as TCP, so asyncio sets TCP_NODELAY on
+    each connection (else every response waits for the client's delayed ACK)."""
+    import socket
+
+    from flowcall.cli_serve import tcp_socket
+
+    bound = socket.socket(socket.AF_INET)  # as uvicorn binds it: protocol 0
+    bound.bind(("127.0.0.1", 0))
+    sock = tcp_socket(bound)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP and sock.get_inheritable()
+    finally:
+        sock.close()
