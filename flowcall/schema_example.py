@@ -28,6 +28,43 @@ _FORMATS = {
 _MAX_DEPTH = 16  # a recursive schema ($ref to itself) stops here
 
 
+def _resolved(schema: dict, root: Any) -> Any:
+    """A local $ref replaced by what it points at, with the schema's other keywords kept."""
+    target: Any = root
+    for part in schema["$ref"][1:].split("/")[1:]:
+        target = target[part.replace("~1", "/").replace("~0", "~")]
+    return {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+
+
+def _object(schema: dict, again: Any) -> dict:
+    """Its required properties, then optional ones in order up to minProperties."""
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    value = {}
+    for name in schema.get("required") or []:
+        value[name] = again(properties.get(name, extra if isinstance(extra, dict) else {}))
+    for name, sub in properties.items():
+        if len(value) >= schema.get("minProperties", 0):
+            break
+        value.setdefault(name, again(sub))
+    return value
+
+
+def _array(schema: dict, again: Any) -> list:
+    """The tuple form's items, then minItems (at least one, at most maxItems) more."""
+    items = schema.get("items", {})
+    tuple_form = schema.get("prefixItems") or (items if isinstance(items, list) else [])
+    if isinstance(items, list):  # draft 4's tuple form
+        items = schema.get("additionalItems", {})
+    prefix = [again(sub, i) for i, sub in enumerate(tuple_form)]
+    count = max(schema.get("minItems", 0), 1) - len(prefix)
+    if schema.get("maxItems") is not None:
+        count = min(count, schema["maxItems"] - len(prefix))
+    if items is False:
+        return prefix
+    return prefix + [again(items, len(prefix) + i) for i in range(max(count, 0))]
+
+
 def example_for(schema: Any, *, root: Any = None, index: int = 0, _depth: int = 0) -> Any:
     """A value valid against `schema`: const, else default, else the first enum value, else one
     built from the type (objects get their required properties, arrays minItems items or one,
@@ -41,10 +78,7 @@ def example_for(schema: Any, *, root: Any = None, index: int = 0, _depth: int = 
         return example_for(sub, root=root, index=i, _depth=_depth + 1)
 
     if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
-        target: Any = root
-        for part in schema["$ref"][1:].split("/")[1:]:
-            target = target[part.replace("~1", "/").replace("~0", "~")]
-        return again({**target, **{k: v for k, v in schema.items() if k != "$ref"}})
+        return again(_resolved(schema, root))
     if "const" in schema:
         return schema["const"]
     if "default" in schema:
@@ -62,28 +96,9 @@ def example_for(schema: Any, *, root: Any = None, index: int = 0, _depth: int = 
         return again(_merged(schema))
     kind = _type_of(schema)
     if kind == "object":
-        properties = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        value = {}
-        for name in schema.get("required") or []:
-            value[name] = again(properties.get(name, extra if isinstance(extra, dict) else {}))
-        for name, sub in properties.items():  # minProperties: optional ones too, in order
-            if len(value) >= schema.get("minProperties", 0):
-                break
-            value.setdefault(name, again(sub))
-        return value
+        return _object(schema, again)
     if kind == "array":
-        items = schema.get("items", {})
-        tuple_form = schema.get("prefixItems") or (items if isinstance(items, list) else [])
-        if isinstance(items, list):  # draft 4's tuple form
-            items = schema.get("additionalItems", {})
-        prefix = [again(sub, i) for i, sub in enumerate(tuple_form)]
-        count = max(schema.get("minItems", 0), 1) - len(prefix)
-        if schema.get("maxItems") is not None:
-            count = min(count, schema["maxItems"] - len(prefix))
-        if items is False:
-            return prefix
-        return prefix + [again(items, len(prefix) + i) for i in range(max(count, 0))]
+        return _array(schema, again)
     if kind in ("integer", "number"):
         return _number(schema, kind, index)
     if kind == "boolean":

@@ -200,31 +200,46 @@ class LocalProvider:
                          rendered_prompt=prompt, request_id=out.get("id"), latency_ms=(time.perf_counter() - started) * 1000)
 
     def complete(self, request: ModelRequest) -> ModelTurn:
-        import llama_cpp
-        from llama_cpp import LlamaGrammar
-
         prompt = self.render(request) + (request.assistant_prefix or "")
         if request.score_options:
             return self._score(request, prompt)
-        grammar = None
-        if request.response_format is not None:
-            grammar = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(request.response_format.json_schema)),
-                                                    verbose=False)
-        # greedy decoding checks the model's best tokens against the grammar, not the whole
-        # vocabulary: the same answer, written ~1.6x faster (grammar_gate.py)
-        try:
-            gate = GreedyGrammar(self.llm, grammar) if grammar is not None and not request.temperature else None
-        except ValueError as exc:
-            raise ProviderError(f"{exc}: the schema is too complex for llama.cpp's grammar (response_format); "
-                                "simplify it, or use the native or prompt calling way", code=ErrorCode.PROVIDER_ERROR) from exc
+        grammar, gate = self._grammar(request)
         wire = {**asked(request), "prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
                 "seed": request.seed, "stop": _STOP,
                 "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}
         started = time.perf_counter()
+        try:
+            out, looping = self._generate(request, prompt, grammar, gate)
+        finally:
+            if gate:
+                gate.close()
+        return self._turn(request, prompt, wire, out, looping, (time.perf_counter() - started) * 1000)
+
+    def _grammar(self, request: ModelRequest) -> tuple[Any, Any]:
+        """The response_format's grammar, and the gate that applies it greedily (or None)."""
+        from llama_cpp import LlamaGrammar
+
+        if request.response_format is None:
+            return None, None
+        grammar = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(request.response_format.json_schema)),
+                                                verbose=False)
+        # greedy decoding checks the model's best tokens against the grammar, not the whole
+        # vocabulary: the same answer, written faster (grammar_gate.py)
+        try:
+            return grammar, GreedyGrammar(self.llm, grammar) if not request.temperature else None
+        except ValueError as exc:
+            raise ProviderError(f"{exc}: the schema is too complex for llama.cpp's grammar (response_format); "
+                                "simplify it, or use the native or prompt calling way", code=ErrorCode.PROVIDER_ERROR) from exc
+
+    def _generate(self, request: ModelRequest, prompt: str, grammar: Any, gate: Any) -> tuple[dict, LoopStop]:
+        """The completion, bounded by FLOWCALL_LOCAL_TIMEOUT_S (counted from when the model is
+        ours, not while queued) and stopped when it loops."""
+        import llama_cpp
+
         limit_s, stopped = config.local_timeout_s(), []
         try:
             with self._lock:
-                deadline = time.perf_counter() + limit_s  # from when the model is ours, not while queued
+                deadline = time.perf_counter() + limit_s
 
                 def too_long(_ids: Any, _logits: Any) -> bool:
                     if time.perf_counter() > deadline:
@@ -246,15 +261,17 @@ class LocalProvider:
         except ValueError as exc:  # e.g. the prompt is longer than the context window
             raise ProviderError(f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",
                                 code=ErrorCode.PROVIDER_ERROR) from exc
-        finally:
-            if gate:
-                gate.close()
-        latency_ms = (time.perf_counter() - started) * 1000
         if stopped:
             raise ProviderError(
                 f"the local model's answer took longer than {limit_s:g} s and was stopped after "
                 f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise FLOWCALL_LOCAL_TIMEOUT_S "
                 "on a slow machine", code=ErrorCode.PROVIDER_ERROR)
+        return out, looping
+
+    @staticmethod
+    def _turn(request: ModelRequest, prompt: str, wire: dict, out: dict, looping: LoopStop,
+              latency_ms: float) -> ModelTurn:
+        """The completion as a turn: its text, the calls written in it, and what was sent."""
         choice = out["choices"][0]
         if looping.loop is not None:
             # cut the loop back to one copy: what came before it is the answer the model meant
