@@ -33,7 +33,7 @@ from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider, ProviderFactory
 from flowcall.recorder import Recorder
 from flowcall.spec import Flow
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import NOT_RUN, check_call, run_round
 from flowcall.tools.registry import ToolRegistry
@@ -92,12 +92,14 @@ class Engine:
 
     # ---------------------------------------------------------------- public
     def run(self, flow: Flow, question: str, *, flow_version_id: int | None = None,
-            on_step: StepCallback | None = None, approver: Approver | None = None, run_id: str | None = None) -> Run:
+            on_step: StepCallback | None = None, approver: Approver | None = None, run_id: str | None = None,
+            context: list[ChatTurn] | None = None) -> Run:
         """Run the flow. A provider missing a setting (an API key not set) raises NotConfigured
         before anything is recorded: it is the person's to fix, not a failed run. `run_id`: the
-        id to record it under, for a caller that names the run before it starts (the HTTP API)."""
+        id to record it under, for a caller that names the run before it starts (the HTTP API);
+        `context`: the chat before the question, kept with the run (read if the flow says so)."""
         models = self._models_before_run(flow)
-        run = self._new_run(flow.name, question, flow_version_id, run_id)
+        run = self._new_run(flow.name, question, flow_version_id, run_id, context)
         return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
 
     def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any] | None, *, approver: Approver | None,
@@ -123,14 +125,14 @@ class Engine:
 
     def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
                       flow_version_id: int | None = None, on_step: StepCallback | None = None,
-                      approver: Approver | None = None) -> Run:
+                      approver: Approver | None = None, context: list[ChatTurn] | None = None) -> Run:
         """A new run that starts from a loop state instead of from the question: re-running
         from a step. `reused` are the earlier run's steps that led there; they are recorded
         first (marked as reused), so the new run reads whole in the inspector. Their tokens
         stay on them for display; the earlier run spent them (see steps.is_reused)."""
         models = self._models_before_run(flow)  # as in run(): a missing key before any record
         state = LoopState.restore(checkpoint)
-        run = self._new_run(flow.name, question, flow_version_id)
+        run = self._new_run(flow.name, question, flow_version_id, context=context)
         recorder = Recorder(run, self.sink, on_step)
         for step in reused:
             recorder.record(step.kind, **step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"}))
@@ -162,8 +164,9 @@ class Engine:
         return self._settle(run, rec, ended), turn
 
     # ---------------------------------------------------------------- a run's life
-    def _new_run(self, label: str, question: str, flow_version_id: int | None, run_id: str | None = None) -> Run:
-        run = Run(id=run_id or str(uuid.uuid4()), flow_name=label, flow_version_id=flow_version_id, question=question,
+    def _new_run(self, label: str, question: str, flow_version_id: int | None, run_id: str | None = None,
+                 context: list[ChatTurn] | None = None) -> Run:
+        run = Run(id=run_id or str(uuid.uuid4()), flow_name=label, context=context or [], flow_version_id=flow_version_id, question=question,
                   trace_id=uuid.uuid4().hex)
         self.sink.run_started(run)
         return run
@@ -252,7 +255,7 @@ class Engine:
         tools = {t.name: t for t in registry.resolve(flow.tools)}
         changed = self._check_pins(flow, tools, rec)
         if state is None:
-            state = LoopState.fresh(flow, run.question)
+            state = LoopState.fresh(flow, run.question, run.context)
         else:
             state.done = [restored_outcome(o, tools) for o in state.done_records]
         # tools that keep data use the run's store; their artifacts live in the state, so they are saved with it

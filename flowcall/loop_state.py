@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from flowcall import artifacts as artifact_codec
 from flowcall.calling.said import DOC_CHECK_PREFIX
 from flowcall.errors import ConfigError, ErrorCode
 from flowcall.messages import Message, ToolCall
 from flowcall.spec import Flow
+from flowcall.steps import ChatTurn
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import NOT_RUN, CallOutcome
 from flowcall.variables import fill_variables
@@ -55,11 +56,14 @@ class LoopState:
     unbacked: list[str] = field(default_factory=list)  # why calls gave no result: refused, failed, denied
 
     @classmethod
-    def fresh(cls, flow: Flow, question: str) -> LoopState:
-        """The state a run starts from: the flow's system prompt and the question."""
+    def fresh(cls, flow: Flow, question: str, context: Sequence[ChatTurn] = ()) -> LoopState:
+        """The state a run starts from: the flow's system prompt, the chat before the question
+        (a flow with `conversation`), and the question."""
         messages = []
         if flow.decision.system_prompt:
             messages.append(Message(role="system", content=fill_variables(flow.decision.system_prompt)))
+        if flow.conversation:
+            messages += [Message(role=turn.role, content=turn.content) for turn in context]
         messages.append(Message(role="user", content=question))
         return cls(messages=messages, budget=flow.retry_budget)
 

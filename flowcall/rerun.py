@@ -110,7 +110,7 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
     if arguments is not None and chosen.kind != StepKind.TOOL_CALL:
         raise ConfigError(f"step {seq} is a {chosen.kind} step; only a tool_call step takes edited arguments")
     reused = [s for s in run.steps if s.seq < first]
-    state = LoopState.fresh(flow, run.question)
+    state = LoopState.fresh(flow, run.question, run.context)
 
     for round_no in sorted({s.round for s in reused if s.round > 0}):
         steps = [s for s in reused if s.round == round_no]

@@ -31,7 +31,7 @@ from flowcall.providers.profiled import with_profiles
 from flowcall.replay import replay_factory
 from flowcall.rerun import checkpoint_before
 from flowcall.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
-from flowcall.steps import Run, RunStatus, StepCallback
+from flowcall.steps import ChatTurn, Run, RunStatus, StepCallback
 from flowcall.store import Store, open_store
 from flowcall.tools import trial
 from flowcall.tools.attach import add_server_to_flow
@@ -115,7 +115,8 @@ class FlowCall:
         raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
 
     def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None,
-            approver: Approver | None = None, run_id: str | None = None) -> Run:
+            approver: Approver | None = None, run_id: str | None = None,
+            context: list[ChatTurn] | None = None) -> Run:
         """Run the flow against its stored version (stored first if new; a flow whose name is
         taken by a different saved flow is stored under a new name, see `adopt`). Without an
         approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
@@ -124,7 +125,7 @@ class FlowCall:
         adopted = self.adopt(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
-                          approver=approver, run_id=run_id)
+                          approver=approver, run_id=run_id, context=context)
 
     def warm_up(self, flows: list[Flow], *, on_flow: Callable[[Flow], None] | None = None) -> int:
         """Have the embedded model read, once, what every run of these flows begins with: the
@@ -185,7 +186,7 @@ class FlowCall:
             return engine.resume(run, flow, None, approver=approver, on_step=on_step)
         if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {t.name for t in tools}:
             flow = flow.model_copy(update={"tool_choice": "auto"})  # it names one of the flow's own tools
-        return engine.decide_only(flow, LoopState.fresh(flow, run.question).messages, tools, run=run)[0]
+        return engine.decide_only(flow, LoopState.fresh(flow, run.question, run.context).messages, tools, run=run)[0]
 
     # --- runs handed to workers (FLOWCALL_BROKER_URL; flowcall/broker.py, worker.py) ----------
     def require_queue(self) -> None:
@@ -283,7 +284,7 @@ class FlowCall:
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.continue_from(flow, original.question, state.checkpoint(), reused, flow_version_id=version_id,
-                                    on_step=on_step, approver=approver)
+                                    on_step=on_step, approver=approver, context=original.context)
 
     def export_run(self, run_id: str) -> dict[str, Any]:
         """A run with its steps and the flow version it ran: enough to import it elsewhere."""
@@ -326,7 +327,8 @@ class FlowCall:
         flow = self.flow_of(original)
         self.require_trust(flow, run_id=original.id)
         engine = Engine(self.registry, replay_factory(original), self.store)
-        replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step)
+        replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step,
+                              context=original.context)
         return original, replayed
 
     # --- datasets, experiments and model profiles: the store's records, for the pages and the CLI

@@ -253,6 +253,9 @@ class Flow(BaseModel):
     needs_approval: list[str] = Field(default_factory=list, description="Tools whose calls wait for a person, "
                                       "besides destructive ones and those of untrusted MCP servers.")
     polish: PolishConfig | None = None
+    conversation: bool = Field(default=False, description="A chat client (the HTTP API's chat completions) "
+                               "may send the earlier messages of its conversation; the decision model reads them "
+                               "before the question. Off: only the last user message is read.")
     # kept with the flow (its file and its row) but out of its spec and hash: see FlowLayout
     layout: FlowLayout | None = Field(default=None, exclude=True)
 
@@ -295,6 +298,14 @@ class Flow(BaseModel):
         prefixes = (tuple(f"{server.name}/mcp/" for server in self.mcp_servers)
                     + tuple(f"{source.name}/http/" for source in self.http_tools))
         return [ref for ref in self.tools if not (prefixes and ref.startswith(prefixes))]
+
+    @model_serializer(mode="wrap")
+    def _no_default_conversation(self, handler: Any) -> dict[str, Any]:
+        # a flow that reads no chat dumps as before the setting existed: saved flows keep their hash
+        data = handler(self)
+        if not self.conversation:
+            data.pop("conversation", None)
+        return data
 
     def content_hash(self) -> str:
         """Stable hash of the spec: saving an unchanged flow makes no new version."""

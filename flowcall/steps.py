@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -67,11 +67,20 @@ class Step(BaseModel):
     ended_at: datetime = Field(default_factory=utcnow)
 
 
+class ChatTurn(BaseModel):
+    """An earlier message of the chat a question comes from (a flow with `conversation`)."""
+
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=20_000)
+
+
 class Run(BaseModel):
     id: str
     flow_name: str
     flow_version_id: int | None = None
     question: str
+    # the chat before the question, read by the decision model before it (Flow.conversation)
+    context: list[ChatTurn] = Field(default_factory=list, max_length=100)
     status: RunStatus = RunStatus.RUNNING
     final_answer: Any = None
     error: str | None = None

@@ -185,6 +185,10 @@ def question_panel(state: CanvasState, key: str) -> dict[str, Any]:
                                     key=key + "description")
     s["tool_timeout_s"] = float(st.number_input("Seconds a tool may take", 1.0, 600.0,
                                                 float(s.get("tool_timeout_s", 30.0)), key=key + "timeout"))
+    s["conversation"] = st.checkbox(
+        "Read the earlier messages of a chat", bool(s.get("conversation")), key=key + "conversation",
+        help="When a program calls this flow through the HTTP API's chat completions, the decision model also "
+             "reads the messages before the question. Off: only the last user message.")
     return s
 
 

@@ -78,6 +78,10 @@ st.subheader(md(f"Run {run.id[:8]}"))  # a run file from elsewhere sets its id, 
 st.markdown(f"**{md(run.flow_name)}** · {md(status_text(run))} · trace {md(run.trace_id)} · "
             f"{run.tokens_in}+{run.tokens_out} tokens · {run_seconds(run):.2f} s")
 st.markdown(f"Question: {md(run.question)}")
+if run.context:
+    with st.expander(f"The chat before the question ({len(run.context)} messages)"):
+        for turn in run.context:
+            st.markdown(f"**{turn.role}**: {md(turn.content)}")
 if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.RUNNING):
     why = {RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go on "
                                   "from its last committed step.",

@@ -1,5 +1,6 @@
 """OpenAI-compatible: POST /v1/chat/completions with `model` = a flow's name runs the flow on
-the last user message and answers as a chat completion, so any OpenAI client can use a flow.
+the last user message (after the earlier ones, for a flow with `conversation`) and answers as
+a chat completion, so any OpenAI client can use a flow.
 The flow's own tools run inside FlowCall; they are never returned as `tool_calls`. The run's
 id comes back in the X-FlowCall-Run-Id header, to open it in the inspector.
 
@@ -23,10 +24,11 @@ from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, INVALID_ARGUMENT, ApiError, error_body
 from flowcall.api.running import steps_then_run, wait_for
 from flowcall.api.runs import _startable
-from flowcall.steps import Run, RunStatus, Step
+from flowcall.steps import ChatTurn, Run, RunStatus, Step
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 RUN_ID_HEADER = "X-FlowCall-Run-Id"
+MAX_TURNS, MAX_MESSAGE_CHARS = 100, 20_000  # as a run keeps them (steps.Run.context)
 
 
 class ChatMessage(BaseModel):
@@ -58,15 +60,18 @@ async def chat_completions(body: ChatRequest, who: Caller = Depends(caller), api
     who.require(body.model)
     question = last_user_text(body.messages)
     flow = await run_in_threadpool(_startable, api, body.model, None)
+    context = earlier_turns(body.messages) if flow.conversation else None
     run_id = str(uuid.uuid4())
     headers = {RUN_ID_HEADER: run_id}
     api.limits.start_run(who)
     if body.stream:
-        work = lambda on_step: api.service.run(flow, question, on_step=on_step, run_id=run_id)  # noqa: E731
+        work = lambda on_step: api.service.run(flow, question, on_step=on_step, run_id=run_id,  # noqa: E731
+                                               context=context)
         return StreamingResponse(_chunks(api, who, work, body.model, run_id), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     try:
-        run = await wait_for(lambda: api.service.run(flow, question, run_id=run_id), api.settings.wait_s)
+        run = await wait_for(lambda: api.service.run(flow, question, run_id=run_id, context=context),
+                             api.settings.wait_s)
     finally:
         api.limits.end_run(who)
     if run is None:
@@ -76,16 +81,38 @@ async def chat_completions(body: ChatRequest, who: Caller = Depends(caller), api
     return JSONResponse(completion(run, body.model), headers=headers)
 
 
+def _text(message: ChatMessage) -> str:
+    content = message.content
+    if isinstance(content, list):
+        content = "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+    return content or ""
+
+
+def _last_question(messages: list[ChatMessage]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user" and _text(messages[index]).strip():
+            return index
+    raise ApiError(400, INVALID_ARGUMENT, "the messages hold no user message with text; the last one is the question")
+
+
 def last_user_text(messages: list[ChatMessage]) -> str:
     """The question: the last user message, its text parts joined."""
-    for message in reversed(messages):
-        if message.role == "user":
-            content = message.content
-            if isinstance(content, list):
-                content = "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
-            if content and content.strip():
-                return content[:20_000]
-    raise ApiError(400, INVALID_ARGUMENT, "the messages hold no user message with text; the last one is the question")
+    return _text(messages[_last_question(messages)])[:MAX_MESSAGE_CHARS]
+
+
+def earlier_turns(messages: list[ChatMessage]) -> list[ChatTurn]:
+    """The chat before the question, for a flow with `conversation`: the user's and the
+    assistant's text, the last MAX_TURNS of it. System messages are left out (the flow's own
+    prompt governs), and so are tool messages (the flow's tools are its own)."""
+    earlier = [m for m in messages[:_last_question(messages)] if m.role in ("user", "assistant") and _text(m).strip()]
+    turns = []
+    for message in earlier[-MAX_TURNS:]:
+        text = _text(message)
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise ApiError(400, INVALID_ARGUMENT, f"an earlier {message.role} message is over {MAX_MESSAGE_CHARS} "
+                           "characters; shorten it or leave it out")
+        turns.append(ChatTurn(role=message.role, content=text))
+    return turns
 
 
 def answer_text(run: Run) -> str:

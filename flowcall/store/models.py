@@ -93,6 +93,8 @@ class RunRow(Base):
     )
     flow_name: Mapped[str] = mapped_column(String(120), index=True)
     question: Mapped[str] = mapped_column(Text)
+    # the chat before the question (steps.ChatTurn), for a flow that reads it; None: none
+    context: Mapped[Any] = mapped_column(JSONType, nullable=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
     final_answer: Mapped[Any] = mapped_column(JSONType, nullable=True)
     error: Mapped[str | None] = mapped_column(Text)

@@ -123,6 +123,7 @@ def _run_to_row(run: Run) -> RunRow:
 def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
     data = {name: getattr(row, name) for name in Run.model_fields if name != "steps"}
     data["outcome_reasons"] = data["outcome_reasons"] or []  # runs recorded before outcomes existed
+    data["context"] = data["context"] or []  # runs recorded before a chat's context was kept
     if data["status"] == _RUNNING and owner_gone(row.owner, row.lease_until):
         data["status"] = RunStatus.INTERRUPTED  # derived on every read, never stored
     return Run.model_validate({**data, "steps": [_step_from_row(s) for s in steps or []]})

@@ -20,6 +20,7 @@ FLOWS = {
     "tasks": {"name": "tasks", "tools": ["task/v1/add_task"], "decision": SCHEMA_MODEL,
               "needs_approval": ["task/v1/add_task"]},
     "plain": {"name": "plain", "tools": [], "decision": SCHEMA_MODEL},
+    "chat": {"name": "chat", "tools": [], "decision": SCHEMA_MODEL, "conversation": True},
 }
 
 

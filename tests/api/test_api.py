@@ -70,8 +70,21 @@ def test_the_openai_client_streams_the_answer(server: Server) -> None:
     assert len({c.id for c in chunks}) == 1
 
 
+@pytest.mark.parametrize("flow, reads_the_chat", [("chat", True), ("plain", False)])
+def test_earlier_messages_reach_a_flow_that_reads_the_chat(server: Server, flow: str, reads_the_chat: bool) -> None:
+    raw = client(server).chat.completions.with_raw_response.create(model=flow, messages=[
+        {"role": "system", "content": "You are a pirate."}, {"role": "user", "content": "My name is Ana."},
+        {"role": "assistant", "content": "Hello Ana!"}, {"role": "tool", "content": "{}", "tool_call_id": "x"},
+        {"role": "user", "content": "What is my name?"}])
+    run = server.app.store.get_run(raw.headers["x-flowcall-run-id"])
+    sent = [(m["role"], m["content"]) for m in run.steps[0].request["messages"]]
+    chat = [("user", "My name is Ana."), ("assistant", "Hello Ana!")]
+    assert sent == (chat if reads_the_chat else []) + [("user", "What is my name?")]  # no client system or tool text
+    assert [(t.role, t.content) for t in run.context] == (chat if reads_the_chat else [])
+
+
 def test_models_are_the_flows_the_key_may_use(server: Server) -> None:
-    assert {m.id for m in client(server).models.list()} == {"clock", "tasks", "plain"}
+    assert {m.id for m in client(server).models.list()} == {"clock", "tasks", "plain", "chat"}
     assert [m.id for m in client(server, "clock-only").models.list()] == ["clock"]
 
 
@@ -84,7 +97,7 @@ def test_a_flow_that_does_not_exist_is_a_clear_404(server: Server) -> None:
 # --- REST and SSE -----------------------------------------------------------------------------
 def test_flows_are_listed_exported_and_imported_without_replacing_a_saved_one(server: Server) -> None:
     with httpx.Client(base_url=server.base, headers=server.headers()) as http:
-        assert {f["name"] for f in http.get("/v1/flows").json()} >= {"clock", "tasks", "plain"}
+        assert {f["name"] for f in http.get("/v1/flows").json()} >= {"clock", "tasks", "plain", "chat"}
         exported = http.get("/v1/flows/clock").json()
         assert exported["name"] == "clock" and exported["tools"] == ["time/v1/get_current_time"]
         other = {**exported, "description": "a different flow with the same name"}
