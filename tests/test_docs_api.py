@@ -4,6 +4,7 @@ deterministic schema-driven model) and the key in FLOWCALL_API_KEY, as the docs 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -80,3 +81,29 @@ def test_the_shell_examples_run_as_written(server: Server, path: Path) -> None:
         waiting, approved = out.index('"status":"waiting_approval"'), out.rindex('"status":"succeeded"')
         assert waiting < approved and '"answer":"Results:add_task->' in out[approved:]
     assert {k.name for k in server.app.list_keys() if k.active} >= {"my-app"}
+
+
+AWKWARD = {name: {"name": name, "tools": [], "decision": SCHEMA_MODEL} for name in ("报告 v1.2", "..", "a -b")}
+
+
+@pytest.fixture(scope="module")
+def awkward_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with api_server(tmp_path_factory.mktemp("snippets"), flows=AWKWARD) as running:
+        yield running
+
+
+@pytest.mark.parametrize("flow", list(AWKWARD))
+def test_the_api_pages_snippets_work_when_pasted(awkward_server: Server, flow: str) -> None:
+    """The studio's API page shows these for a flow (flowcall/api_snippets.py); with the key put
+    in for the placeholder, each one reaches the flow, whatever its name holds."""
+    from flowcall import api_snippets
+
+    base, key, question = awkward_server.base, awkward_server.keys["all"], "what's up? 「你好」 $HOME `id`"
+    with_key = lambda text: text.replace(api_snippets.KEY_PLACEHOLDER, key)  # noqa: E731
+    expected = f"No tool results. Last message: {question}"
+    run_reply = json.loads(run(awkward_server, ["bash", "-c"], with_key(api_snippets.curl_run(base, flow, question))))
+    assert run_reply["flow"] == flow and run_reply["answer"] == expected
+    chat_reply = json.loads(run(awkward_server, ["bash", "-c"], with_key(api_snippets.curl_chat(base, flow, question))))
+    assert chat_reply["model"] == flow and chat_reply["choices"][0]["message"]["content"] == expected
+    printed = run(awkward_server, [sys.executable, "-c"], with_key(api_snippets.openai_python(base, flow, question)))
+    assert printed.rstrip("\n") == expected
