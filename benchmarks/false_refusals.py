@@ -43,7 +43,7 @@ def gate_margins(items: list[Item]) -> dict[str, dict[str, Any]]:
     from flowcall.providers.local import LocalProvider
 
     provider = LocalProvider.shared()
-    ask = lambda asked, _label: provider.complete(asked)  # noqa: E731
+    ask = lambda asked, _label, _interpret=None: provider.complete(asked)  # noqa: E731
     out = {}
     for item in tqdm(items, desc=f"gate on {provider.model}", file=sys.stderr):
         text = last_user_text(item.messages)

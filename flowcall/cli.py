@@ -28,7 +28,7 @@ from flowcall.rendering import (answer_text, describe_step, provenance_rows, pro
                                 short, status_text, step_ref)
 from flowcall.spec import parse_flow
 from flowcall.spinner import terminal_watcher
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, Run, RunStatus, Step, StepKind
 
 
 @contextmanager
@@ -138,6 +138,8 @@ def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool, require_to
         ctx.exit(1)
     if run.outcome == ANSWERED_WITHOUT_TOOLS:
         echo(f"warning: no tool result backs this answer: {'; '.join(run.outcome_reasons)}", err=True)
+    elif run.outcome == PARTLY_DONE:
+        echo(f"warning: not every part was done by a tool: {'; '.join(run.outcome_reasons)}", err=True)
     if not as_json and not quiet:
         echo(run_totals(run), err=True)
     if require_tools and run.outcome == ANSWERED_WITHOUT_TOOLS:
@@ -241,7 +243,7 @@ def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     if run.error:
         echo(f"error: {run.error}")
     for reason in run.outcome_reasons:
-        echo(f"no tool result: {reason}")
+        echo(f"{'not done' if run.outcome == PARTLY_DONE else 'no tool result'}: {reason}")
     echo("answer: " + answer_text(run.final_answer) if run.final_answer is not None else "answer: (none)")
     if summary := provenance_summary(run.provenance):
         echo(f"sources: {summary}")

@@ -23,7 +23,8 @@ from flowcall.calling import make_way, vetting
 from flowcall.calling.base import CallingWay
 from flowcall.calling.router import Rule
 from flowcall.errors import ConfigError, ErrorCode, FlowCallError
-from flowcall.final_answer import ANSWER_NOW, last_word, polish
+from flowcall.claims import actions_done, undone_claims, undone_reason
+from flowcall.final_answer import ANSWER_NOW, Gaps, last_word, polish, with_gaps
 from flowcall.loop_state import LoopState, restored_outcome, unreadable_reason
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.model_calls import ModelCaller, RunFailed
@@ -33,7 +34,7 @@ from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider, ProviderFactory
 from flowcall.recorder import Recorder
 from flowcall.spec import Flow
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import NOT_RUN, check_call, run_round
 from flowcall.tools.registry import ToolRegistry
@@ -297,6 +298,8 @@ class Engine:
         )
         turn, state.budget = scope.decider.decide_vetted(request, state.round_no, state.budget)
         state.last_text = turn.content
+        if turn.gate is not None and state.gate is None:  # the question's reading, kept for the outcome
+            state.gate = turn.gate.model_dump()
         unreadable = turn.parse_errors[0] if turn.parse_errors and not turn.tool_calls else None
         if choice != "none" and (turn.tool_calls or turn.withheld or turn.parse_errors):
             state.wanted_tools = True  # an answer without a tool result is then unbacked (unbacked_reasons)
@@ -374,17 +377,29 @@ class Engine:
         return RoundResult(outcomes, any(o.error_code not in NOT_RUN for o in whole_round), wrong)
 
     def _finish(self, scope: _Scope) -> Finished:
-        """Phase 5: the answer: the polish model's, the decision model's own, or (no polish
-        model, max_rounds reached) one more decision asked to answer without tools."""
-        state, flow = scope.state, scope.flow
+        """Phase 5: the answer (_answer), and what it says that no tool did: the run's outcome."""
+        state, flow, run = scope.state, scope.flow, scope.run
         unbacked = state.unbacked_reasons(flow)
+        undone = state.undone_parts() if unbacked is None else []
+        offered_actions = any(not t.annotations.read_only for t in scope.tools.values())
+        gaps = Gaps(unbacked, undone, offered_actions and not actions_done(state.done))
+        answer = self._answer(scope, gaps)
+        claimed = [undone_reason(c) for c in undone_claims(answer, state.done)] if scope.tools else []
         if unbacked is not None:
-            scope.run.outcome, scope.run.outcome_reasons = ANSWERED_WITHOUT_TOOLS, unbacked
+            run.outcome, run.outcome_reasons = ANSWERED_WITHOUT_TOOLS, unbacked + claimed
+        elif undone or claimed:
+            run.outcome, run.outcome_reasons = PARTLY_DONE, undone + claimed
+        return Finished(answer)
+
+    def _answer(self, scope: _Scope, gaps: Gaps) -> Any:
+        """The polish model's answer, the decision model's own, or (no polish model, max_rounds
+        reached) one more decision asked to answer without tools."""
+        state, flow = scope.state, scope.flow
         if scope.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
-            return Finished(polish(flow, scope.polisher, scope.run.question, state.done,
-                                   state.last_text if state.finished else None, unbacked))
+            return polish(flow, scope.polisher, scope.run.question, state.done,
+                          state.last_text if state.finished else None, gaps)
         if state.finished and state.last_text:
-            return Finished(state.last_text)
+            return with_gaps(state.last_text, gaps, scope.run.question)
         if not state.finished:
             scope.rec.record(StepKind.ERROR, round=state.round_no, error_code=str(ErrorCode.MAX_ROUNDS),
                              error_message=f"the decision model still called tools after {flow.max_rounds} rounds "
@@ -394,15 +409,15 @@ class Engine:
                                temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
         turn = scope.decider.decide(request, state.round_no + 1)
         if state.finished:
-            return Finished(turn.content or "")
+            return with_gaps(turn.content or "", gaps, scope.run.question)
         try:
-            return Finished(last_word(turn, scope.tools, flow, state.done))
+            return with_gaps(last_word(turn, scope.tools, flow, state.done), gaps, scope.run.question)
         except RunFailed:
             # A small model asked without tools often writes a call anyway: say plainly once
             # what is wanted, then judge that answer.
             retry = request.model_copy(update={"messages": [*state.messages, *ANSWER_NOW]})
             turn = scope.decider.decide(retry, state.round_no + 2)
-            return Finished(last_word(turn, scope.tools, flow, state.done))
+            return with_gaps(last_word(turn, scope.tools, flow, state.done), gaps, scope.run.question)
 
     def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: Recorder) -> frozenset[str]:
         """MCP and HTTP tools are pinned as first used; one whose definition changed since gets a

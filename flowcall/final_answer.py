@@ -5,6 +5,8 @@ decision model's own last word, which must be text."""
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import json_repair
@@ -25,6 +27,20 @@ POLISH_SYSTEM = (
     "Use only facts from the tool results; say so if they do not answer the question."
 )
 UNBACKED_NOTE = "no tool result backs this answer: "  # the polish step's note, then the reasons
+UNDONE_NOTE = ("Some parts of the question got no tool result (listed below). Answer the parts the tool results "
+               "cover; for the others say plainly, in the user's language, that they could not be done.")
+NO_ACTION_NOTE = ("No tool changed anything in this run: nothing was created, added, sent, booked, lent, paid or "
+                  "deleted. Never say that it was.")
+DRAFT_LABEL = "A first answer, written before the tool results were checked:"
+# what the polish model reads as section labels, and FlowCall's older ones: a model that copies
+# one into its answer has it taken out, so no internal label ever reaches the user
+INTERNAL_LABELS = (DRAFT_LABEL, "The decision model's draft answer:", "Tool results:",
+                   "Parts of the question no tool did:", "Actions done by tools: none.")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+# how an undone part's reason reads, in the words the answer's last line uses
+_WHY = (("no call of it was made", "no call was made", "没有调用"), ("was denied", "the call was denied", "调用被拒绝"),
+        ("was not run", "the call was not run", "调用未执行"), ("failed", "the call failed", "调用失败"))
 NO_TOOL_RESULT_NOTE = ("No tool gave a result for this question, so you have no facts from tools. Do not state "
                        "weather, times, prices, names, numbers or any other fact as if a tool had looked it up. "
                        "Say plainly that it could not be looked up and why, in the user's language.")
@@ -32,15 +48,28 @@ ANSWER_NOW = [Message.note("Do not call a tool now. Answer my question in plain 
                            "using only the tool results above.")]
 
 
+@dataclass
+class Gaps:
+    """What the tools did not do, for the answer to say: why no tool result backs it (None: one
+    does), the parts of the request that got no result, and whether the flow offered tools that
+    change something and none of them did anything."""
+
+    unbacked: list[str] | None = None
+    undone: list[str] = field(default_factory=list)
+    no_action: bool = False
+
+
 def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutcome], draft: str | None,
-           unbacked: list[str] | None = None) -> Any:
-    """The polish model's answer; with a schema, a value valid against it."""
+           gaps: Gaps | None = None) -> Any:
+    """The polish model's answer; with a schema, a value valid against it. A text answer ends
+    with a line saying which parts were not done (with_gaps)."""
     assert flow.polish is not None
+    gaps = gaps or Gaps()
     schema = flow.polish.output_schema
-    messages = [Message(role="system", content=_polish_system(flow, polisher, unbacked)),
-                Message(role="user", content=_polish_brief(question, done, draft, unbacked))]
+    messages = [Message(role="system", content=_polish_system(flow, polisher, gaps)),
+                Message(role="user", content=_polish_brief(question, done, draft, gaps))]
     response_format = ResponseFormat(name="answer", json_schema=schema) if schema else None
-    note = f"{UNBACKED_NOTE}{'; '.join(unbacked)}" if unbacked is not None else None
+    note = f"{UNBACKED_NOTE}{'; '.join(gaps.unbacked)}" if gaps.unbacked is not None else None
     budget = flow.retry_budget
     while True:
         request = ModelRequest(messages=list(messages), response_format=response_format,
@@ -50,10 +79,10 @@ def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutc
         except ProviderError as exc:
             raise RunFailed(exc.code, exc.message) from exc
         if not schema:
-            return turn.content or ""
+            return with_gaps(turn.content or "", gaps, question)
         answer, problem = structured(turn.content, schema)
         if problem is None:
-            return answer
+            return without_labels(answer)
         polisher.rec.record(StepKind.ERROR, error_code=str(ErrorCode.INVALID_ARGUMENT),
                             error_message=f"polish output does not match the schema: {problem}")
         if budget <= 0:
@@ -64,12 +93,16 @@ def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutc
                                   "Reply again with corrected JSON only.")]
 
 
-def _polish_system(flow: Flow, polisher: ModelCaller, unbacked: list[str] | None) -> str:
+def _polish_system(flow: Flow, polisher: ModelCaller, gaps: Gaps) -> str:
     assert flow.polish is not None
     schema = flow.polish.output_schema
     system = fill_variables(flow.polish.system_prompt or POLISH_SYSTEM)
-    if unbacked is not None:
+    if gaps.unbacked is not None:
         system += "\n" + NO_TOOL_RESULT_NOTE
+    elif gaps.undone:
+        system += "\n" + UNDONE_NOTE
+    if gaps.no_action:
+        system += "\n" + NO_ACTION_NOTE
     # where the provider enforces the schema (grammar, json_schema), its text in the prompt only costs tokens
     if schema and not polisher.provider.capabilities.json_schema_output:
         system += ("\nReply with one JSON object valid against this JSON Schema, and nothing else:\n"
@@ -77,15 +110,59 @@ def _polish_system(flow: Flow, polisher: ModelCaller, unbacked: list[str] | None
     return system
 
 
-def _polish_brief(question: str, done: list[CallOutcome], draft: str | None, unbacked: list[str] | None) -> str:
+def _polish_brief(question: str, done: list[CallOutcome], draft: str | None, gaps: Gaps) -> str:
     lines = [f"Question: {question}", "", "Tool results:"]
     lines += [f"- {o.call.name}({o.call.arguments_json()}) -> {o.content_for_model()}" for o in done] \
         or ["(no tool was called)"]
-    if unbacked is not None:
-        lines += ["", "No tool result came back, because:", *(f"- {reason}" for reason in unbacked)]
-    if draft:
-        lines += ["", f"The decision model's draft answer: {draft}"]
+    if gaps.unbacked is not None:
+        lines += ["", "No tool result came back, because:", *(f"- {reason}" for reason in gaps.unbacked)]
+    elif gaps.undone:
+        lines += ["", "Parts of the question no tool did:", *(f"- {reason}" for reason in gaps.undone)]
+    if gaps.no_action:
+        lines += ["", "Actions done by tools: none."]
+    # a draft with no tool result behind it is the model's guess ("Book 5 has been lent"): never passed on
+    if draft and gaps.unbacked is None:
+        lines += ["", DRAFT_LABEL, draft]
     return "\n".join(lines)
+
+
+def with_gaps(answer: str, gaps: Gaps, question: str) -> str:
+    """A text answer with no internal label left in it, ending with a line, in the user's
+    language, that names each part of the request no tool did."""
+    answer = _without_labels(answer)
+    if not gaps.undone:
+        return answer
+    chinese = len(_CJK.findall(question)) > len(_LATIN_WORD.findall(question))
+    parts = [_undone_part(reason, chinese) for reason in gaps.undone]
+    line = ("未能完成的部分:" + ";".join(parts) + "。") if chinese else ("Not done: " + "; ".join(parts) + ".")
+    return f"{answer.rstrip()}\n\n{line}" if answer.strip() else line
+
+
+def _undone_part(reason: str, chinese: bool) -> str:
+    """One undone part, from its reason ("get_weather failed: ...", "x fits the request, and no call...")."""
+    name = reason.split(" ", 1)[0]
+    for marker, en, zh in _WHY:
+        if marker in reason:
+            return f"{name} {zh}" if chinese else f"{name} ({en})"
+    return f"{name} 没有结果" if chinese else f"{name} (no result)"
+
+
+def _without_labels(text: str) -> str:
+    cleaned = text
+    for label in INTERNAL_LABELS:
+        cleaned = re.sub(re.escape(label) + r"\s*", "", cleaned, flags=re.IGNORECASE)
+    return cleaned.strip() if cleaned != text else text
+
+
+def without_labels(value: Any) -> Any:
+    """A structured answer with no internal label left in its strings."""
+    if isinstance(value, str):
+        return _without_labels(value)
+    if isinstance(value, dict):
+        return {k: without_labels(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_labels(v) for v in value]
+    return value
 
 
 def structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str | None]:

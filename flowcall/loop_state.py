@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from flowcall import artifacts as artifact_codec
 from flowcall.calling.said import DOC_CHECK_PREFIX
 from flowcall.errors import ConfigError, ErrorCode
-from flowcall.messages import Message, ToolCall
+from flowcall.messages import GateReading, Message, ToolCall
 from flowcall.spec import Flow
 from flowcall.steps import ChatTurn
 from flowcall.tools.base import Tool
@@ -54,6 +54,10 @@ class LoopState:
     # a decision called a tool (even one that never ran): an answer with no tool result is then unbacked
     wanted_tools: bool = False
     unbacked: list[str] = field(default_factory=list)  # why calls gave no result: refused, failed, denied
+    # what the relevance gate found for the question (messages.GateReading, dumped): why no tool
+    # was called, or which tools fit it, so a part whose tool gave no result is said
+    gate: dict[str, Any] | None = None
+    settled: int = 0  # unbacked reasons before a later round got a result: the model went another way
 
     @classmethod
     def fresh(cls, flow: Flow, question: str, context: Sequence[ChatTurn] = ()) -> LoopState:
@@ -74,15 +78,36 @@ class LoopState:
                                        "Write it again as valid JSON, or answer without a tool.")]
 
     def unbacked_reasons(self, flow: Flow) -> list[str] | None:
-        """Why the answer has no tool result behind it, or None when one backs it (or no tool
-        was wanted: the decision answered directly and the flow lets it)."""
+        """Why the answer has no tool result behind it, or None when one backs it. A flow that
+        offers tools and ends with no result is never a plain success: the gate's reason when no
+        tool was wanted, unless the flow allows answers without tools (small talk)."""
         demanded = flow.tool_choice not in ("auto", "none")
-        if not (self.wanted_tools or demanded) or any(o.error_code is None for o in self.done):
+        if not flow.tools or flow.tool_choice == "none" or any(o.error_code is None for o in self.done):
             return None
+        if not (self.wanted_tools or demanded):
+            if flow.answers_without_tools:
+                return None
+            reading = GateReading.model_validate(self.gate) if self.gate else None
+            question = next((m.content or "" for m in reversed(self.messages) if m.from_user), "")
+            return [reading.no_fit_reason(question) if reading else "the decision model answered without calling a tool"]
         reasons = list(dict.fromkeys(self.unbacked))
         if demanded and not self.wanted_tools:
             reasons.append("the flow requires a tool call, and the decision model made none")
         return reasons or ["the decision model called a tool, and no call gave a result"]
+
+    def undone_parts(self) -> list[str]:
+        """In a run that got some tool result, the parts of the request that got none: calls
+        that failed, were refused or denied (unless the tool gave a result after all), and tools
+        the gate found fitting the question that were never called."""
+        gave = {o.call.name for o in self.done if o.error_code is None}
+        failed = [r for r in dict.fromkeys(self.unbacked[self.settled:]) if not r.startswith(tuple(f"{n} " for n in gave))
+                  and not r.startswith(UNREADABLE)]  # read again: what the model meant ran, or is said below
+        if not self.gate:
+            return failed
+        called = {o.call.name for o in self.done} | {c.name for c in self.pending}
+        never = [name for name in GateReading.model_validate(self.gate).fits if name not in called
+                 and not any(reason.startswith(f"{name} ") for reason in failed)]
+        return failed + [f"{name} fits the request, and no call of it was made" for name in never]
 
     @staticmethod
     def signature(call: ToolCall) -> str:
@@ -106,6 +131,8 @@ class LoopState:
         round's calls are no longer pending. Returns the whole round, its first wrong call and
         whether the budget was already spent (count_round)."""
         whole_round, self.kept = [*(restored_outcome(r, tools) for r in self.kept), *outcomes], []
+        if any(o.error_code is None for o in outcomes):
+            self.settled = len(self.unbacked)  # the model went on after those failures, and got a result
         self.take_results(outcomes)
         self.unbacked += [no_result_reason(o.call.name, o.error_code, o.error_message)
                           for o in outcomes if o.error_code is not None]
@@ -137,6 +164,8 @@ class LoopState:
             **({"artifacts": artifact_codec.encode(self.artifacts)} if self.artifacts else {}),
             **({"wanted_tools": True} if self.wanted_tools else {}),
             **({"unbacked": self.unbacked} if self.unbacked else {}),
+            **({"gate": self.gate} if self.gate else {}),
+            **({"settled": self.settled} if self.settled else {}),
         }
 
     @classmethod
@@ -155,7 +184,8 @@ class LoopState:
                        pending_repairs=data["pending_repairs"], running=list(data.get("running", [])),
                        done_records=data["done"], kept=data.get("kept", []),
                        artifacts=artifact_codec.decode(data.get("artifacts")),
-                       wanted_tools=bool(data.get("wanted_tools")), unbacked=list(data.get("unbacked", [])))
+                       wanted_tools=bool(data.get("wanted_tools")), unbacked=list(data.get("unbacked", [])),
+                       gate=data.get("gate"), settled=int(data.get("settled", 0)))
         except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             raise ConfigError(f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
                               "it cannot be resumed") from exc
@@ -178,8 +208,11 @@ def no_result_reason(name: str, code: ErrorCode | str, message: str | None) -> s
     return f"{name} {verb}: {code}" + (f" ({message[:300]})" if message else "")
 
 
+UNREADABLE = "a tool call could not be read"
+
+
 def unreadable_reason(problem: str) -> str:
-    return f"a tool call could not be read: {problem}"
+    return f"{UNREADABLE}: {problem}"
 
 
 def outcome_record(o: CallOutcome) -> dict[str, Any]:

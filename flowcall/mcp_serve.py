@@ -125,8 +125,9 @@ def _run_result(run: Run, tool: Any, *, remote: bool) -> Any:
     # the host's model must know an answer no tool result backs: a second text block says so
     content = [types.TextContent(type="text", text=text)]
     if run.outcome:
-        content.append(types.TextContent(type="text", text="note: no tool result backs this answer: "
-                                         + "; ".join(run.outcome_reasons)))
+        said = ("no tool result backs this answer" if run.outcome == "answered_without_tools"
+                else "not every part of this answer was done by a tool")
+        content.append(types.TextContent(type="text", text=f"note: {said}: " + "; ".join(run.outcome_reasons)))
     return types.CallToolResult(content=content, structured_content=structured,
                                 meta={"flowcall/run_id": run.id, **({"flowcall/outcome": run.outcome}
                                                                     if run.outcome else {})})

@@ -97,6 +97,24 @@ class Usage(BaseModel):
     output_tokens: int = 0
 
 
+class GateReading(BaseModel):
+    """What the relevance gate made of a request (calling/relevance.py): each scored tool's
+    margin, logP(yes) - logP(no) of "can this function handle the request?", and the bar a
+    tool's margin must pass to be called."""
+
+    margins: dict[str, float]
+    bar: float
+
+    @property
+    def fits(self) -> list[str]:
+        return [name for name, value in self.margins.items() if value > self.bar]
+
+    def no_fit_reason(self, request: str) -> str:
+        """Why no tool was called, in words; the margins are on the gate's steps."""
+        shown = request if len(request) <= 80 else request[:79] + "…"
+        return f"no tool fits '{shown}'"
+
+
 class ModelTurn(BaseModel):
     """What came back from one model call, with everything needed to replay it."""
 
@@ -113,3 +131,7 @@ class ModelTurn(BaseModel):
     parse_errors: list[str] = Field(default_factory=list)  # calls seen in text but not parsable
     withheld: list[str] = Field(default_factory=list)  # calls the model made that a check did not let through, and why
     scores: dict[str, float] | None = None  # answers a score_options request
+    gate: GateReading | None = None  # a decision after the relevance gate: what it found
+    # what a check made of this reply, in words ("checked whether get_weather fits: yes, margin
+    # 2.1"): the step's note begins with it, so a gate call says what it was and what it found
+    verdict: str | None = None

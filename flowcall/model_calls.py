@@ -44,6 +44,9 @@ class ModelCaller:
             raise
         if interpret:
             turn = interpret(turn)
+        if turn.verdict:  # what a check found replaces what it asked, before why the way was chosen
+            rest = [part for part in (note or "").split("; ") if part and not turn.verdict.startswith(part)]
+            common["note"] = "; ".join([turn.verdict, *rest])
         self.rec.record(
             kind, **common, request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
             response=turn.wire_response, rendered_prompt=turn.rendered_prompt,

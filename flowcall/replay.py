@@ -16,6 +16,7 @@ replays alike. The polish model answers with its recorded text, checked by the e
 from __future__ import annotations
 
 from flowcall.calling.base import ModelCall
+from flowcall.calling.relevance import reading_from_notes
 from flowcall.compare import align
 from flowcall.errors import ErrorCode, ProviderError
 from flowcall.messages import ModelRequest, ModelTurn, ToolCall, Usage
@@ -97,7 +98,8 @@ class ReplayWay:
                 turn = replayed
         if turn is None:
             raise ProviderError("the recorded round holds no decision")
-        return turn
+        gate = reading_from_notes([s.note for s in steps])
+        return turn.model_copy(update={"gate": gate}) if gate else turn
 
 
 def _rounds(steps: list[Step]) -> list[list[Step]]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from flowcall.calling.vetting import withheld_reason
 from flowcall.errors import ConfigError, ErrorCode
+from flowcall.calling.relevance import reading_from_notes
 from flowcall.loop_state import LoopState, no_result_reason, outcome_record, unreadable_reason
 from flowcall.messages import Message, ToolCall
 from flowcall.spec import Flow
@@ -135,6 +136,9 @@ def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] 
 
     if flow.tool_choice != "none":  # as in the engine, a flow that offers no tool wants none
         state.wanted_tools, state.unbacked = _backing(reused)
+    first_round = [s for s in reused if s.kind == StepKind.MODEL_CALL and s.round == 1]
+    if (gate := reading_from_notes([s.note for s in first_round])) is not None:
+        state.gate = gate.model_dump()  # the question's reading, as the engine keeps it
     if chosen.kind == StepKind.POLISH:
         state.tool_rounds = max(state.tool_rounds, flow.max_rounds)  # straight to the polish model
     note = f"{REUSED}{run.id[:8]}"

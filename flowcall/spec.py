@@ -256,6 +256,9 @@ class Flow(BaseModel):
     conversation: bool = Field(default=False, description="A chat client (the HTTP API's chat completions) "
                                "may send the earlier messages of its conversation; the decision model reads them "
                                "before the question. Off: only the last user message is read.")
+    answers_without_tools: bool = Field(
+        default=False, description="An answer that no tool result backs is a plain success (small talk, a flow "
+        "whose tools are optional). Off: such a run ends as answered_without_tools, shown amber.")
     # kept with the flow (its file and its row) but out of its spec and hash: see FlowLayout
     layout: FlowLayout | None = Field(default=None, exclude=True)
 
@@ -300,11 +303,12 @@ class Flow(BaseModel):
         return [ref for ref in self.tools if not (prefixes and ref.startswith(prefixes))]
 
     @model_serializer(mode="wrap")
-    def _no_default_conversation(self, handler: Any) -> dict[str, Any]:
-        # a flow that reads no chat dumps as before the setting existed: saved flows keep their hash
+    def _no_default_switches(self, handler: Any) -> dict[str, Any]:
+        # a switch left off dumps as before the setting existed: saved flows keep their hash
         data = handler(self)
-        if not self.conversation:
-            data.pop("conversation", None)
+        for switch in ("conversation", "answers_without_tools"):
+            if not getattr(self, switch):
+                data.pop(switch, None)
         return data
 
     def content_hash(self) -> str:

@@ -91,8 +91,9 @@ class Run(BaseModel):
     # which process runs it ("host/pid/start") and until when it holds the run unless renewed
     owner: str | None = None
     lease_until: datetime | None = None
-    # how far the answer is backed by tools: None when tool results back it (or no tool was
-    # wanted), ANSWERED_WITHOUT_TOOLS when the decision wanted a tool and none ran (provenance.py)
+    # how far the answer is backed by tools: None when tool results back every part of it (or the
+    # flow allows answers without tools), ANSWERED_WITHOUT_TOOLS when no tool result backs it,
+    # PARTLY_DONE when some part of the request got none (outcome_reasons say which)
     outcome: str | None = None
     outcome_reasons: list[str] = Field(default_factory=list)
     # where each value of the answer came from (provenance.trace): a tool result, the question,
@@ -110,6 +111,9 @@ class Run(BaseModel):
 
 
 ANSWERED_WITHOUT_TOOLS = "answered_without_tools"
+# some parts of the request got a tool result and some did not, or the answer says an action
+# was done that no tool call did (claims.py): the reasons say which
+PARTLY_DONE = "partly_done"
 
 
 class RunCancelled(Exception):

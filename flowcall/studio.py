@@ -278,13 +278,14 @@ def answer_card(answer: dict[str, Any], sources: dict[str, dict[str, Any]] | Non
 
 
 def show_outcome(run: Run) -> None:
-    """A run that answered without the tool its decision wanted: a warning with the reasons,
+    """A run whose answer no tool result backs, or only partly: a warning with the reasons,
     never a plain success."""
-    if run.outcome != ANSWERED_WITHOUT_TOOLS:
+    if run.outcome is None:
         return
     reasons = "".join(f"\n- {md(reason)}" for reason in run.outcome_reasons)
-    st.warning("**Answered without tools**: no tool result backs this answer, though the flow wanted a tool."
-               + (f"\n{reasons}" if reasons else ""), icon=":material/warning:")
+    head = ("**Answered without tools**: no tool result backs this answer." if run.outcome == ANSWERED_WITHOUT_TOOLS
+            else "**Partly done**: not every part of the request was done by a tool.")
+    st.warning(head + (f"\n{reasons}" if reasons else ""), icon=":material/warning:")
 
 
 def show_provenance(run: Run) -> None:
@@ -316,7 +317,7 @@ def show_answer(run: Run) -> None:
             st.json(run.final_answer)
     elif isinstance(run.final_answer, list):
         st.json(run.final_answer)
-    elif run.outcome == ANSWERED_WITHOUT_TOOLS:  # not green: nothing backs it
+    elif run.outcome is not None:  # not green: nothing, or not everything, backs it
         with st.container(border=True):
             st.markdown(md(run.final_answer) if run.final_answer else "(empty answer)")
     else:

@@ -189,6 +189,10 @@ def question_panel(state: CanvasState, key: str) -> dict[str, Any]:
         "Read the earlier messages of a chat", bool(s.get("conversation")), key=key + "conversation",
         help="When a program calls this flow through the HTTP API's chat completions, the decision model also "
              "reads the messages before the question. Off: only the last user message.")
+    s["answers_without_tools"] = st.checkbox(
+        "Answers without tools are fine here", bool(s.get("answers_without_tools")), key=key + "no_tools_ok",
+        help="For small-talk flows, or flows whose tools are optional. Off: a run that ends with no tool result "
+             "behind its answer is marked 'answered without tools' and shown amber, not green.")
     return s
 
 

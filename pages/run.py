@@ -16,7 +16,7 @@ from flowcall.approval import Decision
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import describe_step, run_line, run_seconds, status_text
 from flowcall.spec import Flow
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, Step, StepKind
+from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
     WritingBox,
@@ -136,7 +136,7 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
                 status.update(label="Could not run", state="error", expanded=True)
                 problem = md(exc)
             else:
-                warned = run.outcome == ANSWERED_WITHOUT_TOOLS
+                warned = run.outcome is not None  # answered without tools, or partly done: amber, not green
                 state = {"succeeded": "error" if warned else "complete", "failed": "error",
                          "cancelled": "error"}.get(run.status.value, "running")
                 status.update(label=f"Run {status_text(run)} · {len(run.steps)} steps · "

@@ -88,8 +88,11 @@ def test_a_tool_result_backs_the_answer_and_no_tool_wanted_is_fine(registry):
     result, polisher = run(registry, flow(), [[("get_weather", {"location": "成都"})], "小雨"], ["明天小雨"])
     assert result.outcome is None and result.outcome_reasons == []
     assert NO_TOOL_RESULT_NOTE not in polisher.requests[0].messages[0].content
-    # a greeting needs no tool: answering directly is not "without tools"
+    # a greeting needs no tool, yet no tool backs the answer: said, unless the flow allows it
     result, _ = run(registry, flow(), ["你好!"], ["你好!"], question="你好")
+    assert result.outcome == ANSWERED_WITHOUT_TOOLS
+    assert result.outcome_reasons == ["the decision model answered without calling a tool"]
+    result, _ = run(registry, flow(answers_without_tools=True), ["你好!"], ["你好!"], question="你好")
     assert result.outcome is None
 
 

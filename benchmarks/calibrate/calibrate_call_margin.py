@@ -43,7 +43,7 @@ from flowcall.providers.local import LocalProvider  # noqa: E402
 
 def fit(provider: LocalProvider, tool, text: str) -> float:
     """The margin the provider's gate reads (relevance.tool_margin, with its own settings)."""
-    return tool_margin(lambda asked, _label: provider.complete(asked), tool, text,
+    return tool_margin(lambda asked, _label, _interpret=None: provider.complete(asked), tool, text,
                        provider.tuning.relevance_with_examples)
 
 

@@ -26,11 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flowcall.calling.relevance import margin  # noqa: E402
+from flowcall.calling.relevance import AFTER_EXAMPLES as AFTER, margin  # noqa: E402
 from flowcall.service import FlowCall  # noqa: E402
 from flowcall.store.experiments import get_experiment  # noqa: E402
 
-AFTER = ", after worked examples"
 
 
 def reading(run) -> float:
@@ -38,8 +37,9 @@ def reading(run) -> float:
     per_tool: dict[str, list[float]] = defaultdict(list)
     for step in run.steps:
         note = step.note or ""
-        if step.kind == "model_call" and note.startswith("relevance of "):
-            name = note.removeprefix("relevance of ").removesuffix(AFTER)
+        if step.kind == "model_call" and note.startswith("checked whether "):
+            label = note.split(":", 1)[0].removeprefix("checked whether ")
+            name = label.removesuffix(AFTER).removesuffix(" fits")
             per_tool[name].append(margin((step.response or {}).get("scores")))
     return max(sum(values) / len(values) for values in per_tool.values()) if per_tool else float("-inf")
 

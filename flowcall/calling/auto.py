@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from flowcall.calling.base import CallingWay, ModelCall
 from flowcall.calling.doc_values import with_unmade_note
-from flowcall.calling.relevance import has_tool_results, score_tools
+from flowcall.calling.relevance import has_tool_results, reading, score_tools
 from flowcall.embedded_models import DecisionTuning
 from flowcall.errors import ProviderError
-from flowcall.messages import ModelRequest, ModelTurn
+from flowcall.messages import GateReading, ModelRequest, ModelTurn
 from flowcall.providers.base import Capabilities
 
 
@@ -56,6 +56,7 @@ class AutoWay:
         self.fallbacks: list[str] = []
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        self.gate: GateReading | None = None
         if self.chain[0].name != "schema":
             request = self._veto(request, capabilities, call)
         chosen = f"auto: {self.chain[0].name} first, {self.reason}" if self.reason else None
@@ -77,7 +78,7 @@ class AutoWay:
             if turn.parse_errors and not turn.tool_calls and not last:
                 self._fall_back(f"{way.name} reply unreadable ({turn.parse_errors[0][:120]})")
                 continue
-            return turn
+            return turn.model_copy(update={"gate": self.gate}) if self.gate and not turn.gate else turn
 
     def _veto(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelRequest:
         """With a scoring provider and a veto_margin: if no tool fits the request at all, the
@@ -87,7 +88,8 @@ class AutoWay:
         if (veto is None or not capabilities.scoring or request.tool_choice != "auto"
                 or not request.tools or has_tool_results(request.messages)):
             return request
-        scored = score_tools(request, call, "auto", self.tuning.relevance_with_examples)
+        scored = score_tools(request, call, "auto", self.tuning.relevance_with_examples, veto)
+        self.gate = reading(scored, veto)
         if scored and scored[0][0] > veto:
             return request
         return request.model_copy(update={"tool_choice": "none", "messages": with_unmade_note(request.messages)})

@@ -21,10 +21,11 @@ How each choice was measured, on the tuning data only: docs/research/realworld-n
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Callable
 
 from flowcall.calling.shortlist import FIRST_SENTENCE, shortlist
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec
+from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ToolSpec
 
 if TYPE_CHECKING:
     from flowcall.calling.base import ModelCall
@@ -114,25 +115,66 @@ def margin(scores: dict[str, float] | None) -> float:
     return scores["yes"] - scores["no"]
 
 
-def tool_margin(ask: Callable[[ModelRequest, str], ModelTurn], tool: ToolSpec, text: str,
-                with_examples: bool = False) -> float:
+GATE_LABEL = "checked whether {name} fits"  # a gate step's note begins so: see tool_margin
+AFTER_EXAMPLES = ", after worked examples"
+
+
+def _verdict(label: str, value: float, bar: float | None, mean: bool = False) -> str:
+    """A gate step's note: what was asked and, where the bar is known, the answer."""
+    what = f"{'mean ' if mean else ''}margin {value:.2f}"
+    if bar is None:
+        return f"{label}: {what}"
+    return f"{label}: {'yes' if value > bar else 'no'}, {what}, bar {bar:.2f}"
+
+
+def tool_margin(ask: Callable[..., ModelTurn], tool: ToolSpec, text: str,
+                with_examples: bool = False, bar: float | None = None) -> float:
     """How well `tool` fits `text`: the margin of the question, or with `with_examples` the mean
-    of the question asked plainly and asked after the worked examples. `ask(request, label)`
-    runs one scoring call."""
+    of the question asked plainly and asked after the worked examples. `ask(request, label,
+    interpret)` runs one scoring call; each call's step says what it found (against `bar`, the
+    margin a tool must pass, where the caller knows it)."""
     asked = relevance_request(tool, text)
-    value = margin(ask(asked, f"relevance of {tool.name}").scores)
+    label = GATE_LABEL.format(name=tool.name)
+    first = ask(asked, label, lambda turn: turn.model_copy(update={
+        "verdict": _verdict(label, margin(turn.scores), None if with_examples else bar)}))
+    value = margin(first.scores)
     if with_examples:
-        again = ask(after_examples(asked), f"relevance of {tool.name}, after worked examples")
+        again_label = label + AFTER_EXAMPLES
+        again = ask(after_examples(asked), again_label, lambda turn: turn.model_copy(update={
+            "verdict": _verdict(again_label, (value + margin(turn.scores)) / 2, bar, mean=True)}))
         value = (value + margin(again.scores)) / 2
     return value
 
 
-def score_tools(request: ModelRequest, call: ModelCall, way: str,
-                with_examples: bool = False) -> list[tuple[float, ToolSpec]]:
+def score_tools(request: ModelRequest, call: ModelCall, way: str, with_examples: bool = False,
+                bar: float | None = None) -> list[tuple[float, ToolSpec]]:
     """The margins for the last user request, best first (each scoring call recorded as a step
     like any model call): of every tool, or of the model's shortlist when many are attached
     (the others count as not fitting)."""
     text = last_user_text(request.messages)
-    ask = lambda asked, label: call(way, asked, None, label)  # noqa: E731
-    scored = [(tool_margin(ask, tool, text, with_examples), tool) for tool in shortlist(request.tools, text, call, way)]
+    ask = lambda asked, label, interpret=None: call(way, asked, interpret, label)  # noqa: E731
+    scored = [(tool_margin(ask, tool, text, with_examples, bar), tool)
+              for tool in shortlist(request.tools, text, call, way)]
     return sorted(scored, key=lambda pair: -pair[0])
+
+
+_RECORDED = re.compile(r"^checked whether (\S+) fits(?:, after worked examples)?: (yes|no), (?:mean )?margin "
+                       r"(-?[\d.]+|-?inf), bar (-?[\d.]+)")
+
+
+def reading_from_notes(notes: list[str | None]) -> GateReading | None:
+    """The gate's findings as a round's steps recorded them (a replay or a re-run reads the
+    record, not the model): each tool's last verdict."""
+    margins, bar = {}, None
+    for note in notes:
+        match = _RECORDED.match(note or "")
+        if match:
+            name, said, value, bar = match.group(1), match.group(2), float(match.group(3)), float(match.group(4))
+            # the note rounds the margin: the verdict it states is what counted
+            margins[name] = max(value, bar + 1e-6) if said == "yes" else min(value, bar)
+    return GateReading(margins=margins, bar=bar) if bar is not None else None
+
+
+def reading(scored: list[tuple[float, ToolSpec]], bar: float) -> GateReading:
+    """The gate's findings, kept with the decision (ModelTurn.gate)."""
+    return GateReading(margins={tool.name: round(value, 3) for value, tool in scored}, bar=bar)

@@ -18,7 +18,7 @@ from flowcall.calling.doc_text import plain
 from flowcall.calling.relevance import has_tool_results, last_user_text
 from flowcall.calling.schema import SchemaWay, relevant_tools
 from flowcall.embedded_models import DecisionTuning
-from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
+from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
 from flowcall.providers.base import Capabilities
 
 NONE = "none"
@@ -79,6 +79,12 @@ class RouterWay:
         self.fill = SchemaWay(self.tuning)
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+        """_route, with what the relevance gate found (if it was asked) kept on the decision."""
+        self.gate: GateReading | None = None
+        turn = self._route(request, capabilities, call)
+        return turn.model_copy(update={"gate": self.gate}) if self.gate else turn
+
+    def _route(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         choice = str(request.tool_choice)
         if choice == "none" or not request.tools or has_tool_results(request.messages):
             return self._fill(request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer")
@@ -88,7 +94,7 @@ class RouterWay:
             chosen, how = rule_matches(self.rules, last_user_text(request.messages), request.tools), "rule"
         if not chosen:
             if capabilities.scoring:
-                chosen, how = relevant_tools(request, self.tuning, call, self.name), "relevance scores"
+                (chosen, self.gate), how = relevant_tools(request, self.tuning, call, self.name), "relevance scores"
             else:
                 chosen, how = _choose_by_name(request, call, self.name), "model chose by name"
         if not chosen and choice == "required":

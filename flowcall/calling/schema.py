@@ -18,9 +18,9 @@ from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling import shortlist
-from flowcall.calling.relevance import has_tool_results, score_tools
+from flowcall.calling.relevance import has_tool_results, reading, score_tools
 from flowcall.embedded_models import DecisionTuning
-from flowcall.messages import Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
+from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
 from flowcall.tool_calls import new_call_id
 
@@ -162,13 +162,16 @@ class SchemaWay(SingleCallWay):
         calls are allowed, the calls are written one at a time (_call_by_call)."""
         if not capabilities.scoring or not request.tools or has_tool_results(request.messages):
             return self.decide_at_once(request, capabilities, call)
+        gate = None
         if request.tool_choice == "auto":
-            fitting = relevant_tools(request, self.tuning, call, self.name)
+            fitting, gate = relevant_tools(request, self.tuning, call, self.name)
             update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
             request = request.model_copy(update=update)
         if request.tool_choice != "none" and request.parallel_tool_calls and self.tuning.more_calls_margin is not None:
-            return self.call_by_call(request, capabilities, call)
-        return self.decide_at_once(request, capabilities, call)
+            turn = self.call_by_call(request, capabilities, call, cover=gate is not None and len(gate.fits) > 1)
+        else:
+            turn = self.decide_at_once(request, capabilities, call)
+        return turn.model_copy(update={"gate": gate}) if gate else turn
 
     def decide_at_once(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
                        note: str | None = None) -> ModelTurn:
@@ -183,7 +186,8 @@ class SchemaWay(SingleCallWay):
             turn = turn.model_copy(update={"tool_calls": grounded})
         return turn
 
-    def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
+    def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
+                     cover: bool = False) -> ModelTurn:
         """Write the call list one call at a time, and after each one score whether the list
         goes on ("," next) or ends ("]" next).
 
@@ -192,25 +196,33 @@ class SchemaWay(SingleCallWay):
         call" from "more calls" well. A "how many calls?" question scored over the digits counted
         worse (docs/research/realworld-notebook.md). Each step reuses the previous one's prompt
         from the KV cache, so a further call costs its own tokens, not another read of the prompt.
+
+        With `cover` (the gate found several tools fitting the request: each does a part of it),
+        the list goes on while a fitting tool has no call yet, the next call held to those tools:
+        a request for the weather and the time gets both calls, with no check in between.
         """
         threshold = self.tuning.more_calls_margin
         assert threshold is not None
         sent = self.prepare(request, capabilities)
         choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)  # a named tool stays named
-        item = decision_schema(request.tools, choice, True)["properties"]["tool_calls"]["items"]
-        one_call = ResponseFormat(name="call", json_schema=item, strict=False)
         prefix, calls, turn = OPEN_CALLS, [], None
         for index in range(MAX_CALLS):
-            if index:
+            uncalled = [t for t in request.tools if t.name not in {c.name for c in calls}] if cover and index else []
+            if index and not uncalled:
                 asked = sent.model_copy(update={"assistant_prefix": prefix, "response_format": None,
                                                 "score_options": [",", "]"], "max_tokens": 1})
                 scores = call(self.name, asked, None, f"another call after call {index}?").scores or {}
                 if scores.get(",", float("-inf")) - scores.get("]", 0.0) <= threshold:
                     break
                 prefix += ", "
+            elif uncalled:
+                prefix += ", "
+            item = decision_schema(uncalled or request.tools, choice, True)["properties"]["tool_calls"]["items"]
+            one_call = ResponseFormat(name="call", json_schema=item, strict=False)
+            why = f" ({', '.join(t.name for t in uncalled)} fit the request and have no call yet)" if uncalled else ""
             turn = call(self.name, sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
                         lambda raw, earlier=calls: self._extended(raw, earlier, request, capabilities),
-                        f"call {index + 1}")
+                        f"call {index + 1}{why}")
             if len(turn.tool_calls) <= len(calls):
                 break  # unreadable, or a repeat of an earlier call: the list is complete
             calls = turn.tool_calls
@@ -248,10 +260,11 @@ def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:
     return any(new.name == c.name and new.arguments == c.arguments for c in earlier)
 
 
-def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCall, way: str) -> list[ToolSpec]:
+def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCall,
+                   way: str) -> tuple[list[ToolSpec], GateReading]:
     """The tools the model says can handle the request, best first (one scoring call each), at
     most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
-    overflow a small model's context."""
-    fitting = [tool for value, tool in score_tools(request, call, way, tuning.relevance_with_examples)
-               if value > tuning.call_margin]
-    return fitting[:shortlist.SHORTLIST]
+    overflow a small model's context. With them, what the gate read (kept with the decision)."""
+    scored = score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin)
+    fitting = [tool for value, tool in scored if value > tuning.call_margin]
+    return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin)

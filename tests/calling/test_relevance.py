@@ -112,7 +112,7 @@ def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_exampl
     [(value, tool)] = score_tools(request, call, "schema", with_examples=True)
     assert tool == WEATHER and abs(value - 2.0) < 1e-9
     (plain, plain_label), (again, again_label) = asked
-    assert plain_label == "relevance of get_weather" and again_label == "relevance of get_weather, after worked examples"
+    assert plain_label == "checked whether get_weather fits" and again_label == "checked whether get_weather fits, after worked examples"
     assert again.messages[0] == plain.messages[0] and again.messages[-1] == plain.messages[-1]
     turns = again.messages[1:-1]
     assert len(turns) == 2 * len(EXAMPLES) and [m.role for m in turns[:2]] == ["user", "assistant"]

@@ -99,7 +99,7 @@ def test_schema_way_with_scoring_asks_each_tool_then_requires_the_fitting_one():
     script = [scores(-2.0, -0.1), scores(-0.1, -2.0),  # in flow order: get_weather does not fit (-1.9), get_time does (+1.9)
               calls_json(("get_time", {})), '{"answer": "10点"}']
     result, provider = run(flow("schema"), script, SCORING_CAPS, GATE)
-    relevance = [s for s in result.steps if s.note and s.note.startswith("relevance of")]
+    relevance = [s for s in result.steps if s.note and s.note.startswith("checked whether")]
     assert len(relevance) == 2
     fill = provider.requests[2]
     props = fill.response_format.json_schema["properties"]["tool_calls"]["items"]["properties"]

@@ -29,7 +29,7 @@ def test_calls_when_a_tool_fits_and_keeps_quiet_when_none_does(model_path, way):
     assert run.status == RunStatus.SUCCEEDED, run.error
     call = next(s for s in run.steps if s.kind == StepKind.TOOL_CALL)
     assert call.name == "get_weather" and call.error_code is None and "北京" in call.arguments["location"]
-    assert any(s.note and s.note.startswith("relevance of") for s in run.steps)  # it asked before calling
+    assert any(s.note and s.note.startswith("checked whether") for s in run.steps)  # it asked before calling
     quiet = service.run(flow(way), "Write a haiku about autumn leaves.")
     assert quiet.status == RunStatus.SUCCEEDED
     assert not [s for s in quiet.steps if s.kind == StepKind.TOOL_CALL]
