@@ -96,6 +96,32 @@ def who(name: Any) -> list[list[dict[str, Any]]]:
 LIST_TASKS = one("list_tasks")
 NONE: list[list[dict[str, Any]]] = []
 
+
+def parts(*call_variants: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The correct call lists of a request with several needs: one variant of each part's call,
+    every combination (both() for any number of parts)."""
+    return [list(combo) for combo in itertools.product(*call_variants)]
+
+
+# one part's call, every variant of it (for parts())
+def weather_call(location: Any, extensions: Any = NOW) -> list[dict[str, Any]]:
+    return calls("get_weather", location=location, extensions=extensions)
+
+
+def time_call(timezone: Any = BEIJING_TIME) -> list[dict[str, Any]]:
+    return calls("get_current_time", timezone=timezone)
+
+
+def task_call(title: Any, priority: Any = NORMAL, due_date: Any = OMIT) -> list[dict[str, Any]]:
+    return calls("add_task", title=title, priority=priority, due_date=due_date)
+
+
+def who_call(name: Any) -> list[dict[str, Any]]:
+    return calls("lookup_employee", name=name)
+
+
+LIST_CALL = calls("list_tasks")
+
 # (prefix, tools or {"flow": ...} or {"tools": ..., "system_prompt": ...}, question, correct calls, notes)
 Item = tuple[str, Any, str, list[list[dict[str, Any]]], str]
 
@@ -492,6 +518,185 @@ ITEMS: list[Item] = [
      both(calls("lookup_employee", name=("Li Si", "李四")), calls("get_weather", location=("Beijing", "北京"),
                                                                   extensions=NOW)), "two calls"),
     ("ga", GA, "Add a task to email Kenji Tanaka, low priority", task(("Email Kenji Tanaka",), "low")),
+    # --- multi-part requests: one message, two or three needs, against the general assistant ---
+    # Every part a tool can do is in each correct list (any variant of each call); a part no tool
+    # can do (a poem, a flight) has no call. No relative due dates: GA items have no prompt with
+    # today's date, so a task's due date is given only where the user says a full date.
+    # weather + time, in one place or two
+    ("mp", GA, "What's the weather in Beijing today, and what time is it there?",
+     parts(weather_call(("Beijing", "北京"), TODAY), time_call()), "weather + time; 'there' is Beijing: Asia/Shanghai"),
+    ("mp", GA, "Tokyo weather right now and the local time there",
+     parts(weather_call(("Tokyo", "东京")), time_call("Asia/Tokyo")), "weather + time, telegraphic"),
+    ("mp", GA, "Is it raining in London? Also, what time is it in London?",
+     parts(weather_call(("London", "伦敦")), time_call("Europe/London")), "weather + time, two sentences"),
+    ("mp", GA, "weather in Shanghai + current time in New York",
+     parts(weather_call(("Shanghai", "上海")), time_call("America/New_York")), "weather + time, two places"),
+    ("mp", GA, "What's tomorrow's forecast for Paris, and what's the time there now?",
+     parts(weather_call(("Paris", "巴黎"), FORECAST), time_call("Europe/Paris")), "weather + time; forecast"),
+    ("mp", GA, "I'm calling a friend in Sydney. What time is it there and how's the weather?",
+     parts(time_call("Australia/Sydney"), weather_call(("Sydney", "悉尼"))), "weather + time, time asked first"),
+    ("mp", GA, "How hot is it in Guangzhou today, and what's the date today?",
+     parts(weather_call(("Guangzhou", "广州"), TODAY), time_call()), "weather + time; the date, Beijing time"),
+    ("mp", GA, "成都天气怎么样?顺便告诉我现在几点",
+     parts(weather_call(("成都", "Chengdu")), time_call()), "weather + time; no place for the time: Beijing time"),
+    ("mp", GA, "东京今天天气如何,那边现在几点了",
+     parts(weather_call(("东京", "Tokyo"), TODAY), time_call("Asia/Tokyo")), "weather + time; 那边 is Tokyo"),
+    ("mp", GA, "纽约现在下雨吗?另外纽约现在是几点",
+     parts(weather_call(("纽约", "New York")), time_call("America/New_York")), "weather + time, 另外"),
+    ("mp", GA, "北京明天天气,还有伦敦现在几点",
+     parts(weather_call(("北京", "Beijing"), FORECAST), time_call("Europe/London")), "weather + time, two places"),
+    ("mp", GA, "查下杭州天气,再看看今天星期几",
+     parts(weather_call(("杭州", "Hangzhou")), time_call()), "weather + time; the weekday, Beijing time"),
+    ("mp", GA, "巴黎这几天天气怎么样?那边现在几点?",
+     parts(weather_call(("巴黎", "Paris"), FORECAST), time_call("Europe/Paris")), "weather + time; 这几天: forecast"),
+    ("mp", GA, "首尔冷不冷,现在首尔几点了",
+     parts(weather_call(("首尔", "Seoul")), time_call("Asia/Seoul")), "weather + time, comma"),
+    # two cities' weather
+    ("mp", GA, "Weather in Beijing and Shanghai?",
+     parts(weather_call(("Beijing", "北京")), weather_call(("Shanghai", "上海"))), "two cities"),
+    ("mp", GA, "Compare tomorrow's weather in Chengdu and Chongqing",
+     parts(weather_call(("Chengdu", "成都"), FORECAST), weather_call(("Chongqing", "重庆"), FORECAST)),
+     "two cities; forecast for both"),
+    ("mp", GA, "Is it colder in Harbin or in Shenyang right now?",
+     parts(weather_call(("Harbin", "哈尔滨")), weather_call(("Shenyang", "沈阳"))), "two cities, a comparison"),
+    ("mp", GA, "What's the weather like today in Hong Kong? Also check Shenzhen.",
+     parts(weather_call(("Hong Kong", "香港"), TODAY), weather_call(("Shenzhen", "深圳"), TODAY)),
+     "two cities; the second without a verb of its own"),
+    ("mp", GA, "London and Paris forecast for the next three days",
+     parts(weather_call(("London", "伦敦"), FORECAST), weather_call(("Paris", "巴黎"), FORECAST)),
+     "two cities, telegraphic"),
+    ("mp", GA, "北京和上海今天天气怎么样",
+     parts(weather_call(("北京", "Beijing"), TODAY), weather_call(("上海", "Shanghai"), TODAY)), "two cities"),
+    ("mp", GA, "广州明天下雨吗?深圳呢?",
+     parts(weather_call(("广州", "Guangzhou"), FORECAST), weather_call(("深圳", "Shenzhen"), FORECAST)),
+     "two cities; 深圳呢 takes 明天 from the first"),
+    ("mp", GA, "帮我查一下南京的天气,另外苏州的也查一下",
+     parts(weather_call(("南京", "Nanjing")), weather_call(("苏州", "Suzhou"))), "two cities, 另外"),
+    ("mp", GA, "成都、重庆现在多少度",
+     parts(weather_call(("成都", "Chengdu")), weather_call(("重庆", "Chongqing"))), "two cities, an enumeration comma"),
+    ("mp", GA, "东京和首尔未来三天的天气",
+     parts(weather_call(("东京", "Tokyo"), FORECAST), weather_call(("首尔", "Seoul"), FORECAST)), "two cities"),
+    # a lookup and an action that does not need the lookup's result
+    ("mp", GA, "What's the weather in Chengdu tomorrow? Also add a task to buy an umbrella",
+     parts(weather_call(("Chengdu", "成都"), FORECAST), task_call(("Buy an umbrella", "buy an umbrella"))),
+     "lookup + action"),
+    ("mp", GA, "Look up Wang Wu's email, and add a task to send him the budget, it's urgent",
+     parts(who_call(("Wang Wu", "王五")), task_call(("Send Wang Wu the budget", "Send him the budget"), "high")),
+     "lookup + action; urgent as high"),
+    ("mp", GA, "Check the weather in Xiamen now, then put 'book a hotel in Xiamen' on my to-do list",
+     parts(weather_call(("Xiamen", "厦门")), task_call(("Book a hotel in Xiamen", "book a hotel in Xiamen"))),
+     "lookup + action"),
+    ("mp", GA, "Find Sarah Johnson's extension and add a low priority task: schedule a call with Sarah",
+     parts(who_call("Sarah Johnson"), task_call(("Schedule a call with Sarah",), "low")), "lookup + action"),
+    ("mp", GA, "What time is it in New York? Add a task to call the New York office, due 2026-12-03",
+     parts(time_call("America/New_York"), task_call(("Call the New York office",), NORMAL, "2026-12-03")),
+     "lookup + action; a full due date"),
+    ("mp", GA, "查一下张三的电话,再帮我记个待办:给他回电话",
+     parts(who_call(("张三", "Zhang San")), task_call(("给张三回电话", "给他回电话"))), "lookup + action"),
+    ("mp", GA, "明天上海下雨吗?顺便加个待办:带伞",
+     parts(weather_call(("上海", "Shanghai"), FORECAST), task_call(("带伞",))), "lookup + action, 顺便"),
+    ("mp", GA, "李四在哪个部门?另外帮我加个重要的任务:准备季度汇报",
+     parts(who_call(("李四", "Li Si")), task_call(("准备季度汇报",), "high")), "lookup + action; 重要 as high"),
+    ("mp", GA, "看看现在几点,然后添加任务:2026年12月10日前交报告",
+     parts(time_call(), task_call(("交报告",), NORMAL, "2026-12-10")), "lookup + action; a full date in Chinese"),
+    ("mp", GA, "查下陈静的邮箱,再记个不急的待办:约她吃饭",
+     parts(who_call(("陈静", "Jing Chen")), task_call(("约陈静吃饭", "约她吃饭"), "low")),
+     "lookup + action; 不急 as low"),
+    # an employee lookup and the weather or the time
+    ("mp", GA, "Look up Zhang San, and what's the weather in Chengdu?",
+     parts(who_call(("Zhang San", "张三")), weather_call(("Chengdu", "成都"))), "lookup + weather"),
+    ("mp", GA, "Kenji Tanaka's email, and the time in Tokyo",
+     parts(who_call("Kenji Tanaka"), time_call("Asia/Tokyo")), "lookup + time, telegraphic"),
+    ("mp", GA, "Which office is David Miller in? Also how's the weather in Shanghai today?",
+     parts(who_call("David Miller"), weather_call(("Shanghai", "上海"), TODAY)), "lookup + weather"),
+    ("mp", GA, "Get me Alice Chen's phone extension and tell me the time in London",
+     parts(who_call(("Alice Chen", "陈爱丽")), time_call("Europe/London")), "lookup + time"),
+    ("mp", GA, "王芳的分机是多少?武汉现在天气怎么样?",
+     parts(who_call(("王芳", "Fang Wang")), weather_call(("武汉", "Wuhan"))), "lookup + weather, two questions"),
+    ("mp", GA, "查下赵敏的入职日期,顺便看看成都明天天气",
+     parts(who_call(("赵敏", "Zhao Min")), weather_call(("成都", "Chengdu"), FORECAST)), "lookup + weather, 顺便"),
+    ("mp", GA, "刘洋在哪办公?另外深圳今天热不热",
+     parts(who_call(("刘洋", "Yang Liu")), weather_call(("深圳", "Shenzhen"), TODAY)), "lookup + weather"),
+    ("mp", GA, "帮我查一下何强的邮箱,再告诉我现在几点",
+     parts(who_call(("何强", "Qiang He")), time_call()), "lookup + time; Beijing time"),
+    # add a task and list the tasks
+    ("mp", GA, "Add 'renew gym membership' to my to-dos and show me everything on the list",
+     parts(task_call(("Renew gym membership", "renew gym membership")), LIST_CALL), "task + list"),
+    ("mp", GA, "Remind me to pay the electricity bill, then list my tasks",
+     parts(task_call(("Pay the electricity bill",)), LIST_CALL), "task + list"),
+    ("mp", GA, "What's on my to-do list? Also add: buy printer ink, urgent",
+     parts(LIST_CALL, task_call(("Buy printer ink",), "high")), "task + list; the list asked first"),
+    ("mp", GA, "帮我加个待办:取快递,然后列出我所有的任务",
+     parts(task_call(("取快递",)), LIST_CALL), "task + list"),
+    ("mp", GA, "我现在有哪些待办?再加一个:交物业费,不急",
+     parts(LIST_CALL, task_call(("交物业费",), "low")), "task + list; 不急 as low"),
+    ("mp", GA, "新建任务:整理周报,截止2026年12月18日;另外把任务清单给我看看",
+     parts(task_call(("整理周报",), NORMAL, "2026-12-18"), LIST_CALL), "task + list; a full date"),
+    # three needs in one message
+    ("mp", GA, "What's the weather in Beijing, what time is it, and add a task to buy a scarf",
+     parts(weather_call(("Beijing", "北京")), time_call(), task_call(("Buy a scarf",))),
+     "three needs: weather + time + a task"),
+    ("mp", GA, "Look up Li Si and Zhang Wei, and tell me the weather in Beijing today",
+     parts(who_call(("Li Si", "李四")), who_call(("Zhang Wei", "Wei Zhang", "张伟")),
+           weather_call(("Beijing", "北京"), TODAY)), "three needs: two employees + weather"),
+    ("mp", GA, "Weather in Tokyo, Seoul and Singapore right now?",
+     parts(weather_call(("Tokyo", "东京")), weather_call(("Seoul", "首尔")), weather_call(("Singapore", "新加坡"))),
+     "three needs: three cities"),
+    ("mp", GA, "Time in London and New York, plus London's forecast for tomorrow",
+     parts(time_call("Europe/London"), time_call("America/New_York"), weather_call(("London", "伦敦"), FORECAST)),
+     "three needs: two times + weather"),
+    ("mp", GA, "Add two tasks: call the plumber (urgent) and return the library books, then show my list",
+     parts(task_call(("Call the plumber",), "high"), task_call(("Return the library books",)), LIST_CALL),
+     "three needs: two tasks + the list"),
+    ("mp", GA, "成都现在天气怎么样,现在几点,再帮我记个待办:买火锅底料",
+     parts(weather_call(("成都", "Chengdu")), time_call(), task_call(("买火锅底料",))),
+     "three needs: weather + time + a task"),
+    ("mp", GA, "查一下张三和李四的邮箱,顺便看看北京明天的天气",
+     parts(who_call(("张三", "Zhang San")), who_call(("李四", "Li Si")), weather_call(("北京", "Beijing"), FORECAST)),
+     "three needs: two employees + weather"),
+    ("mp", GA, "北京、上海、广州今天天气分别怎么样",
+     parts(weather_call(("北京", "Beijing"), TODAY), weather_call(("上海", "Shanghai"), TODAY),
+           weather_call(("广州", "Guangzhou"), TODAY)), "three needs: three cities"),
+    ("mp", GA, "帮我看看纽约和伦敦现在几点,另外纽约现在天气如何",
+     parts(time_call("America/New_York"), time_call("Europe/London"), weather_call(("纽约", "New York"))),
+     "three needs: two times + weather"),
+    ("mp", GA, "查下王五在哪办公,加个待办给他寄资料,再列出我的所有待办",
+     parts(who_call(("王五", "Wang Wu")), task_call(("给王五寄资料", "给他寄资料")), LIST_CALL),
+     "three needs: lookup + a task + the list"),
+    # one part has no tool: only the other parts' calls are correct
+    ("mp", GA, "What's the weather in Beijing, and write me a poem about it",
+     parts(weather_call(("Beijing", "北京"))), "one part has no tool: a poem"),
+    ("mp", GA, "Check the forecast for Sanya for the next few days and book me a flight there",
+     parts(weather_call(("Sanya", "三亚"), FORECAST)), "one part has no tool: booking a flight"),
+    ("mp", GA, "What time is it in Dubai? Also translate 'good morning' into Arabic",
+     parts(time_call("Asia/Dubai")), "one part has no tool: a translation"),
+    ("mp", GA, "Look up Alice Wang's email and send her a message saying I'll be late",
+     parts(who_call(("Alice Wang", "王丽"))), "one part has no tool: sending a message"),
+    ("mp", GA, "Add a task to prepare slides and recommend a good restaurant nearby",
+     parts(task_call(("Prepare slides",))), "one part has no tool: a recommendation"),
+    ("mp", GA, "查下北京天气,再帮我订张机票",
+     parts(weather_call(("北京", "Beijing"))), "one part has no tool: booking a flight"),
+    ("mp", GA, "上海明天天气怎么样?顺便推荐几个好玩的地方",
+     parts(weather_call(("上海", "Shanghai"), FORECAST)), "one part has no tool: a recommendation"),
+    ("mp", GA, "现在几点了?再给我讲个笑话",
+     parts(time_call()), "one part has no tool: a joke"),
+    ("mp", GA, "帮我查一下周杰的分机,然后给他发个邮件说会议改期了",
+     parts(who_call(("周杰", "Jie Zhou"))), "one part has no tool: sending an email"),
+    ("mp", GA, "记个待办:买牛奶。另外帮我算一下 15 乘以 23",
+     parts(task_call(("买牛奶",))), "one part has no tool: arithmetic"),
+    # mixed English and Chinese
+    ("mp", GA, "查一下 Tokyo 的天气,顺便告诉我 Tokyo 现在几点",
+     parts(weather_call(("Tokyo", "东京")), time_call("Asia/Tokyo")), "weather + time, mixed"),
+    ("mp", GA, "What's the weather in 成都 tomorrow, and 帮我加个待办:带伞",
+     parts(weather_call(("成都", "Chengdu"), FORECAST), task_call(("带伞", "Bring an umbrella"))),
+     "lookup + action, mixed"),
+    ("mp", GA, "Alice Chen 的邮箱是什么?另外 Shanghai 今天天气怎么样",
+     parts(who_call(("Alice Chen", "陈爱丽")), weather_call(("Shanghai", "上海"), TODAY)), "lookup + weather, mixed"),
+    ("mp", GA, "add task: 给 David Miller 回邮件, then list my tasks",
+     parts(task_call(("给 David Miller 回邮件", "给David Miller回邮件")), LIST_CALL), "task + list, mixed"),
+    ("mp", GA, "查一下 Beijing 的天气 and the time in New York, 再列出我的待办",
+     parts(weather_call(("Beijing", "北京")), time_call("America/New_York"), LIST_CALL),
+     "three needs: weather + time + the list, mixed"),
     # --- no tool needed: the gate should let these answer ---------------------------------------
     ("none", W, "你好", NONE, "a greeting"),
     ("none", W, "北京有什么好玩的景点?", NONE, "near miss: a city, not the weather"),
