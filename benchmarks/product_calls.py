@@ -12,6 +12,9 @@ Each item falls in one category, as the real-world set's do:
   nofit      no tool is needed: right when no call is made
   pick-one   several tools attached, one call expected
   several    two or more calls expected (one decision round: parallel calls)
+  multi-part a request with two or three needs (the mp- items): right when every needed call
+             is made (other calls may come with them); "unrequested actions" counts the items
+             where a tool that changes something was called and no correct list has that call
 `--way` sets every item's calling way; without it each example flow keeps its own and the
 other items use `auto`, as a new flow does. Calls match a correct list as a multiset of
 (name, arguments); strings compare case-insensitively and trimmed, numbers as numbers, and an
@@ -19,8 +22,9 @@ argument equal to the tool's schema default counts as left out. A task's title i
 own summary of the request (FREE_TEXT): any non-empty title counts; its priority and due date
 must be right. `--rescore FILE` scores a saved --json file again, running no model.
 
-The last line is `product questions: single S%, no tool fits N%, pick one P%, several V%,
-median s per item T` for the items run.
+Each row also says how many model calls the decision made (the gate's, the calls', the checks'),
+per item. The last line is `product questions: single S%, no tool fits N%, pick one P%, several V%,
+multi-part M%, unrequested actions U, median s per item T` for the items run.
 """
 
 from __future__ import annotations
@@ -40,17 +44,22 @@ from flowcall.engine import Engine  # noqa: E402
 from flowcall.messages import ToolCall, ToolSpec  # noqa: E402
 from flowcall.providers import provider_for  # noqa: E402
 from flowcall.spec import DecisionConfig, Flow, load_flow  # noqa: E402
-from flowcall.steps import MemorySink  # noqa: E402
+from flowcall.steps import MemorySink, StepKind  # noqa: E402
 from flowcall.tools.registry import ToolRegistry  # noqa: E402
 from tests.support.product_questions import FLOWS, QUESTIONS, Item, load_items, load_raw  # noqa: E402
 
-CATEGORIES = ("single", "nofit", "pick-one", "several")
+CATEGORIES = ("single", "nofit", "pick-one", "several", "multi-part")
 # arguments a model writes in its own words (a task's title): any non-empty text is right
 FREE_TEXT = {"add_task": {"title"}, "create_task": {"title"}}
-TITLES = {"single": "single", "nofit": "no tool fits", "pick-one": "pick one", "several": "several"}
+TITLES = {"single": "single", "nofit": "no tool fits", "pick-one": "pick one", "several": "several",
+          "multi-part": "multi-part"}
+# tools that change something: a call of one that no correct list holds is an unrequested action
+ACTIONS = {"add_task", "create_task", "drop_missing"}
 
 
 def category(item: Item) -> str:
+    if item.id.startswith("mp-"):
+        return "multi-part"
     if not item.correct:
         return "nofit"
     if min(len(calls) for calls in item.correct) > 1:
@@ -85,11 +94,30 @@ def shape(call: ToolCall, tools: dict[str, ToolSpec]) -> str:
 
 
 def right(item: Item, made: list[ToolCall]) -> bool:
+    """The calls made are a correct list; for a multi-part item, they include one."""
     tools = {t.name: t for t in item.tools}
     if not item.correct:
         return not made
     got = sorted(shape(c, tools) for c in made)
+    if category(item) == "multi-part":
+        return any(_includes(got, sorted(shape(c, tools) for c in calls)) for calls in item.correct)
     return any(got == sorted(shape(c, tools) for c in calls) for calls in item.correct)
+
+
+def _includes(got: list[str], needed: list[str]) -> bool:
+    left = list(got)
+    for call in needed:
+        if call not in left:
+            return False
+        left.remove(call)
+    return True
+
+
+def unrequested_action(item: Item, made: list[ToolCall]) -> bool:
+    """A call of a tool that changes something, which no correct list of the item holds."""
+    tools = {t.name: t for t in item.tools}
+    wanted = {shape(c, tools) for calls in item.correct for c in calls}
+    return any(c.name in ACTIONS and shape(c, tools) not in wanted for c in made)
 
 
 def flow_for(item: Item, raw: dict[str, Any], way: str | None, max_tokens: int) -> Flow:
@@ -114,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, help="only the first N items")
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--only", help="only items whose id starts with one of these, comma-separated (wx-,ct-)")
+    parser.add_argument("--category", help="only items of these categories, comma-separated (pick-one,multi-part)")
     parser.add_argument("--json", type=Path, help="write per-item results here")
     parser.add_argument("--rescore", type=Path, help="score a saved --json file again (no model is run)")
     args = parser.parse_args(argv)
@@ -122,13 +151,17 @@ def main(argv: list[str] | None = None) -> None:
     items = [i for i in load_items(args.questions) if args.half == "all" or i.half == args.half][: args.limit]
     if args.only:
         items = [i for i in items if i.id.startswith(tuple(args.only.split(",")))]
+    if args.category:
+        items = [i for i in items if category(i) in args.category.split(",")]
     if args.rescore:
         saved = json.loads(args.rescore.read_text(encoding="utf-8"))
         by_id = {i.id: i for i in load_items(args.questions)}
         model, args.way, args.half, rows = saved["model"], saved["way"], saved["half"], saved["items"]
         for r in rows:
             made = [ToolCall(id=f"c{n}", name=c["name"], arguments=c["arguments"]) for n, c in enumerate(r["calls"])]
+            r["category"] = category(by_id[r["id"]])
             r["right"] = r["error"] is None and right(by_id[r["id"]], made)
+            r["unrequested"] = unrequested_action(by_id[r["id"]], made)
         return report(rows, model, args)
     engine = Engine(ToolRegistry(), provider_for, MemorySink())
     model = provider_for(DecisionConfig(provider="local")).model
@@ -143,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
             ok = run.error is None and right(item, made)
             rows.append({"id": item.id, "lang": item.lang, "category": category(item), "way": flow.decision.calling_way,
                          "question": item.question, "right": ok, "seconds": round(seconds, 3), "error": run.error,
+                         "unrequested": unrequested_action(item, made),
+                         "model_calls": sum(s.kind == StepKind.MODEL_CALL for s in run.steps),
                          "calls": [{"name": c.name, "arguments": c.arguments} for c in made]})
             bar.set_postfix_str(f"{rows[-1]['category']} {'ok' if ok else 'WRONG'}")
     report(rows, model, args)
@@ -150,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def report(rows: list[dict[str, Any]], model: str, args: argparse.Namespace) -> None:
     print(f"{model}, way {args.way or 'as shipped'}, {args.half} half: {len(rows)} items")
-    print(f"  {'':10} {'all':>14} {'en':>12} {'zh':>12} {'mixed':>12}")
+    print(f"  {'':10} {'all':>14} {'en':>12} {'zh':>12} {'mixed':>12} {'model calls':>12}")
     share = {}
     for name in CATEGORIES:
         mine = [r for r in rows if r["category"] == name]
@@ -161,8 +196,10 @@ def report(rows: list[dict[str, Any]], model: str, args: argparse.Namespace) -> 
         for lang in ("en", "zh", "mixed"):
             part = [r for r in mine if r["lang"] == lang]
             cells.append(f"{sum(r['right'] for r in part)}/{len(part)}" if part else "-")
+        counted = [r["model_calls"] for r in mine if "model_calls" in r]
+        per_item = f"{statistics.mean(counted):.1f}" if counted else "-"
         print(f"  {TITLES[name]:10} {sum(r['right'] for r in mine):>5}/{len(mine):<3} {share[name]:5.1f}%"
-              + "".join(f" {c:>12}" for c in cells))
+              + "".join(f" {c:>12}" for c in cells) + f" {per_item:>12}")
     print(f"  {'all':10} {sum(r['right'] for r in rows):>5}/{len(rows):<3}")
     wrong = [r for r in rows if not r["right"]]
     for r in wrong:
@@ -172,8 +209,9 @@ def report(rows: list[dict[str, Any]], model: str, args: argparse.Namespace) -> 
         args.json.write_text(json.dumps({"model": model, "way": args.way, "half": args.half, "items": rows},
                                         ensure_ascii=False, indent=1), encoding="utf-8")
     median = statistics.median(r["seconds"] for r in rows) if rows else 0.0
+    unrequested = sum(bool(r.get("unrequested")) for r in rows)
     print("product questions: " + ", ".join(f"{TITLES[n]} {share[n]:.1f}%" for n in CATEGORIES if n in share)
-          + f", median s per item {median:.2f}")
+          + f", unrequested actions {unrequested}, median s per item {median:.2f}")
 
 
 if __name__ == "__main__":

@@ -130,3 +130,16 @@ def undone_claims(answer: Any, done: list[CallOutcome]) -> list[Claim]:
 
 def undone_reason(claim: Claim) -> str:
     return f"the answer says '{claim.words}', and no tool call in this run did that"
+
+
+def mark_claims(provenance: list[dict[str, Any]] | None, words: list[str]) -> list[dict[str, Any]] | None:
+    """The answer's traced values, each string holding a claim no tool backs marked with it
+    (`"claim"`): the studio's card flags that value, and it counts as not backed."""
+    if not provenance or not words:
+        return provenance
+    marked = []
+    for entry in provenance:
+        value = entry.get("value")
+        said = [w for w in words if isinstance(value, str) and w.lower() in value.lower()]
+        marked.append({**entry, "claim": said[0]} if said else entry)
+    return marked

@@ -23,8 +23,9 @@ from flowcall.calling import make_way, vetting
 from flowcall.calling.base import CallingWay
 from flowcall.calling.router import Rule
 from flowcall.errors import ConfigError, ErrorCode, FlowCallError
-from flowcall.claims import actions_done, undone_claims, undone_reason
+from flowcall.claims import mark_claims
 from flowcall.final_answer import ANSWER_NOW, Gaps, last_word, polish, with_gaps
+from flowcall.outcome import gaps_of, judged
 from flowcall.loop_state import LoopState, restored_outcome, unreadable_reason
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.model_calls import ModelCaller, RunFailed
@@ -34,7 +35,7 @@ from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider, ProviderFactory
 from flowcall.recorder import Recorder
 from flowcall.spec import Flow
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
+from flowcall.steps import ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import NOT_RUN, check_call, run_round
 from flowcall.tools.registry import ToolRegistry
@@ -189,7 +190,8 @@ class Engine:
                 scope = self._begin(start, registry)
                 ended: Finished | Paused | BaseException = self._loop(scope)
                 if isinstance(ended, Finished):
-                    run.provenance = trace(ended.answer, scope.state.done, run.question, run.steps)
+                    traced = trace(ended.answer, scope.state.done, run.question, run.steps, offered=list(scope.tools))
+                    run.provenance = mark_claims(traced, scope.state.claims)
         except BaseException as exc:  # noqa: BLE001 - _settle says what each ending means
             ended = exc
         return self._settle(run, start.rec, ended)
@@ -378,18 +380,8 @@ class Engine:
 
     def _finish(self, scope: _Scope) -> Finished:
         """Phase 5: the answer (_answer), and what it says that no tool did: the run's outcome."""
-        state, flow, run = scope.state, scope.flow, scope.run
-        unbacked = state.unbacked_reasons(flow)
-        undone = state.undone_parts() if unbacked is None else []
-        offered_actions = any(not t.annotations.read_only for t in scope.tools.values())
-        gaps = Gaps(unbacked, undone, offered_actions and not actions_done(state.done))
-        answer = self._answer(scope, gaps)
-        claimed = [undone_reason(c) for c in undone_claims(answer, state.done)] if scope.tools else []
-        if unbacked is not None:
-            run.outcome, run.outcome_reasons = ANSWERED_WITHOUT_TOOLS, unbacked + claimed
-        elif undone or claimed:
-            run.outcome, run.outcome_reasons = PARTLY_DONE, undone + claimed
-        return Finished(answer)
+        gaps = gaps_of(scope.state, scope.flow, scope.tools)
+        return Finished(judged(scope.run, scope.state, gaps, self._answer(scope, gaps), scope.tools))
 
     def _answer(self, scope: _Scope, gaps: Gaps) -> Any:
         """The polish model's answer, the decision model's own, or (no polish model, max_rounds

@@ -132,10 +132,25 @@ def with_gaps(answer: str, gaps: Gaps, question: str) -> str:
     answer = _without_labels(answer)
     if not gaps.undone:
         return answer
-    chinese = len(_CJK.findall(question)) > len(_LATIN_WORD.findall(question))
+    chinese = _chinese(question)
     parts = [_undone_part(reason, chinese) for reason in gaps.undone]
     line = ("未能完成的部分:" + ";".join(parts) + "。") if chinese else ("Not done: " + "; ".join(parts) + ".")
     return f"{answer.rstrip()}\n\n{line}" if answer.strip() else line
+
+
+def with_undone_claims(answer: str, words: list[str], question: str) -> str:
+    """A text answer that says something was done which no tool did, ending with a line, in the
+    user's language, that says so."""
+    if not words:
+        return answer
+    quoted = ", ".join(f"'{w}'" for w in words)
+    line = (f"注意:回答中说已{'、'.join(words)},但本次运行没有任何工具执行过这一操作。" if _chinese(question)
+            else f"Note: no tool did what this answer calls {quoted} in this run.")
+    return f"{answer.rstrip()}\n\n{line}" if answer.strip() else line
+
+
+def _chinese(text: str) -> bool:
+    return len(_CJK.findall(text)) > len(_LATIN_WORD.findall(text))
 
 
 def _undone_part(reason: str, chinese: bool) -> str:

@@ -58,6 +58,7 @@ class LoopState:
     # was called, or which tools fit it, so a part whose tool gave no result is said
     gate: dict[str, Any] | None = None
     settled: int = 0  # unbacked reasons before a later round got a result: the model went another way
+    claims: list[str] = field(default_factory=list)  # the answer's words for actions no tool did (not saved)
 
     @classmethod
     def fresh(cls, flow: Flow, question: str, context: Sequence[ChatTurn] = ()) -> LoopState:
@@ -95,17 +96,21 @@ class LoopState:
             reasons.append("the flow requires a tool call, and the decision model made none")
         return reasons or ["the decision model called a tool, and no call gave a result"]
 
-    def undone_parts(self) -> list[str]:
+    def undone_parts(self, tools: dict[str, Tool]) -> list[str]:
         """In a run that got some tool result, the parts of the request that got none: calls
-        that failed, were refused or denied (unless the tool gave a result after all), and tools
-        the gate found fitting the question that were never called."""
+        that failed, were refused or denied (unless the tool, or a later round, gave a result
+        after all), and tools the gate found fitting the question that were never called, from
+        a source no call of the run used (a source's tools are often alternatives for one need:
+        add_task and list_tasks; tools of two sources, weather and time, are two needs)."""
         gave = {o.call.name for o in self.done if o.error_code is None}
         failed = [r for r in dict.fromkeys(self.unbacked[self.settled:]) if not r.startswith(tuple(f"{n} " for n in gave))
                   and not r.startswith(UNREADABLE)]  # read again: what the model meant ran, or is said below
         if not self.gate:
             return failed
         called = {o.call.name for o in self.done} | {c.name for c in self.pending}
+        used = {_source(tools[name]) for name in called if name in tools}
         never = [name for name in GateReading.model_validate(self.gate).fits if name not in called
+                 and name in tools and _source(tools[name]) not in used
                  and not any(reason.startswith(f"{name} ") for reason in failed)]
         return failed + [f"{name} fits the request, and no call of it was made" for name in never]
 
@@ -189,6 +194,11 @@ class LoopState:
         except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             raise ConfigError(f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
                               "it cannot be resumed") from exc
+
+
+def _source(tool: Tool) -> str:
+    """The namespace of a tool's version (weather/v1/get_weather: weather; an MCP server's name)."""
+    return tool.version.split("/", 1)[0]
 
 
 def _with_origins(records: list[dict[str, Any]]) -> list[Message]:

@@ -10,8 +10,8 @@ from typing import Any
 
 from flowcall.datasets import DatasetItem
 from flowcall.experiment_record import Experiment, Summary
-from flowcall.provenance import traced_share
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
+from flowcall.provenance import flat_values, traced_share, unbacked_value
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
 
 
 def short(value: Any, limit: int = 90) -> str:
@@ -102,13 +102,17 @@ def status_text(run: Run) -> str:
     says so rather than "succeeded"."""
     if run.status == RunStatus.SUCCEEDED and run.outcome == ANSWERED_WITHOUT_TOOLS:
         return "answered without tools"
+    if run.status == RunStatus.SUCCEEDED and run.outcome == PARTLY_DONE:
+        return "partly done"
     return run.status.value
 
 
 def provenance_rows(provenance: list[dict[str, Any]] | None) -> list[dict[str, str]]:
     """Where each value of an answer came from, one row per value (run.provenance): "field"
-    (where in the answer), "value", "source" (tool, question, model, or text: the model's own
-    sentence, its numbers and names on the rows after it) and "where"."""
+    (where in the answer), "value", "source" (tool, question, model, "wrong source": a tool gave
+    it in place of the tool that gives it, "mixed": from the question while the tool was asked
+    about another, or text: the model's own sentence, its numbers and names on the rows after
+    it) and "where" (for a wrong source or a mix, why)."""
     rows = []
     for entry in provenance or []:
         rows.append(_row(entry))
@@ -122,39 +126,60 @@ def _row(entry: dict[str, Any]) -> dict[str, str]:
     field = entry.get("path") or "the answer"
     if span:
         field = f"{entry.get('path') or 'text'}, characters {span[0]}–{span[1]}"
-    source = "text" if entry.get("kind") == "text" else str(entry.get("source") or "model")
-    return {"field": field, "value": short(value, 80), "source": source, "where": _where(entry)}
+    return {"field": field, "value": short(value, 80), "source": _source(entry), "where": _where(entry)}
+
+
+def _source(entry: dict[str, Any]) -> str:
+    if entry.get("kind") == "text":
+        return "text"
+    if entry.get("source") == "wrong_source":
+        return "wrong source"
+    return "mixed" if entry.get("mixed") else str(entry.get("source") or "model")
 
 
 def _where(entry: dict[str, Any]) -> str:
     if entry.get("kind") == "text":
         return "written by the model from the results"
+    if entry.get("source") == "wrong_source":
+        return str(entry.get("why") or f"{entry.get('tool') or 'a tool'} gave it, not the tool that gives it")
+    if entry.get("mixed"):
+        return str(entry["mixed"])
     if entry.get("source") == "tool":
         where = f"{entry.get('tool') or 'a tool'} → {entry.get('result_path') or '/'}"
-        return where + (" (normalised)" if entry.get("match") == "normalised" else "")
+        return where + (f" ({entry['match']})" if entry.get("match") in ("normalised", "translated") else "")
     return "the question" if entry.get("source") == "question" else "no tool gave this"
 
 
 def source_line(entry: dict[str, Any]) -> str:
     """Where one answer value came from, as a short sentence (a tooltip on the answer card)."""
+    if entry.get("claim"):
+        return f"⚠ says '{entry['claim']}', and no tool did that in this run"
     if entry.get("kind") == "text":
         parts = entry.get("parts", [])
-        traced = sum(p.get("source") != "model" for p in parts)
+        traced = sum(not unbacked_value(p) for p in parts)
         return "the model's own words" + (f"; {traced} of {len(parts)} numbers and names in it traced" if parts else "")
+    if entry.get("source") == "wrong_source" or entry.get("mixed"):
+        return f"⚠ {_where(entry)}"
     if entry.get("source") in ("tool", "question"):
         return f"from {_where(entry)}"
     return "⚠ from the model — no tool gave this"
 
 
 def provenance_summary(provenance: list[dict[str, Any]] | None) -> str | None:
-    """One line: how many of the answer's values tool results or the question back; None when
+    """One line: how many of the answer's values tool results or the question back, how many
+    the model gave, took from the wrong tool (stand-ins) or mixed from two sources; None when
     nothing was traced."""
     if not provenance:
         return None
     traced, values = traced_share(provenance)
+    every = flat_values(provenance)
+    wrong = sum(v.get("source") == "wrong_source" for v in every)
+    mixed = sum(bool(v.get("mixed")) for v in every)
     texts = sum(entry.get("kind") == "text" for entry in provenance)
     line = f"{traced} of {values} values traced to tool results or the question"
-    line += f"; {values - traced} from the model" if values > traced else ""
+    line += f"; {values - traced - wrong - mixed} from the model" if values > traced + wrong + mixed else ""
+    line += f"; {wrong} stand-in{'s' if wrong != 1 else ''} from the wrong tool" if wrong else ""
+    line += f"; {mixed} mixing two sources" if mixed else ""
     return line + (f"; {texts} sentence{'s' if texts != 1 else ''} in the model's own words" if texts else "")
 
 

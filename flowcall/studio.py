@@ -296,7 +296,8 @@ def show_provenance(run: Run) -> None:
     st.caption(md(line))
     with st.expander("Where each value came from"):
         st.table([{"field": md(row["field"]), "value": md(row["value"]),
-                   "source": md(row["source"] if row["source"] != "model" else "⚠ model"),
+                   "source": md(row["source"] if row["source"] not in ("model", "wrong source", "mixed")
+                                else f"⚠ {row['source']}"),
                    "where": md(row["where"])} for row in provenance_rows(run.provenance)])
 
 

@@ -7,17 +7,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # What a new decision model starts with. The built-in model is small: held to a format (the
-# schema way) it calls tools right far more often; one call at a time and two rounds (call,
-# then answer) suit a question that needs one lookup, and leave no room for repeated calls.
+# schema way) it calls tools right far more often; its calls written one by one, each followed
+# by a check whether another is needed, give a request with several needs (the weather and the
+# time) a call for each, and two rounds leave room to answer after the tools.
 DECISION_DEFAULTS: dict[str, Any] = {
     "provider": "local", "model": "embedded", "calling_way": "schema", "temperature": 0.0,
-    "tool_choice": "auto", "parallel_tool_calls": False, "max_rounds": 2, "retry_budget": 2,
+    "tool_choice": "auto", "parallel_tool_calls": True, "max_rounds": 2, "retry_budget": 2,
 }
 POLISH_DEFAULTS: dict[str, Any] = {"provider": "local", "model": "embedded", "temperature": 0.0}
 
 WHY_DEFAULTS = ("It starts on settings that suit the built-in model: the decision model answers in a fixed "
-                "format (the schema way), makes one call at a time and gets two rounds, one to call a tool "
-                "and one to answer. Change them in the decision model's settings when you move to a larger model.")
+                "format (the schema way), makes a call for each thing the question asks (the weather and the "
+                "time: two calls) and gets two rounds, one to call tools and one to answer. Change them in the "
+                "decision model's settings when you move to a larger model.")
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def test_a_blank_canvas_is_built_from_the_palette() -> None:
     flow = fg.to_flow(state)
     assert flow.tools == ["weather/v1/get_day_weather"]
     # the new-flow defaults that suit the built-in model
-    assert (flow.decision.calling_way, flow.parallel_tool_calls, flow.max_rounds) == ("schema", False, 2)
+    assert (flow.decision.calling_way, flow.parallel_tool_calls, flow.max_rounds) == ("schema", True, 2)
     assert fg.edges(state) == [("question", "decision"), ("decision", "tool:weather/v1/get_day_weather"),
                                ("decision", "polish"), ("polish", "answer")]
 

@@ -63,7 +63,7 @@ def test_a_flow_built_from_a_blank_canvas_with_the_palette_and_side_panel():
     flow, _, version = store.get_flow("my-commute")
     assert version == 1 and flow.tools == ["weather/v1/get_day_weather"] and flow.polish.output_schema == card
     # the new-flow defaults suit the built-in model
-    assert (flow.decision.calling_way, flow.parallel_tool_calls, flow.max_rounds) == ("schema", False, 2)
+    assert (flow.decision.calling_way, flow.parallel_tool_calls, flow.max_rounds) == ("schema", True, 2)
     assert set(flow.layout.positions) == {"question", "decision", "tool:weather/v1/get_day_weather", "polish", "answer"}
 
     widget(app.button, "Save").click().run()  # nothing changed: no new version

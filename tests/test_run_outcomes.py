@@ -70,7 +70,8 @@ def run(flow, decisions, polish=(), question="北京天气怎么样,现在几点
     decider = ScriptedProvider(list(decisions), capabilities=SCORING, tuning=GATE)
     polisher = ScriptedProvider(list(polish))
     engine = Engine(REGISTRY, lambda cfg: decider if isinstance(cfg, DecisionConfig) else polisher, MemorySink())
-    return engine.run(flow, question), polisher
+    result = engine.run(flow, question)
+    return result, (polisher if polish else decider)
 
 
 def flow(tools=("w/v1/get_weather", "t/v1/get_time"), polish=False, **kw) -> Flow:
@@ -106,18 +107,24 @@ def test_a_flow_without_tools_is_a_plain_success():
 # --- point 2: every fitting tool gets its call -------------------------------------------
 
 
-def test_each_tool_the_gate_finds_fitting_gets_a_call_without_a_check_between():
-    script = [scores(2.0), scores(1.5),  # both fit: the request has two parts
-              writes("get_weather", {"location": "北京"}),
-              writes("get_time", {}),  # held to the tool not called yet, no "another call?" before it
-              more(-11.0),  # all covered: the usual check ends the list
+def test_the_first_call_is_held_to_fitting_tools_and_the_list_goes_on_over_every_tool():
+    """Asked about the whole request, the gate finds only the weather tool fitting "weather in
+    Beijing, and the time there?"; the time tool still gets its call: the decision lists every
+    tool, the first call is held to the fitting one, the next ones to any."""
+    script = [scores(2.0), scores(-1.0),  # get_time is not found fitting: the request is mostly about weather
+              writes("get_weather", {"location": "北京"}), more(-1.0),
+              writes("get_time", {}), more(-11.0),  # the usual check ends the list
               '{"answer": "晴,23:30"}']
-    result, _ = run(flow(), script)
+    result, decider = run(flow(), script)
     calls = [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL]
-    assert sorted(calls) == ["get_time", "get_weather"] and result.outcome is None
+    assert calls == ["get_weather", "get_time"] and result.outcome is None
+    first, second = decider.requests[2], decider.requests[4]
+    assert "get_time" in first.messages[0].content  # every tool is listed in the prompt
+    assert first.response_format.json_schema["properties"]["name"] == {"const": "get_weather"}
+    names = [i["properties"]["name"]["const"] for i in second.response_format.json_schema["anyOf"]]
+    assert names == ["get_weather", "get_time"]
     notes = [s.note for s in result.steps if s.kind == StepKind.MODEL_CALL]
-    assert notes[3] == "call 2 (get_time fit the request and have no call yet)"
-    assert sum(n.startswith("another call") for n in notes) == 1  # one check per round
+    assert sum(n.startswith("another call") for n in notes) == 2  # one check per call, as before
 
 
 # --- point 3: a part left undone is said ------------------------------------------------
@@ -150,6 +157,7 @@ def test_a_claimed_loan_that_no_tool_made_is_flagged_and_the_polish_model_is_war
                            question="Lend the book with id 5 to member bob.")
     assert result.outcome == ANSWERED_WITHOUT_TOOLS
     assert "the answer says 'lent', and no tool call in this run did that" in result.outcome_reasons
+    assert result.final_answer.endswith("Note: no tool did what this answer calls 'lent' in this run.")
     system, brief = polisher.requests[0].messages
     assert NO_ACTION_NOTE in system.content and "Actions done by tools: none." in brief.content
     assert "successfully lent" not in brief.content  # the unbacked draft is not handed on
@@ -204,6 +212,16 @@ def test_claims_of_done_actions_are_read(text, kind):
 ])
 def test_no_claim_in_a_refusal_an_offer_or_a_plain_answer(text):
     assert claims(text) == []
+
+
+def test_a_claim_in_a_json_answer_is_marked_on_its_value():
+    lib = flow(tools=("lib/v1/list_books", "lib/v1/create_loan"), polish=True)
+    lib.polish.output_schema = {"type": "object", "properties": {"message": {"type": "string"}}}
+    result, _ = run(lib, [scores(-1.0), scores(-0.5), '{"answer": "ok"}'],
+                    ['{"message": "已为您借出《Kindred》。"}'], question="把5号书借给bob")
+    assert result.outcome == ANSWERED_WITHOUT_TOOLS
+    [entry] = [e for e in result.provenance if e["path"] == "/message"]
+    assert entry["claim"] == "借出"
 
 
 def test_only_a_tool_that_changes_something_backs_a_claim():

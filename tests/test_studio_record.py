@@ -20,7 +20,7 @@ from flowcall.providers.scripted import ScriptedProvider
 from flowcall.rendering import describe_step, provenance_rows, provenance_summary, run_seconds
 from flowcall.service import FlowCall
 from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, Run, RunStatus, StepKind, is_reused, utcnow
+from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, Run, RunStatus, StepKind, is_reused, utcnow
 from flowcall.studio import seed_examples, steps_table
 from tests.test_studio import ROOT, page, shown, texts, widget
 
@@ -279,6 +279,34 @@ def test_an_answer_without_tools_is_a_warning_on_the_run_page_not_a_success():
     assert "the date is not tomorrow" in warning  # the reasons, in the open
     assert not app.success  # not a green success
     assert "成都明天晴" in texts(app)  # the answer is still there to read
+
+
+PARTLY = {"final_answer": {"location": "成都", "local_time": "2026-11-29 23:00:00", "message": "已为您借出《Kindred》。"},
+          "outcome": PARTLY_DONE,
+          "outcome_reasons": ["get_current_time fits the request, and no call of it was made",
+                              "the answer says '借出', and no tool call in this run did that"],
+          "provenance": [
+              {"path": "/location", "value": "成都", "source": "question"},
+              {"path": "/local_time", "value": "2026-11-29 23:00:00", "source": "wrong_source", "tool": "get_weather",
+               "result_path": "/live/reporttime", "why": "local_time came from get_weather's reporttime; "
+                                                        "get_current_time gives it and gave no result in this run"},
+              {"path": "/message", "value": "已为您借出《Kindred》。", "source": "model", "kind": "text", "parts": [],
+               "claim": "借出"}]}
+
+
+def test_a_partly_done_run_is_amber_with_its_stand_in_and_claim_flagged():
+    """Issue 46: a part not done, a value from the wrong tool and an action no tool did are each
+    said on the Run page; nothing of it is a green success."""
+    service = FlowCall.open()
+    run = recorded(service, **PARTLY)
+    app = fresh_tab("pages/run.py", {"run": run.id})
+    warning = next(shown(w.value) for w in app.warning if "Partly done" in w.value)
+    assert "get_current_time fits the request" in warning and "'借出'" in warning
+    assert not app.success
+    assert any("1 stand-in from the wrong tool" in shown(c.value) for c in app.caption)
+    flagged = [m for m in app.metric if "from the model" in str(m.proto.delta)] + \
+        [m for m in app.markdown if "from the model" in shown(m.value)]
+    assert flagged  # the stand-in and the claimed loan are marked on the card itself
 
 
 def test_the_inspector_and_its_list_mark_an_answer_without_tools():

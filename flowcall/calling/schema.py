@@ -162,13 +162,19 @@ class SchemaWay(SingleCallWay):
         calls are allowed, the calls are written one at a time (_call_by_call)."""
         if not capabilities.scoring or not request.tools or has_tool_results(request.messages):
             return self.decide_at_once(request, capabilities, call)
-        gate = None
+        gate, first = None, None
+        one_by_one = request.parallel_tool_calls and self.tuning.more_calls_margin is not None
         if request.tool_choice == "auto":
             fitting, gate = relevant_tools(request, self.tuning, call, self.name)
-            update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
+            if fitting and one_by_one:  # every tool listed: a later call may do another part of the request
+                listed = fitting + [t for t in request.tools if t not in fitting]
+                update = {"tool_choice": "required", "tools": listed[:shortlist.SHORTLIST]}
+                first = fitting
+            else:
+                update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
             request = request.model_copy(update=update)
-        if request.tool_choice != "none" and request.parallel_tool_calls and self.tuning.more_calls_margin is not None:
-            turn = self.call_by_call(request, capabilities, call, cover=gate is not None and len(gate.fits) > 1)
+        if request.tool_choice != "none" and one_by_one:
+            turn = self.call_by_call(request, capabilities, call, first=first)
         else:
             turn = self.decide_at_once(request, capabilities, call)
         return turn.model_copy(update={"gate": gate}) if gate else turn
@@ -187,7 +193,7 @@ class SchemaWay(SingleCallWay):
         return turn
 
     def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
-                     cover: bool = False) -> ModelTurn:
+                     first: list[ToolSpec] | None = None) -> ModelTurn:
         """Write the call list one call at a time, and after each one score whether the list
         goes on ("," next) or ends ("]" next).
 
@@ -197,9 +203,10 @@ class SchemaWay(SingleCallWay):
         worse (docs/research/realworld-notebook.md). Each step reuses the previous one's prompt
         from the KV cache, so a further call costs its own tokens, not another read of the prompt.
 
-        With `cover` (the gate found several tools fitting the request: each does a part of it),
-        the list goes on while a fitting tool has no call yet, the next call held to those tools:
-        a request for the weather and the time gets both calls, with no check in between.
+        With `first` (the tools the gate found fitting), the first call is held to those, and
+        the list goes on over every tool listed: a request for the weather and an employee's
+        phone gets its second call from a tool the gate, asked about the whole request, did not
+        pick.
         """
         threshold = self.tuning.more_calls_margin
         assert threshold is not None
@@ -207,22 +214,19 @@ class SchemaWay(SingleCallWay):
         choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)  # a named tool stays named
         prefix, calls, turn = OPEN_CALLS, [], None
         for index in range(MAX_CALLS):
-            uncalled = [t for t in request.tools if t.name not in {c.name for c in calls}] if cover and index else []
-            if index and not uncalled:
+            if index:
                 asked = sent.model_copy(update={"assistant_prefix": prefix, "response_format": None,
                                                 "score_options": [",", "]"], "max_tokens": 1})
                 scores = call(self.name, asked, None, f"another call after call {index}?").scores or {}
                 if scores.get(",", float("-inf")) - scores.get("]", 0.0) <= threshold:
                     break
                 prefix += ", "
-            elif uncalled:
-                prefix += ", "
-            item = decision_schema(uncalled or request.tools, choice, True)["properties"]["tool_calls"]["items"]
+            held = first if first and not index else request.tools
+            item = decision_schema(held, choice, True)["properties"]["tool_calls"]["items"]
             one_call = ResponseFormat(name="call", json_schema=item, strict=False)
-            why = f" ({', '.join(t.name for t in uncalled)} fit the request and have no call yet)" if uncalled else ""
             turn = call(self.name, sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
                         lambda raw, earlier=calls: self._extended(raw, earlier, request, capabilities),
-                        f"call {index + 1}{why}")
+                        f"call {index + 1}")
             if len(turn.tool_calls) <= len(calls):
                 break  # unreadable, or a repeat of an earlier call: the list is complete
             calls = turn.tool_calls
