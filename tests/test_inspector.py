@@ -181,7 +181,7 @@ def one_by_one_run(service):
     run = service.run(weather_flow(decision=DecisionConfig(provider="scripted", calling_way="schema")), "成都和北京天气?")
     assert run.status == RunStatus.SUCCEEDED
     assert [s.note for s in run.steps if s.kind == StepKind.MODEL_CALL][:5] == [
-        "checked whether get_weather fits: yes, margin 2.00, bar 0.50", "call 1", "another call after call 1?", "call 2", "another call after call 2?"]
+        "checked whether get_weather fits: yes, margin 2.90, bar 0.50", "call 1", "another call after call 1?", "call 2", "another call after call 2?"]
     return run
 
 
