@@ -100,10 +100,12 @@ class Usage(BaseModel):
 class GateReading(BaseModel):
     """What the relevance gate made of a request (calling/relevance.py): each scored tool's
     margin, logP(yes) - logP(no) of "can this function handle the request?", and the bar a
-    tool's margin must pass to be called."""
+    tool's margin must pass to be called. `parts`: the request's parts it was asked about
+    one by one (calling/parts.py), where no tool fitted the whole request."""
 
     margins: dict[str, float]
     bar: float
+    parts: list[str] = Field(default_factory=list)
 
     @property
     def fits(self) -> list[str]:
@@ -112,7 +114,7 @@ class GateReading(BaseModel):
     def no_fit_reason(self, request: str) -> str:
         """Why no tool was called, in words; the margins are on the gate's steps."""
         shown = request if len(request) <= 80 else request[:79] + "…"
-        return f"no tool fits '{shown}'"
+        return f"no tool fits '{shown}'" + (f" or any of its {len(self.parts)} parts" if self.parts else "")
 
 
 class ModelTurn(BaseModel):

@@ -128,13 +128,14 @@ def _verdict(label: str, value: float, bar: float | None, mean: bool = False) ->
 
 
 def tool_margin(ask: Callable[..., ModelTurn], tool: ToolSpec, text: str,
-                with_examples: bool = False, bar: float | None = None) -> float:
+                with_examples: bool = False, bar: float | None = None, part: str = "") -> float:
     """How well `tool` fits `text`: the margin of the question, or with `with_examples` the mean
     of the question asked plainly and asked after the worked examples. `ask(request, label,
     interpret)` runs one scoring call; each call's step says what it found (against `bar`, the
-    margin a tool must pass, where the caller knows it)."""
+    margin a tool must pass, where the caller knows it). `part` names the part of the request
+    asked about (parts.py), on the step."""
     asked = relevance_request(tool, text)
-    label = GATE_LABEL.format(name=tool.name)
+    label = GATE_LABEL.format(name=tool.name) + part
     first = ask(asked, label, lambda turn: turn.model_copy(update={
         "verdict": _verdict(label, margin(turn.scores), None if with_examples else bar)}))
     value = margin(first.scores)
@@ -147,34 +148,38 @@ def tool_margin(ask: Callable[..., ModelTurn], tool: ToolSpec, text: str,
 
 
 def score_tools(request: ModelRequest, call: ModelCall, way: str, with_examples: bool = False,
-                bar: float | None = None) -> list[tuple[float, ToolSpec]]:
+                bar: float | None = None, part: tuple[int, str] | None = None) -> list[tuple[float, ToolSpec]]:
     """The margins for the last user request, best first (each scoring call recorded as a step
     like any model call): of every tool, or of the model's shortlist when many are attached
-    (the others count as not fitting)."""
-    text = last_user_text(request.messages)
+    (the others count as not fitting). With `part` (its number and text), for that part of it."""
+    text = part[1] if part else last_user_text(request.messages)
+    named = f" part {part[0]} ({part[1]})" if part else ""
     ask = lambda asked, label, interpret=None: call(way, asked, interpret, label)  # noqa: E731
-    scored = [(tool_margin(ask, tool, text, with_examples, bar), tool)
+    scored = [(tool_margin(ask, tool, text, with_examples, bar, named), tool)
               for tool in shortlist(request.tools, text, call, way)]
     return sorted(scored, key=lambda pair: -pair[0])
 
 
-_RECORDED = re.compile(r"^checked whether (\S+) fits(?:, after worked examples)?: (yes|no), (?:mean )?margin "
-                       r"(-?[\d.]+|-?inf), bar (-?[\d.]+)")
+_RECORDED = re.compile(r"^checked whether (\S+) fits(?: part \d+ \((.*?)\))?(?:, after worked examples)?: "
+                       r"(yes|no), (?:mean )?margin (-?[\d.]+|-?inf), bar (-?[\d.]+)")
 
 
 def reading_from_notes(notes: list[str | None]) -> GateReading | None:
     """The gate's findings as a round's steps recorded them (a replay or a re-run reads the
-    record, not the model): each tool's last verdict."""
-    margins, bar = {}, None
+    record, not the model): each tool's best verdict, over the whole request and its parts."""
+    margins, bar, parts = {}, None, []
     for note in notes:
         match = _RECORDED.match(note or "")
+        if match and match.group(2) and match.group(2) not in parts:
+            parts.append(match.group(2))
         if match:
-            name, said, value, bar = match.group(1), match.group(2), float(match.group(3)), float(match.group(4))
+            name, said, value, bar = match.group(1), match.group(3), float(match.group(4)), float(match.group(5))
             # the note rounds the margin: the verdict it states is what counted
-            margins[name] = max(value, bar + 1e-6) if said == "yes" else min(value, bar)
-    return GateReading(margins=margins, bar=bar) if bar is not None else None
+            value = max(value, bar + 1e-6) if said == "yes" else min(value, bar)
+            margins[name] = max(value, margins.get(name, value))
+    return GateReading(margins=margins, bar=bar, parts=parts) if bar is not None else None
 
 
-def reading(scored: list[tuple[float, ToolSpec]], bar: float) -> GateReading:
+def reading(scored: list[tuple[float, ToolSpec]], bar: float, parts: list[str] | None = None) -> GateReading:
     """The gate's findings, kept with the decision (ModelTurn.gate)."""
-    return GateReading(margins={tool.name: round(value, 3) for value, tool in scored}, bar=bar)
+    return GateReading(margins={tool.name: round(value, 3) for value, tool in scored}, bar=bar, parts=parts or [])

@@ -18,7 +18,8 @@ from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling import shortlist
-from flowcall.calling.relevance import has_tool_results, reading, score_tools
+from flowcall.calling.parts import request_parts
+from flowcall.calling.relevance import has_tool_results, last_user_text, reading, score_tools
 from flowcall.embedded_models import DecisionTuning
 from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
 from flowcall.providers.base import Capabilities
@@ -166,7 +167,9 @@ class SchemaWay(SingleCallWay):
         one_by_one = request.parallel_tool_calls and self.tuning.more_calls_margin is not None
         if request.tool_choice == "auto":
             fitting, gate = relevant_tools(request, self.tuning, call, self.name)
-            if fitting and one_by_one:  # every tool listed: a later call may do another part of the request
+            # every tool listed: a later call may do a part of the request the gate, asked about
+            # the whole, did not find (where it was asked part by part, its findings hold)
+            if fitting and one_by_one and not gate.parts:
                 listed = fitting + [t for t in request.tools if t not in fitting]
                 update = {"tool_choice": "required", "tools": listed[:shortlist.SHORTLIST]}
                 first = fitting
@@ -268,7 +271,21 @@ def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCal
                    way: str) -> tuple[list[ToolSpec], GateReading]:
     """The tools the model says can handle the request, best first (one scoring call each), at
     most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
-    overflow a small model's context. With them, what the gate read (kept with the decision)."""
-    scored = score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin)
+    overflow a small model's context. With them, what the gate read (kept with the decision).
+
+    Where no tool fits the whole request and it has several parts (parts.py), each part is
+    asked about the same way: a tool fits if it fits a part, and its margin is its best one."""
+    ask = lambda part=None: score_tools(request, call, way, tuning.relevance_with_examples,  # noqa: E731
+                                        tuning.call_margin, part)
+    scored, pieces = ask(), []
+    if not any(value > tuning.call_margin for value, _ in scored):
+        pieces = request_parts(last_user_text(request.messages))
+        pieces = pieces if len(pieces) > 1 else []
+        if pieces:
+            best = {tool.name: (value, tool) for value, tool in scored}
+            for pair in enumerate(pieces, 1):
+                for value, tool in ask(pair):
+                    best[tool.name] = max(best.get(tool.name, (value, tool)), (value, tool), key=lambda p: p[0])
+            scored = sorted(best.values(), key=lambda pair: -pair[0])
     fitting = [tool for value, tool in scored if value > tuning.call_margin]
-    return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin)
+    return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces)
