@@ -275,17 +275,17 @@ def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCal
 
     Where no tool fits the whole request and it has several parts (parts.py), each part is
     asked about the same way: a tool fits if it fits a part, and its margin is its best one."""
-    ask = lambda part=None: score_tools(request, call, way, tuning.relevance_with_examples,  # noqa: E731
-                                        tuning.call_margin, part)
-    scored, pieces = ask(), []
-    if not any(value > tuning.call_margin for value, _ in scored):
-        pieces = request_parts(last_user_text(request.messages))
-        pieces = pieces if len(pieces) > 1 else []
-        if pieces:
-            best = {tool.name: (value, tool) for value, tool in scored}
-            for pair in enumerate(pieces, 1):
-                for value, tool in ask(pair):
-                    best[tool.name] = max(best.get(tool.name, (value, tool)), (value, tool), key=lambda p: p[0])
-            scored = sorted(best.values(), key=lambda pair: -pair[0])
+    def ask(part: tuple[int, str] | None = None) -> list[tuple[float, ToolSpec]]:
+        return score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin, part)
+
+    scored, pieces = ask(), request_parts(last_user_text(request.messages))
+    if any(value > tuning.call_margin for value, _ in scored) or len(pieces) < 2:
+        pieces = []
+    best = {tool.name: (value, tool) for value, tool in scored}
+    for part in enumerate(pieces, 1):
+        for value, tool in ask(part):
+            if tool.name not in best or value > best[tool.name][0]:
+                best[tool.name] = (value, tool)
+    scored = sorted(best.values(), key=lambda pair: -pair[0])
     fitting = [tool for value, tool in scored if value > tuning.call_margin]
     return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces)
