@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from flowcall.errors import ErrorCode
 from flowcall.messages import ToolCall
 from flowcall.spec import Flow
+from flowcall.steps import WAITING_PREFIX
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import CallOutcome
 
@@ -54,10 +55,10 @@ def deny_all(call: ToolCall, tool: Tool) -> Decision:
     return Decision(action="deny", reason="denied by policy", by="deny-all")
 
 
-MAYBE_RAN_NOTE = ("waiting for a person: this call was started before the run was interrupted and its result "
+MAYBE_RAN_NOTE = (f"{WAITING_PREFIX}: this call was started before the run was interrupted and its result "
                   "was never recorded, so it may have run already: approve to run it again, or deny to go on "
                   "without it")
-WAITING_NOTE = "waiting for a person to approve, deny or edit"
+WAITING_NOTE = f"{WAITING_PREFIX} to approve, deny or edit"
 
 
 def safe_to_repeat(tool: Tool) -> bool:

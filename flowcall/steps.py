@@ -110,6 +110,21 @@ class Run(BaseModel):
         return sum(s.tokens_out for s in self.steps if not is_reused(s))
 
 
+# How the note of an approval step that still waits for a person begins (approval.py)
+WAITING_PREFIX = "waiting for a person"
+
+
+def waiting_calls(run: Run) -> list[Step]:
+    """The calls a paused run waits on, in the order they were asked: each call whose latest
+    approval step still says it waits (a call answered on an earlier resume has a later step
+    with the decision). The one rule the API, the studio and the pages share."""
+    latest: dict[str, Step] = {}
+    for step in run.steps:
+        if step.kind == StepKind.APPROVAL and step.tool_call_id:
+            latest[step.tool_call_id] = step
+    return [s for s in latest.values() if (s.note or "").startswith(WAITING_PREFIX)]
+
+
 ANSWERED_WITHOUT_TOOLS = "answered_without_tools"
 # some parts of the request got a tool result and some did not, or the answer says an action
 # was done that no tool call did (claims.py): the reasons say which

@@ -16,22 +16,12 @@ import streamlit as st
 from flowcall.errors import ConfigError
 from flowcall.rendering import short
 from flowcall.service import FlowCall
-from flowcall.steps import Run, RunStatus, Step, StepKind, utcnow
+from flowcall.steps import RunStatus, utcnow, waiting_calls
 from flowcall.studio import md
 
 RUN_PAGE = "pages/run.py"
 SIDEBAR_SHOWN = 5  # links in the sidebar; the rest are counted
 LISTED = 50  # runs read with their steps, at most
-
-
-def waiting_calls(run: Run) -> list[Step]:
-    """The calls a paused run waits on: each call whose latest approval step still says it
-    waits (a call answered on an earlier resume has a later step with the decision)."""
-    latest: dict[str, Step] = {}
-    for step in run.steps:
-        if step.kind == StepKind.APPROVAL and step.tool_call_id:
-            latest[step.tool_call_id] = step
-    return [s for s in latest.values() if (s.note or "").startswith("waiting")]
 
 
 def _aware(moment: datetime) -> datetime:

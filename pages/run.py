@@ -16,7 +16,7 @@ from flowcall.approval import Decision
 from flowcall.errors import ConfigError, FlowCallError
 from flowcall.rendering import describe_step, run_line, run_seconds, status_text
 from flowcall.spec import Flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.steps import Run, RunStatus, Step, StepKind, waiting_calls
 from flowcall.studio import (
     EXAMPLE_QUESTIONS,
     WritingBox,
@@ -204,16 +204,6 @@ def consent_panel(consent: dict) -> None:
 
 if consent := st.session_state.get("consent"):
     consent_panel(consent)
-
-
-def waiting_calls(run: Run) -> list[Step]:
-    """The calls the paused run waits on: its last approval steps still pending."""
-    pending = {c["id"] for c in app.store.get_checkpoint(run.id).get("pending", [])}
-    waiting: dict[str, Step] = {}
-    for step in run.steps:
-        if step.kind == StepKind.APPROVAL and step.tool_call_id in pending and step.note and step.note.startswith("waiting"):
-            waiting[step.tool_call_id] = step
-    return list(waiting.values())
 
 
 if config.broker_url():

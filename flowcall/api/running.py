@@ -10,7 +10,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable
 
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.steps import Run, RunStatus, Step, waiting_calls
 
 _RUNS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="flowcall-api-run")
 KEEP_ALIVE_S = 15.0
@@ -51,15 +51,10 @@ async def steps_then_run(work: Callable[[Callable[[Step], None]], Run]) -> Async
         yield None
 
 
-def waiting_calls(run: Run) -> list[dict[str, Any]]:
-    """What a paused run waits for: its last approval steps without a decision."""
-    waiting = []
-    for step in reversed(run.steps):
-        if step.kind != StepKind.APPROVAL or step.result is not None:
-            break
-        waiting.append({"call_id": step.tool_call_id, "tool": step.name, "arguments": step.arguments,
-                        "note": step.note})
-    return list(reversed(waiting))
+def waiting(run: Run) -> list[dict[str, Any]]:
+    """What a paused run waits for, as the API shows it (steps.waiting_calls)."""
+    return [{"call_id": s.tool_call_id, "tool": s.name, "arguments": s.arguments, "note": s.note}
+            for s in waiting_calls(run)]
 
 
 def step_summary(step: Step) -> dict[str, Any]:
@@ -79,7 +74,7 @@ def run_summary(run: Run, *, steps: bool = True) -> dict[str, Any]:
     if steps:
         body["steps"] = [step_summary(s) for s in run.steps]
     if run.status == RunStatus.WAITING_APPROVAL:
-        body["waiting"] = waiting_calls(run)
+        body["waiting"] = waiting(run)
     return body
 
 
