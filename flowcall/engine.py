@@ -2,7 +2,7 @@
 
 A run goes through named phases over one scope (`_Scope`): `_begin`, then rounds of
 `_decide_round` (Answered | Retry | CallsDecided), `_approve` (Approved | Paused) and
-`_execute_round` (RoundResult), then `_finish` (Finished). `_settle` is the one place where
+`_execute_round` (its steps and state committed), then `_finish` (Finished). `_settle` is the one place where
 how a run ended becomes its status. The engine knows nothing about storage or UI: it hands
 finished steps, with the loop state they lead to, to a StepSink and an optional callback.
 What the host checks in a decision lives in calling/vetting.py, the answer in final_answer.py.
@@ -29,7 +29,7 @@ from flowcall.outcome import gaps_of, judged
 from flowcall.loop_state import LoopState, restored_outcome, unreadable_reason
 from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.model_calls import ModelCaller, RunFailed
-from flowcall.phases import Answered, Approved, CallsDecided, Finished, Paused, Retry, RoundResult
+from flowcall.phases import Answered, Approved, CallsDecided, Finished, Paused, Retry
 from flowcall.provenance import trace
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Provider, ProviderFactory
@@ -37,7 +37,7 @@ from flowcall.recorder import Recorder
 from flowcall.spec import Flow
 from flowcall.steps import ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink, utcnow
 from flowcall.tools.base import RunContext, Tool
-from flowcall.tools.execute import NOT_RUN, check_call, run_round
+from flowcall.tools.execute import check_call, run_round
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import check_pins, definition, fingerprint
 
@@ -359,7 +359,7 @@ class Engine:
             kept.append(call)
         return Approved(kept, decided.repairs, settled)
 
-    def _execute_round(self, scope: _Scope, approved: Approved) -> RoundResult:
+    def _execute_round(self, scope: _Scope, approved: Approved) -> None:
         """Phase 4: run the approved calls and commit their steps with the state after them, in
         one transaction. Before any tool starts, the state naming the calls about to run is
         committed: after a crash, resume knows which calls may have run."""
@@ -370,13 +370,12 @@ class Engine:
             scope.rec.save(state)
         with progress.step(StepKind.TOOL_CALL.value, ", ".join(c.name for c in approved.calls if c.id not in settled)):
             outcomes = run_round(approved.calls, tools, scope.context, scope.flow.tool_timeout_s, settled)
-        whole_round, wrong, exhausted = state.apply_round(outcomes, tools)
+        _, wrong, exhausted = state.apply_round(outcomes, tools)
         scope.rec.record_round([(StepKind.TOOL_CALL, o.step_fields(state.round_no, approved.repairs))
                                 for o in outcomes], state)
         scope.maybe_ran = frozenset()
         if exhausted:
             _spend(0, wrong.error_code, wrong.error_message or "", scope.rec)
-        return RoundResult(outcomes, any(o.error_code not in NOT_RUN for o in whole_round), wrong)
 
     def _finish(self, scope: _Scope) -> Finished:
         """Phase 5: the answer (_answer), and what it says that no tool did: the run's outcome."""

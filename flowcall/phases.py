@@ -1,7 +1,8 @@
 """What each phase of a run returns (engine.py): the loop reads these instead of exceptions.
 
 A round is `_decide_round` (Answered | Retry | CallsDecided), `_approve` (Approved | Paused)
-and `_execute_round` (RoundResult); a run ends Finished or Paused."""
+and `_execute_round` (which commits its steps and returns nothing); a run ends Finished or
+Paused."""
 
 from __future__ import annotations
 
@@ -48,13 +49,6 @@ class Paused:
     """A call waits for a person; the run stops here and keeps its state."""
 
     state: LoopState
-
-
-@dataclass
-class RoundResult:
-    outcomes: list[CallOutcome]
-    tool_ran: bool
-    wrong: CallOutcome | None  # the first call the model got wrong, paid from the retry budget
 
 
 @dataclass

@@ -120,9 +120,7 @@ class FlowCall:
         """Run the flow against its stored version (stored first if new; a flow whose name is
         taken by a different saved flow is stored under a new name, see `adopt`). Without an
         approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
-        self.registry.resolve(flow.plugin_refs())  # fail before anything is recorded if a tool is missing
-        self.require_trust(flow)
-        adopted = self.adopt(flow)
+        adopted = self.prepare(flow)  # fails before anything is recorded if a tool is missing
         engine = Engine(self.registry, self.provider_factory, self.store)
         return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
                           approver=approver, run_id=run_id, context=context)
