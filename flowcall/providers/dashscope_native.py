@@ -21,10 +21,10 @@ import requests
 from dashscope.common.error import DashScopeException, TimeoutException
 
 from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import Message, ModelRequest, ModelTurn, Usage
+from flowcall.messages import ModelRequest, ModelTurn, Usage
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
-from flowcall.providers.openai_compat import parse_tool_call, tool_choice_to_wire
+from flowcall.providers.openai_compat import message_to_wire, parse_tool_call, tool_choice_to_wire
 from flowcall.providers.retry import with_retries
 
 StructuredMode = Literal["json_schema", "json_object"]
@@ -40,31 +40,6 @@ CAPABILITIES = Capabilities(
 # ---------------------------------------------------------------- neutral -> wire
 
 
-def message_to_wire(message: Message) -> dict[str, Any]:
-    """One neutral message in DashScope's message format (OpenAI-like; tool results also carry
-    the tool's name, which older Qwen models read)."""
-    if message.role == "tool":
-        wire: dict[str, Any] = {"role": "tool", "content": message.content or ""}
-        wire["tool_call_id"] = message.tool_call_id or ""
-        if message.name:
-            wire["name"] = message.name
-        return wire
-    if message.role == "assistant" and message.tool_calls:
-        return {
-            "role": "assistant",
-            "content": message.content or "",
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_json()},
-                }
-                for call in message.tool_calls
-            ],
-        }
-    return {"role": message.role, "content": message.content or ""}
-
-
 def build_request(
     request: ModelRequest, model: str, structured: StructuredMode = "json_schema"
 ) -> dict[str, Any]:
@@ -72,7 +47,7 @@ def build_request(
 
     In json_object mode DashScope only guarantees JSON, not the schema, and demands the word
     "JSON" in the prompt, so the schema is appended as a system message."""
-    messages = [message_to_wire(m) for m in request.messages]
+    messages = [message_to_wire(m, tool_name=True) for m in request.messages]
     wire: dict[str, Any] = {"model": model, "messages": messages, "result_format": "message"}
     if request.tools:
         wire["tools"] = [

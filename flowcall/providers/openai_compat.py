@@ -53,10 +53,12 @@ FULL_CAPABILITIES = Capabilities(
 # ---------------------------------------------------------------- neutral -> wire
 
 
-def message_to_wire(message: Message) -> dict[str, Any]:
-    """One neutral message as a Chat Completions message."""
+def message_to_wire(message: Message, tool_name: bool = False) -> dict[str, Any]:
+    """One neutral message as a Chat Completions message; with `tool_name`, a tool result also
+    carries the tool's name (DashScope's older Qwen models read it)."""
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content or ""}
+        wire = {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content or ""}
+        return {**wire, "name": message.name} if tool_name and message.name else wire
     if message.role == "assistant" and message.tool_calls:
         return {
             "role": "assistant",

@@ -368,3 +368,15 @@ def test_userinfo_spelling_of_the_configured_host_gets_no_key(monkeypatch) -> No
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", "http://127.0.0.1:8080/v1")
     provider = compatible_provider("m", "http://127.0.0.1:8080@127.0.0.1:9090/v1")
     assert provider.client.api_key == "not-needed" and provider.base_url == "http://127.0.0.1:9090/v1"
+
+
+def test_one_wire_builder_serves_both_formats_and_only_dashscope_names_the_tool():
+    from flowcall.providers import dashscope_native, openai_compat
+    from flowcall.messages import Message, ModelRequest
+
+    request = ModelRequest(messages=[Message(role="user", content="q"),
+                                     Message(role="tool", tool_call_id="c1", name="get_weather", content="{}")])
+    openai_tool = openai_compat.build_request(request, "m")["messages"][1]
+    dashscope_tool = dashscope_native.build_request(request, "qwen-plus")["messages"][1]
+    assert openai_tool == {"role": "tool", "tool_call_id": "c1", "content": "{}"}
+    assert dashscope_tool == {**openai_tool, "name": "get_weather"}
