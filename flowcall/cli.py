@@ -676,8 +676,8 @@ def model_list() -> None:
         echo(f"{'*' if item.name == current else ' '} {item.name:<20} {item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}")
 
 
-@cli.group("models")
-def models_group() -> None:
+@cli.group("profiles")
+def profiles_group() -> None:
     """Measured model capabilities: probe a model, list the stored profiles."""
 
 
@@ -699,7 +699,7 @@ def _model_name(provider: str, given: str | None) -> str:
     return given
 
 
-@models_group.command("probe")
+@profiles_group.command("probe")
 @click.option("--provider", required=True, type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
 @click.option("--model", "model_name", help="Required for remote providers; for local, the loaded GGUF "
               "(FLOWCALL_MODEL or FLOWCALL_MODEL_PATH) is probed whatever the name.")
@@ -728,7 +728,7 @@ def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: s
         echo(f"stored; auto will use: {json.dumps(profile.capabilities_update())}")
 
 
-@models_group.command("list")
+@profiles_group.command("list")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def models_list(ctx: click.Context, as_json: bool) -> None:
@@ -738,10 +738,21 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
         echo(json.dumps([p.model_dump(mode="json") for p in found], ensure_ascii=False, indent=2))
         return
     if not found:
-        echo("no stored profiles; measure a model with: flowcall models probe --provider local", err=True)
+        echo("no stored profiles; measure a model with: flowcall profiles probe --provider local", err=True)
     for profile in found:
         echo("\n".join(_profile_lines(profile)))
 
+
+@cli.group("models", hidden=True)
+def models_group() -> None:
+    """The old name of `profiles` (kept working): `model` is the embedded model, `profiles` what
+    a probe measured."""
+    echo("note: `flowcall models` is now `flowcall profiles` (the old name still works; `flowcall model` "
+         "is the embedded model)", err=True)
+
+
+for _name, _command in profiles_group.commands.items():
+    models_group.add_command(_command, _name)
 
 cli.add_command(datasets_group)
 cli.add_command(experiments_group)

@@ -67,7 +67,7 @@ class FlowCall:
     @classmethod
     def open(cls, database_url: str | None = None) -> FlowCall:
         """The service on a database; models get the capabilities their probe measured
-        (Models page, `flowcall models probe`), which is what `auto` chooses from."""
+        (Models page, `flowcall profiles probe`), which is what `auto` chooses from."""
         from flowcall.store.profiles import get_profile
 
         store = open_store(database_url)

@@ -139,7 +139,7 @@ except ConfigError as exc:
     st.error(md(exc))
     st.stop()
 if not stored:
-    st.info("No model has been probed yet: pick one above and run the probe, or `flowcall models probe --provider local`.")
+    st.info("No model has been probed yet: pick one above and run the probe, or `flowcall profiles probe --provider local`.")
 else:
     st.dataframe([{"provider": p.provider, "model": p.model, "base URL": p.base_url or "",
                    "probed": f"{p.probed_at:%Y-%m-%d %H:%M}", **{c.name: c.outcome for c in p.checks}} for p in stored],

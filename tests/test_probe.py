@@ -221,23 +221,31 @@ def invoke(args: list[str], script: list) -> tuple[object, FlowCall]:
 
 
 def test_cli_models_probe_then_list():
-    done, service = invoke(["models", "probe", "--provider", "openai", "--model", "gpt-x"], ["text", GOOD_JSON, "text"])
+    done, service = invoke(["profiles", "probe", "--provider", "openai", "--model", "gpt-x"], ["text", GOOD_JSON, "text"])
     assert done.exit_code == 0, done.output
     assert "openai/gpt-x" in done.output and "pass         json_schema_output" in done.output
     assert '"native_tools": false' in done.output
     assert get_profile(service.store, "openai", "gpt-x").capabilities_update()["json_schema_output"] is True
 
-    listed = CliRunner().invoke(cli, ["models", "list", "--json"], obj={"service": service})
+    listed = CliRunner().invoke(cli, ["profiles", "list", "--json"], obj={"service": service})
     assert [p["provider"] for p in json.loads(listed.output)] == ["openai"]
+
+
+def test_the_old_group_name_still_works_and_says_the_new_one():
+    done, service = invoke(["models", "probe", "--provider", "openai", "--model", "gpt-x"], ["text", GOOD_JSON, "text"])
+    assert done.exit_code == 0, done.output
+    assert "`flowcall models` is now `flowcall profiles`" in done.output  # the note, on stderr
+    assert get_profile(service.store, "openai", "gpt-x") is not None
+    assert "models" not in CliRunner().invoke(cli, ["--help"]).output.split("Commands:")[1].split()
 
 
 def test_cli_stores_nothing_when_no_check_reached_the_model():
     down = ProviderError("could not reach openai-compatible at http://127.0.0.1:9/v1", transient=True)
-    done, service = invoke(["models", "probe", "--provider", "openai-compatible", "--model", "m",
+    done, service = invoke(["profiles", "probe", "--provider", "openai-compatible", "--model", "m",
                             "--base-url", "http://127.0.0.1:9/v1"], [down, down, down])
     assert isinstance(done.exception, ConfigError) and "Nothing was stored" in str(done.exception)
     assert list_profiles(service.store) == []
-    assert "no stored profiles" in CliRunner().invoke(cli, ["models", "list"], obj={"service": service}).output
+    assert "no stored profiles" in CliRunner().invoke(cli, ["profiles", "list"], obj={"service": service}).output
 
 
 def test_turn_latency_is_measured_around_the_call():

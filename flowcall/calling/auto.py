@@ -39,7 +39,7 @@ def chain_reason(capabilities: Capabilities, tuning: DecisionTuning) -> str:
     if tuning.ways_reason:
         return tuning.ways_reason
     if capabilities.native_tools:
-        return "the model's API takes tool definitions (not probed; `flowcall models probe` measures it)"
+        return "the model's API takes tool definitions (not probed; `flowcall profiles probe` measures it)"
     if capabilities.json_schema_output or capabilities.grammar:
         return "the model's API has no tool calls but can hold a reply to a JSON schema"
     return "the model's API has neither tool calls nor JSON-schema output"
