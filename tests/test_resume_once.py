@@ -5,7 +5,6 @@ a one-line reason. With real processes (tests/resume_helper.py), on SQLite and o
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys

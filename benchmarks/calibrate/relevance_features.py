@@ -174,7 +174,7 @@ def collect_shots2(src: Path, out: Path) -> None:
     """Add `shots2`: the gate's question after EXAMPLES_2, to rows collected by `variants`."""
     from flowcall.providers.local import LocalProvider
 
-    provider = LocalProvider.shared() if provider else None
+    provider = LocalProvider.shared()
     done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
     todo = list(rows())
     assert len(done) == len(todo)

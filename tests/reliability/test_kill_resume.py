@@ -19,7 +19,7 @@ def test_scripted_runs_killed_at_random_points_resume_to_the_same_answer(tmp_pat
 
 
 @pytest.mark.postgres
-def test_on_postgresql_too(pg_database):
+def test_on_postgresql_too(pg_database):  # noqa: F811 (the fixture, imported above)
     figures = kill_and_resume(pg_database, kills=2, model_kills=0, rng=random.Random(5))
     assert figures.kills == 2
     assert (figures.steps_lost, figures.unfinished, figures.answers_differ) == (0, 0, 0), figures.problems
