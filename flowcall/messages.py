@@ -64,6 +64,9 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    # what the host knows of the tool (its annotations), never sent to a model: False for a
+    # tool that may change something, None where nothing is known (a dataset's tool definitions)
+    read_only: bool | None = Field(default=None, exclude=True)
 
 
 class ResponseFormat(BaseModel):

@@ -119,9 +119,9 @@ GATE_LABEL = "checked whether {name} fits"  # a gate step's note begins so: see 
 AFTER_EXAMPLES = ", after worked examples"
 
 
-def _verdict(label: str, value: float, bar: float | None, mean: bool = False) -> str:
+def _verdict(label: str, value: float, bar: float | None, reading: str = "") -> str:
     """A gate step's note: what was asked and, where the bar is known, the answer."""
-    what = f"{'mean ' if mean else ''}margin {value:.2f}"
+    what = f"{reading}margin {value:.2f}"
     if bar is None:
         return f"{label}: {what}"
     return f"{label}: {'yes' if value > bar else 'no'}, {what}, bar {bar:.2f}"
@@ -130,20 +130,25 @@ def _verdict(label: str, value: float, bar: float | None, mean: bool = False) ->
 def tool_margin(ask: Callable[..., ModelTurn], tool: ToolSpec, text: str,
                 with_examples: bool = False, bar: float | None = None, part: str = "") -> float:
     """How well `tool` fits `text`: the margin of the question, or with `with_examples` the mean
-    of the question asked plainly and asked after the worked examples. `ask(request, label,
-    interpret)` runs one scoring call; each call's step says what it found (against `bar`, the
-    margin a tool must pass, where the caller knows it). `part` names the part of the request
-    asked about (parts.py), on the step."""
+    of the question asked plainly and asked after the worked examples; for a tool that may
+    change something (ToolSpec.read_only False), the lower of the two: a wrong yes there does
+    what nobody asked for, so both readings must say yes. `ask(request, label, interpret)` runs
+    one scoring call; each call's step says what it found (against `bar`, the margin a tool must
+    pass, where the caller knows it). `part` names the part of the request asked about
+    (parts.py), on the step."""
     asked = relevance_request(tool, text)
     label = GATE_LABEL.format(name=tool.name) + part
     first = ask(asked, label, lambda turn: turn.model_copy(update={
         "verdict": _verdict(label, margin(turn.scores), None if with_examples else bar)}))
     value = margin(first.scores)
     if with_examples:
+        cautious = tool.read_only is False
+        both = (lambda a, b: min(a, b)) if cautious else (lambda a, b: (a + b) / 2)
         again_label = label + AFTER_EXAMPLES
         again = ask(after_examples(asked), again_label, lambda turn: turn.model_copy(update={
-            "verdict": _verdict(again_label, (value + margin(turn.scores)) / 2, bar, mean=True)}))
-        value = (value + margin(again.scores)) / 2
+            "verdict": _verdict(again_label, both(value, margin(turn.scores)), bar,
+                                "lower " if cautious else "mean ")}))
+        value = both(value, margin(again.scores))
     return value
 
 
@@ -161,7 +166,7 @@ def score_tools(request: ModelRequest, call: ModelCall, way: str, with_examples:
 
 
 _RECORDED = re.compile(r"^checked whether (\S+) fits(?: part \d+ \((.*?)\))?(?:, after worked examples)?: "
-                       r"(yes|no), (?:mean )?margin (-?[\d.]+|-?inf), bar (-?[\d.]+)")
+                       r"(yes|no), (?:mean |lower )?margin (-?[\d.]+|-?inf), bar (-?[\d.]+)")
 
 
 def reading_from_notes(notes: list[str | None]) -> GateReading | None:

@@ -131,6 +131,7 @@ def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quie
     from flowcall.providers.scripted import ScriptedProvider
     from flowcall.spec import DecisionConfig, Flow
     from flowcall.steps import MemorySink
+    from flowcall.tools.base import ToolAnnotations
     from flowcall.tools.python_plugins import build_tool
     from flowcall.tools.registry import ToolRegistry
 
@@ -147,9 +148,33 @@ def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quie
         provider = ScriptedProvider(script, capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True),
                                     tuning=DecisionTuning(call_margin=1.5, relevance_with_examples=with_examples))
         flow = Flow(name="r", tools=["w/v1/get_weather"], decision=DecisionConfig(provider="scripted", calling_way="schema"))
-        registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather")])
+        registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather", annotations=ToolAnnotations(read_only=True))])
         run = Engine(registry, lambda cfg: provider, MemorySink()).run(flow, "成都天气?")
         called = [s.arguments for s in run.steps if s.kind == "tool_call"]
         assert bool(called) is expect_call, (with_examples, run.steps)
         scored = [r for r in provider.requests if r.score_options == ["yes", "no"]]
         assert len(scored) == (2 if with_examples else 1)
+
+
+def test_a_tool_that_changes_something_needs_both_readings_to_say_yes():
+    """A tool that may change something is called only when the plain reading and the one after
+    the worked examples both pass the bar (their lower one), not their mean: a wrong yes there
+    does what nobody asked for. A tool nothing is known of (a dataset's definition) keeps the mean."""
+    from flowcall.calling.relevance import reading_from_notes, tool_margin
+    from flowcall.messages import ModelTurn, ToolSpec
+
+    readings = iter([0.5, 3.5] * 3)  # plain under the bar 1.5, after examples over it: mean 2.0
+    notes = []
+
+    def ask(_request, label, interpret):
+        turn = interpret(ModelTurn(scores={"yes": next(readings), "no": 0.0}))
+        notes.append(turn.verdict)
+        return turn
+
+    add = {"name": "add_task", "parameters": {"type": "object", "properties": {"title": {"type": "string"}}}}
+    assert tool_margin(ask, ToolSpec(**add, read_only=False), "周末去哪里玩", True, 1.5) == 0.5
+    assert notes[-1] == "checked whether add_task fits, after worked examples: no, lower margin 0.50, bar 1.50"
+    assert reading_from_notes(notes).fits == []
+    assert tool_margin(ask, ToolSpec(**add, read_only=True), "周末去哪里玩", True, 1.5) == 2.0
+    assert tool_margin(ask, ToolSpec(**add), "周末去哪里玩", True, 1.5) == 2.0
+    assert "read_only" not in ToolSpec(**add, read_only=False).model_dump()  # never sent to a model
