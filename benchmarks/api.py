@@ -56,8 +56,8 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from flowcall.service import FlowCall  # noqa: E402
-from flowcall.steps import RunStatus  # noqa: E402
+from flowcall.core.steps import RunStatus  # noqa: E402
+from flowcall.service.front import FlowCall  # noqa: E402
 from tests.api.server import FLOWS, Server, api_server, save_flows  # noqa: E402
 
 FLOW = "plain"

@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flowcall.engine import Engine  # noqa: E402
+from flowcall.core.spec import DecisionConfig, Flow, load_flow  # noqa: E402
+from flowcall.core.steps import MemorySink, StepKind  # noqa: E402
+from flowcall.engine.loop import Engine  # noqa: E402
 from flowcall.providers.scripted import ScriptedProvider  # noqa: E402
-from flowcall.spec import DecisionConfig, Flow, load_flow  # noqa: E402
-from flowcall.steps import MemorySink, StepKind  # noqa: E402
 from flowcall.tools.python_plugins import build_tool  # noqa: E402
 from flowcall.tools.registry import ToolRegistry  # noqa: E402
 
@@ -110,7 +110,7 @@ def agents_overhead(iterations: int, rounds: int) -> list[float] | None:
 
 
 def commute(runs: int) -> None:
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
 
     flow = load_flow(ROOT / "flows" / "commute_weather.json")
     service = FlowCall.open()

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402
 
+from flowcall.engine.provenance import traced_share  # noqa: E402
 from tests.support.example_checks import FLOWS, Case, load_cases, run_case, users_clock  # noqa: E402
-from flowcall.provenance import traced_share  # noqa: E402
 
 TARGET = 9  # of 10 per flow (issue 11)
 
@@ -54,7 +54,7 @@ def machine() -> str:
         cpu = platform.processor() or "?"
     import llama_cpp
 
-    from flowcall import config
+    from flowcall.core import config
 
     return (f"{cpu} ({flags}, {os.cpu_count()} cores), llama-cpp-python {llama_cpp.__version__}, "
             f"model {config.model_path().name}")
@@ -74,7 +74,7 @@ def pick(args: argparse.Namespace) -> list[Case]:
 
 
 def run_all(cases: list[Case], repeat: int, show: bool, flows_dir: Path, db: str | None) -> list[dict]:
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="flowcall-examples-") as tmp:

@@ -31,8 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flowcall.calling.relevance import last_user_text, tool_margin  # noqa: E402
-from tests.support.product_questions import (QUESTIONS, Item, doc_value_refusals, grounding_refusals,  # noqa: E402
-                                             load_items)
+from tests.support.product_questions import (  # noqa: E402
+    QUESTIONS,
+    Item,
+    doc_value_refusals,
+    grounding_refusals,
+    load_items,
+)
 
 
 def gate_margins(items: list[Item]) -> dict[str, dict[str, Any]]:

@@ -35,13 +35,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.example_checks import users_clock  # noqa: E402
-from flowcall import config  # noqa: E402
+from flowcall.core import config  # noqa: E402
+from flowcall.core.spec import load_flow  # noqa: E402
+from flowcall.core.steps import StepKind  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
 from flowcall.providers.prefix_cache import DiskStates, common_prefix  # noqa: E402
-from flowcall.service import FlowCall  # noqa: E402
-from flowcall.spec import load_flow  # noqa: E402
-from flowcall.steps import StepKind  # noqa: E402
+from flowcall.service.front import FlowCall  # noqa: E402
+from tests.support.example_checks import users_clock  # noqa: E402
 
 QUESTIONS = {
     "commute_weather": "我明天要在成都上下班通勤,会下雨吗?",
@@ -115,11 +115,11 @@ def run_once(service: FlowCall, flow: Any, question: str, floor: Floor) -> dict[
 
 def bfcl_before_after(cached: LocalProvider, limit: int) -> list[str]:
     """Per category: median s/case with the cache off and on, same cases, alternating."""
-    from flowcall.engine import Engine
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.core.steps import MemorySink
+    from flowcall.engine.loop import Engine
     from flowcall.eval import load_cases
     from flowcall.eval.runner import evaluate_case
-    from flowcall.spec import DecisionConfig, Flow
-    from flowcall.steps import MemorySink
     from flowcall.tools.registry import ToolRegistry
 
     plain = LocalProvider(cached.path)

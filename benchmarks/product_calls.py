@@ -40,11 +40,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flowcall.engine import Engine  # noqa: E402
-from flowcall.messages import ToolCall, ToolSpec  # noqa: E402
+from flowcall.core.messages import ToolCall, ToolSpec  # noqa: E402
+from flowcall.core.spec import DecisionConfig, Flow, load_flow  # noqa: E402
+from flowcall.core.steps import MemorySink, StepKind  # noqa: E402
+from flowcall.engine.loop import Engine  # noqa: E402
 from flowcall.providers import provider_for  # noqa: E402
-from flowcall.spec import DecisionConfig, Flow, load_flow  # noqa: E402
-from flowcall.steps import MemorySink, StepKind  # noqa: E402
 from flowcall.tools.registry import ToolRegistry  # noqa: E402
 from tests.support.product_questions import FLOWS, QUESTIONS, Item, load_items, load_raw  # noqa: E402
 

@@ -37,12 +37,28 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.kill_resume import kill_and_resume as measure_kills  # noqa: E402
-from tests.support.reliability import (FaultFigure, FuzzFigure, backends, concurrency, db_drop_runs,  # noqa: E402
-                                       fault_hung_tool, fault_huge_result, fault_malformed_arguments,
-                                       fault_mcp_crash, fault_provider_429, fault_provider_500,
-                                       fault_provider_malformed_body, fault_provider_not_completion,
-                                       fault_provider_timeout, fuzz_flow_import, fuzz_mcp_schemas,
-                                       fuzz_openapi, fuzz_run_import, fuzz_tool_calls, postgres_available)
+from tests.support.reliability import (  # noqa: E402
+    FaultFigure,
+    FuzzFigure,
+    backends,
+    concurrency,
+    db_drop_runs,
+    fault_huge_result,
+    fault_hung_tool,
+    fault_malformed_arguments,
+    fault_mcp_crash,
+    fault_provider_429,
+    fault_provider_500,
+    fault_provider_malformed_body,
+    fault_provider_not_completion,
+    fault_provider_timeout,
+    fuzz_flow_import,
+    fuzz_mcp_schemas,
+    fuzz_openapi,
+    fuzz_run_import,
+    fuzz_tool_calls,
+    postgres_available,
+)
 
 
 def all_faults(url: str, backend: str) -> list[FaultFigure]:

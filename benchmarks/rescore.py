@@ -1,6 +1,6 @@
 """Score an experiment's recorded runs again with today's scoring, without running a model.
 
-When scoring itself changes (flowcall/scoring.py), experiments measured before can be read
+When scoring itself changes (flowcall/eval/scoring.py), experiments measured before can be read
 with the new rules: every item's run is observed and scored afresh, and the experiment is
 printed as `flowcall experiments show ID --json` prints it, with the new verdicts. The
 stored verdicts are left as they were recorded. It also counts the decisions' calls that
@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flowcall import schemas  # noqa: E402
-from flowcall.experiments import item_of  # noqa: E402
-from flowcall.scoring import observe, passed, score  # noqa: E402
-from flowcall.service import FlowCall  # noqa: E402
+from flowcall.core import schemas  # noqa: E402
+from flowcall.eval.experiments import item_of  # noqa: E402
+from flowcall.eval.scoring import observe, passed, score  # noqa: E402
+from flowcall.service.front import FlowCall  # noqa: E402
 from flowcall.store.experiments import get_experiment  # noqa: E402
 
 

@@ -25,12 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flowcall.calling import shortlist  # noqa: E402
-from flowcall.engine import Engine  # noqa: E402
+from flowcall.core.messages import ToolSpec  # noqa: E402
+from flowcall.core.spec import DecisionConfig, Flow  # noqa: E402
+from flowcall.core.steps import MemorySink, StepKind  # noqa: E402
+from flowcall.engine.loop import Engine  # noqa: E402
 from flowcall.eval import load_cases  # noqa: E402
-from flowcall.messages import ToolSpec  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
-from flowcall.spec import DecisionConfig, Flow  # noqa: E402
-from flowcall.steps import MemorySink, StepKind  # noqa: E402
 from flowcall.tools.registry import ToolRegistry  # noqa: E402
 
 

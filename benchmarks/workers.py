@@ -1,6 +1,6 @@
 """Scaling on workers (issue 13, point 5): a 200-item experiment run by 1, 2 and 4 `flowcall
 worker` processes over the real Redis and PostgreSQL on 127.0.0.1, with an OpenAI-compatible
-stand-in model (flowcall/fake_server.py) that answers every request after a fixed 200 ms.
+stand-in model (flowcall/testing/fake_server.py) that answers every request after a fixed 200 ms.
 
 Each run asks the model twice (decision, then polish: 400 ms of model) and runs a read-only
 plugin tool (time/v1/get_current_time) in between. For each number of workers, fresh worker
@@ -32,12 +32,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flowcall.datasets import DatasetItem  # noqa: E402
-from flowcall.experiment_record import percentile  # noqa: E402
-from flowcall.fake_server import FakeModelServer  # noqa: E402
-from flowcall.local_workers import LocalWorkers, scratch_database, scratch_redis  # noqa: E402
-from flowcall.spec import parse_flow  # noqa: E402
-from flowcall.steps import Run, StepKind  # noqa: E402
+from flowcall.core.datasets import DatasetItem  # noqa: E402
+from flowcall.core.experiment_record import percentile  # noqa: E402
+from flowcall.core.spec import parse_flow  # noqa: E402
+from flowcall.core.steps import Run, StepKind  # noqa: E402
+from flowcall.testing.fake_server import FakeModelServer  # noqa: E402
+from flowcall.workers.local_workers import LocalWorkers, scratch_database, scratch_redis  # noqa: E402
 
 FLOW = {"format": "flowcall.flow/v1", "name": "workers-bench", "tools": ["time/v1/get_current_time"],
         "max_rounds": 1, "decision": {"provider": "openai-compatible", "model": "fake", "calling_way": "native"},
@@ -69,7 +69,7 @@ def experiment_figures(runs: list[Run]) -> dict[str, list[float]]:
 
 
 def run_experiment(app, flow, dataset: str, timeout_s: float) -> tuple[float, list[Run]]:
-    from flowcall.experiments import submit
+    from flowcall.eval.experiments import submit
     from flowcall.store.experiments import get_experiment
 
     began = time.perf_counter()
@@ -115,7 +115,7 @@ def main() -> None:
                     "FLOWCALL_QUEUE": "flowcall-bench", "OPENAI_COMPATIBLE_BASE_URL": model.base_url,
                     "FLOWCALL_HOME": str(folder / "home"), "FLOWCALL_PROMPT_CACHE_DISK_MB": "0"}
         os.environ.update(settings)
-        from flowcall.service import FlowCall
+        from flowcall.service.front import FlowCall
         from flowcall.store.datasets import save_dataset
 
         app = FlowCall.open(db)

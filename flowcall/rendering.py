@@ -8,10 +8,19 @@ import json
 import re
 from typing import Any
 
-from flowcall.datasets import DatasetItem
-from flowcall.experiment_record import Experiment, Summary
-from flowcall.provenance import flat_values, traced_share, unbacked_value
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, REUSED_NOTE, Run, RunStatus, Step, StepKind, is_reused
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.experiment_record import Experiment, Summary
+from flowcall.core.steps import (
+    ANSWERED_WITHOUT_TOOLS,
+    PARTLY_DONE,
+    REUSED_NOTE,
+    Run,
+    RunStatus,
+    Step,
+    StepKind,
+    is_reused,
+)
+from flowcall.engine.provenance import flat_values, traced_share, unbacked_value
 
 
 def short(value: Any, limit: int = 90) -> str:

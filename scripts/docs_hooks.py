@@ -13,7 +13,7 @@ def _schema(model) -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (mkdocs' signature)
     if page.file.src_path != "reference/formats.md":
         return markdown
-    from flowcall.spec import Flow
-    from flowcall.steps import Run
+    from flowcall.core.spec import Flow
+    from flowcall.core.steps import Run
 
     return markdown.replace("{{ flow_schema }}", _schema(Flow)).replace("{{ run_schema }}", _schema(Run))

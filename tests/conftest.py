@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from flowcall import local_model
+from flowcall.providers import local_model
 
 # Every test process starts with an empty prompt cache: no states on disk from an earlier run or
 # from the user's own (the tests of the disk tier give it a folder of their own).

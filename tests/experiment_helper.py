@@ -16,11 +16,11 @@ import sys
 import time
 from typing import Any
 
-from flowcall import experiments
-from flowcall.messages import ModelRequest
+from flowcall.core.messages import ModelRequest
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.eval import experiments
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
+from flowcall.service.front import FlowCall
 from flowcall.store import open_store
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry

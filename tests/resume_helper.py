@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowcall import cli
+from flowcall.cli import main as cli
+from flowcall.core.spec import DecisionConfig, Flow
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
+from flowcall.service.front import FlowCall
 from flowcall.store import open_store
 from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.python_plugins import build_tool

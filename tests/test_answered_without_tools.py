@@ -10,14 +10,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from flowcall.approval import Decision
-from flowcall.cli import cli
-from flowcall.engine import Engine
-from flowcall.final_answer import NO_TOOL_RESULT_NOTE
+from flowcall.cli.main import cli
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.core.steps import ANSWERED_WITHOUT_TOOLS, MemorySink, RunStatus, StepKind
+from flowcall.engine.approval import Decision
+from flowcall.engine.final_answer import NO_TOOL_RESULT_NOTE
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
 from flowcall.testing import SCHEMA_MODEL
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, MemorySink, RunStatus, StepKind
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from flowcall.api_keys import ApiKey, key_hash, new_secret, prefix_of
-from flowcall.errors import ConfigError, NotFoundError
-from flowcall.service import FlowCall
-from flowcall.spec import Flow
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.core.spec import Flow
+from flowcall.service.front import FlowCall
+from flowcall.trust.api_keys import ApiKey, key_hash, new_secret, prefix_of
 
 
 @pytest.fixture

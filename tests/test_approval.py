@@ -9,13 +9,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from flowcall.approval import Decision, approve_all, needs_approval
-from flowcall.cli import ask_on_terminal
-from flowcall.engine import Engine
+from flowcall.cli.main import ask_on_terminal
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.approval import Decision, approve_all, needs_approval
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import MemorySink, RunStatus, StepKind
+from flowcall.service.front import FlowCall
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
@@ -164,6 +164,6 @@ def test_cli_resume_needs_to_be_told_how_to_answer(tmp_path):
     paused.registry = REGISTRY
     run = paused.run(FLOW, "delete a.txt")
     assert run.status == RunStatus.WAITING_APPROVAL
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "--db", url, "runs", "resume", run.id[:8]],
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "--db", url, "runs", "resume", run.id[:8]],
                           capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=60)
     assert done.returncode == 2 and "--approve, --approve-all or --deny-all" in done.stderr

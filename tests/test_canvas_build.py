@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from flowcall.studio_canvas import BUILD
+from flowcall.studio.canvas import BUILD
 
 
 def test_the_build_is_complete_and_loads_nothing_from_elsewhere() -> None:

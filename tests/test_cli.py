@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def flowcall(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
     if check:
         assert done.returncode == 0, done.stderr
     return done
@@ -84,9 +84,9 @@ def test_run_then_inspect(model_path):
 def test_replay_reproduces_a_run_without_the_model(tmp_path):
     """A recorded run (made here with the scripted model) replays identically through the CLI;
     when a tool's answer changes, the replay says so and exits 1."""
+    from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.service import FlowCall
-    from flowcall.spec import DecisionConfig, Flow, PolishConfig
+    from flowcall.service.front import FlowCall
 
     service = FlowCall.open()
     service.provider_factory = lambda cfg: ScriptedProvider(
@@ -99,7 +99,7 @@ def test_replay_reproduces_a_run_without_the_model(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "staff.csv").write_text((ROOT / "plugins" / "data" / "staff.csv").read_text(encoding="utf-8").replace(",36,", ",37,"), encoding="utf-8")
-    changed = subprocess.run([sys.executable, "-m", "flowcall.cli", "runs", "replay", run.id], capture_output=True, text=True,
+    changed = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "runs", "replay", run.id], capture_output=True, text=True,
                              cwd=ROOT, env={**os.environ, "FLOWCALL_DATA_DIR": str(data)})
     assert changed.returncode == 1 and "result or error differs" in changed.stdout
 

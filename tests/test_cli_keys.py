@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from flowcall.cli import cli
-from flowcall.errors import ConfigError
-from flowcall.service import FlowCall
-from flowcall.spec import Flow
+from flowcall.cli.main import cli
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import Flow
+from flowcall.service.front import FlowCall
 
 
 @pytest.fixture(autouse=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flowcall import config
-from flowcall.errors import ConfigError
+from flowcall.core import config
+from flowcall.core.errors import ConfigError
 
 
 def test_model_threads(monkeypatch):
@@ -73,8 +73,8 @@ def test_configured_base_urls(monkeypatch):
 
 
 def test_prompt_cache_size_defaults_to_a_gigabyte_and_refuses_what_is_not_a_size(monkeypatch):
-    from flowcall import config
-    from flowcall.errors import ConfigError
+    from flowcall.core import config
+    from flowcall.core.errors import ConfigError
 
     monkeypatch.delenv("FLOWCALL_PROMPT_CACHE_MB", raising=False)
     assert config.prompt_cache_mb() == 1024

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.errors import ConfigError
-from flowcall.loop_state import LoopState
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
-from flowcall.steps import ChatTurn, StepKind
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import parse_flow
+from flowcall.core.steps import ChatTurn, StepKind
+from flowcall.engine.loop_state import LoopState
+from flowcall.service.front import FlowCall
 
 CHAT = [ChatTurn(role="user", content="My name is Ana."), ChatTurn(role="assistant", content="Hello Ana!")]
 FLOW = {"name": "chat", "tools": ["time/v1/get_current_time"], "conversation": True,

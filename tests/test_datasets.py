@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowcall.datasets import (
+from flowcall.core.datasets import (
     FIELDS,
     DatasetError,
     DatasetItem,
@@ -25,7 +25,7 @@ from flowcall.datasets import (
     to_jsonl,
     unescape_formula,
 )
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
 
 GOOD = {"id": "w1", "question": "明天成都会下雨吗?",
         "expect_calls": [{"name": "weather/v1/get_weather", "arguments": {"location": "成都"}}],

@@ -94,9 +94,9 @@ def awkward_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
 
 @pytest.mark.parametrize("flow", list(AWKWARD))
 def test_the_api_pages_snippets_work_when_pasted(awkward_server: Server, flow: str) -> None:
-    """The studio's API page shows these for a flow (flowcall/api_snippets.py); with the key put
+    """The studio's API page shows these for a flow (flowcall/studio/api_snippets.py); with the key put
     in for the placeholder, each one reaches the flow, whatever its name holds."""
-    from flowcall import api_snippets
+    from flowcall.studio import api_snippets
 
     base, key, question = awkward_server.base, awkward_server.keys["all"], "what's up? 「你好」 $HOME `id`"
     with_key = lambda text: text.replace(api_snippets.KEY_PLACEHOLDER, key)  # noqa: E731

@@ -20,16 +20,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from flowcall.approval import approve_all
-from flowcall.approval import MAYBE_RAN_NOTE
-from flowcall.engine import Engine
-from flowcall.errors import ConfigError
-from flowcall.loop_state import LoopState
-from flowcall.messages import Message
+from flowcall.core.errors import ConfigError
+from flowcall.core.messages import Message
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import RunStatus, StepKind, utcnow
+from flowcall.engine.approval import MAYBE_RAN_NOTE, approve_all
+from flowcall.engine.loop import Engine
+from flowcall.engine.loop_state import LoopState
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import RunStatus, StepKind, utcnow
+from flowcall.service.front import FlowCall
 from flowcall.store import Store
 from flowcall.store.models import RunRow
 from flowcall.tools.registry import ToolRegistry
@@ -269,7 +268,7 @@ def test_a_saved_table_round_trips_and_a_hostile_state_is_refused():
 def _cli(flowcall: FlowCall, monkeypatch: pytest.MonkeyPatch, *args: str):
     from click.testing import CliRunner
 
-    from flowcall import cli
+    from flowcall.cli import main as cli
 
     monkeypatch.setattr(FlowCall, "open", classmethod(lambda cls, database_url=None: flowcall))
     return CliRunner().invoke(cli.cli, list(args))

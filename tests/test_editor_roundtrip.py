@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from flowcall.service import FlowCall
-from flowcall.spec import Flow, load_flow, parse_flow
+from flowcall.core.spec import Flow, load_flow, parse_flow
+from flowcall.service.front import FlowCall
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "flows").glob("*.json"))

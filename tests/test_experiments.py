@@ -13,17 +13,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowcall import experiments
-from flowcall.datasets import DatasetItem
-from flowcall.errors import ConfigError
-from flowcall.experiment_record import (Experiment, ExperimentStatus, ItemResult, Verdict, compare, percentile,
-                                        summarize)
-from flowcall.messages import ModelRequest
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.errors import ConfigError
+from flowcall.core.experiment_record import (
+    Experiment,
+    ExperimentStatus,
+    ItemResult,
+    Verdict,
+    compare,
+    percentile,
+    summarize,
+)
+from flowcall.core.messages import ModelRequest
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import RunStatus, StepKind, utcnow
+from flowcall.eval import experiments
 from flowcall.providers import NotConfigured
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import RunStatus, StepKind, utcnow
+from flowcall.service.front import FlowCall
 from flowcall.store import Store
 from flowcall.store import experiments as stored
 from flowcall.store.datasets import save_dataset

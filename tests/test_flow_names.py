@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from flowcall.engine import Engine
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import Flow, RouterRule, parse_flow
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import Flow, RouterRule, parse_flow
-from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 

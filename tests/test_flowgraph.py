@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowcall import flowgraph as fg
-from flowcall.errors import ConfigError
-from flowcall.spec import Flow, FlowLayout, load_flow, parse_flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import Flow, FlowLayout, load_flow, parse_flow
+from flowcall.core.steps import Run, RunStatus, Step, StepKind
 from flowcall.store.repository import Store
-from flowcall.templates import BY_KEY
+from flowcall.studio import flowgraph as fg
+from flowcall.studio.templates import BY_KEY
 
 FLOWS = sorted(Path(__file__).resolve().parents[1].joinpath("flows").glob("*.json"))
 

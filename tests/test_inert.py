@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowcall.inert import inert
+from flowcall.core.inert import inert
 
 ACTING = ["\x1b", "\r", "\x07", "\x9b", "\x7f", "\u202e", "\u2066", "\u200b", "\ufeff", "\x00"]
 

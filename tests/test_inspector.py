@@ -10,16 +10,15 @@ import json
 
 import pytest
 
-from flowcall.compare import align, summary
-from flowcall.embedded_models import DecisionTuning
-from flowcall.errors import ConfigError
-from flowcall.messages import ModelTurn
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ConfigError
+from flowcall.core.messages import ModelTurn
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.core.steps import RunStatus, StepKind, is_reused
+from flowcall.engine.compare import align, summary
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.steps import is_reused
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.steps import RunStatus, StepKind
+from flowcall.service.front import FlowCall
 
 WEATHER = "weather/v1/get_weather"
 
@@ -228,10 +227,10 @@ def test_a_rerun_counts_only_the_tokens_it_spent(service, two_city_run):
 def test_the_answer_card_shows_a_percentage_only_for_a_share_of_one():
     from streamlit.testing.v1 import AppTest
 
-    from flowcall.studio import _card_value
+    from flowcall.studio.shared import _card_value
 
     def card() -> None:
-        from flowcall.studio import answer_card
+        from flowcall.studio.shared import answer_card
 
         answer_card({"city": "成都", "price": 0.5, "rain_probability": 0.7})
 

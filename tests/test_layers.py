@@ -22,7 +22,7 @@ def test_the_import_contracts_are_kept() -> None:
 # The Streamlit pages are scripts outside the flowcall package, so lint-imports does not see them:
 # what they import is read here. A name imported only for a type hint (under TYPE_CHECKING) is no
 # arrow at run time, as in the contracts.
-PAGES_NEVER_IMPORT = ("flowcall.store", "flowcall.probe", "flowcall.tools", "flowcall.engine", "flowcall.calling",
+PAGES_NEVER_IMPORT = ("flowcall.store", "flowcall.service.probe", "flowcall.tools", "flowcall.engine.loop", "flowcall.calling",
                       "flowcall.providers", "sqlalchemy")
 
 

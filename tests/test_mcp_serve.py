@@ -11,10 +11,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from flowcall.mcp_serve import build_server
+from flowcall.api.mcp_serve import build_server
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.service.front import FlowCall
 from tests.local_servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def test_an_answer_no_tool_result_backs_says_so_to_the_host():
     _, result = call(build_server(service, flow), {"question": "芝加哥今天天气怎么样?"})
     assert not result.is_error and result.content[0].text == "晴天"
     assert result.content[1].text.startswith("note: no tool result backs this answer: get_weather was not run")
-    assert result.meta["flowcall/outcome"] == "answered_without_tools"
+    assert result.meta["flowcall/engine/outcome"] == "answered_without_tools"
 
 
 def test_bad_input_and_a_failed_run_are_tool_errors():
@@ -70,7 +70,7 @@ def test_bad_input_and_a_failed_run_are_tool_errors():
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_flowcall_mcp_serve_on_the_embedded_model(model_path, tmp_path, transport):
     """The real command, over both transports, called by the SDK's client."""
-    argv = ["-m", "flowcall.cli", "mcp", "serve", str(ROOT / "flows" / "current_time.json")]
+    argv = ["-m", "flowcall.cli.main", "mcp", "serve", str(ROOT / "flows" / "current_time.json")]
     env = {"FLOWCALL_DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}"}
 
     async def ask(target):

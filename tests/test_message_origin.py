@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from flowcall.calling.relevance import last_user_text
 from flowcall.calling.said import users_words
-from flowcall.loop_state import LoopState
-from flowcall.messages import Message
+from flowcall.core.messages import Message
+from flowcall.engine.loop_state import LoopState
 from flowcall.providers.openai_compat import message_to_wire
 
 

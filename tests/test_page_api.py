@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from flowcall.api_snippets import path_segment, runs_url
-from flowcall.service import FlowCall
-from flowcall.spec import Flow
-from flowcall.studio import NEW_KEY_STATE
+from flowcall.core.spec import Flow
+from flowcall.service.front import FlowCall
+from flowcall.studio.api_snippets import path_segment, runs_url
+from flowcall.studio.shared import NEW_KEY_STATE
 from tests.test_page_models import everything_shown
 from tests.test_studio import page as studio_page
 from tests.test_studio import shown, widget

@@ -12,12 +12,12 @@ import json
 import pandas as pd
 import pytest
 
-from flowcall.datasets import DatasetItem, to_csv
-from flowcall.experiments import run_experiment
+from flowcall.core.datasets import DatasetItem, to_csv
+from flowcall.core.spec import parse_flow
+from flowcall.eval.experiments import run_experiment
+from flowcall.eval.scoring import answer_text
 from flowcall.rendering import short
-from flowcall.scoring import answer_text
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
+from flowcall.service.front import FlowCall
 from flowcall.store.datasets import get_dataset, list_datasets, save_dataset
 from flowcall.store.experiments import get_experiment, list_experiments
 from tests.test_studio import page, shown, texts, widget
@@ -98,8 +98,9 @@ def test_an_experiment_runs_from_the_page_and_shows_its_results(saved: FlowCall)
 
 def test_the_bar_names_the_item_running_before_it_ends(saved: FlowCall, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the progress bar says, in order, against when each item's run begins and ends."""
-    import flowcall.experiments as experiments
     from streamlit.delta_generator import DeltaGenerator
+
+    import flowcall.eval.experiments as experiments
 
     said: list[tuple[str, object]] = []
     real_progress, real_execute = DeltaGenerator.progress, experiments.execute_run
@@ -135,10 +136,10 @@ def test_on_the_workers_the_bar_names_the_item_a_worker_runs(saved: FlowCall) ->
     from sqlalchemy import update
     from sqlalchemy.orm import Session
 
-    from flowcall.experiments import start
-    from flowcall.store.models import RunRow
+    from flowcall.eval.experiments import start
     from flowcall.store.experiments import running_item
-    from flowcall.studio_experiments import Progress
+    from flowcall.store.models import RunRow
+    from flowcall.studio.experiments import Progress
 
     class Bar:
         said: list[tuple[float, str]] = []
@@ -162,7 +163,7 @@ def test_on_the_workers_the_bar_names_the_item_a_worker_runs(saved: FlowCall) ->
 
 
 def test_an_experiment_left_running_is_resumed_from_the_results_tab(saved: FlowCall) -> None:
-    from flowcall.experiments import start
+    from flowcall.eval.experiments import start
 
     started = start(saved, parse_flow(FLOW), "lookup-stand-in", "people")  # its process "died" before any item
     app = page("pages/experiments.py")
@@ -180,7 +181,7 @@ def test_an_experiment_left_running_is_resumed_from_the_results_tab(saved: FlowC
 
 
 def test_a_half_run_experiment_shows_its_results_so_far(saved: FlowCall) -> None:
-    from flowcall.experiments import execute_run, start
+    from flowcall.eval.experiments import execute_run, start
 
     started = start(saved, parse_flow(FLOW), "lookup-stand-in", "people")
     execute_run(saved, started.items[0].run_id)  # one item scored; the other not run yet

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from flowcall.service import FlowCall
+from flowcall.service.front import FlowCall
 from tests.test_studio import page, shown, texts, widget
 
 ROOT = Path(__file__).resolve().parents[1]

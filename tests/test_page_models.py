@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from flowcall import config
+from flowcall.core import config
 from flowcall.store import open_store
 from flowcall.store.profiles import list_profiles
-from flowcall.studio import md
+from flowcall.studio.shared import md
 from tests.test_studio import shown
 
 KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_COMPATIBLE_API_KEY")

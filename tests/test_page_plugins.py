@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from flowcall.service import FlowCall
+from flowcall.core.spec import Flow
+from flowcall.service.front import FlowCall
+from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
 from flowcall.tools.trial import server_tools
-from flowcall.spec import Flow
-from flowcall.studio import MCP_COMMANDS_VARIABLE
 from tests.test_studio import shown
 from tests.tools.test_mcp_client import SERVER
 

@@ -1,4 +1,4 @@
-"""Validation errors as plain sentences (flowcall/plain_errors.py): real pydantic errors from
+"""Validation errors as plain sentences (flowcall/core/plain_errors.py): real pydantic errors from
 Flow and parse_flow, one per kind the flow's schema raises, each naming the field in words and
 saying what to do; and no flow JSON, however random, gets pydantic's jargon back."""
 
@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from flowcall.errors import ConfigError
-from flowcall.plain_errors import plain_errors
-from flowcall.spec import Flow, MCPServerConfig, parse_flow
+from flowcall.core.errors import ConfigError
+from flowcall.core.plain_errors import plain_errors
+from flowcall.core.spec import Flow, MCPServerConfig, parse_flow
 
 JARGON = ("should match pattern", "Input should be", "type=", "https://errors.pydantic.dev", "Value error,",
           "Field required", "Extra inputs are not permitted", "should be", "validation error for")

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flowcall.cli import cli
-from flowcall.embedded_models import DecisionTuning
-from flowcall.engine import Engine
-from flowcall.errors import ConfigError, ErrorCode, ProviderError
-from flowcall.messages import ModelTurn
-from flowcall.model_profile import Check, ModelProfile
-from flowcall.probe import probe
+from flowcall.cli.main import cli
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.core.messages import ModelTurn
+from flowcall.core.model_profile import Check, ModelProfile
+from flowcall.core.spec import DecisionConfig, Flow, ModelConfig
+from flowcall.core.steps import MemorySink, RunStatus
+from flowcall.engine.loop import Engine
 from flowcall.providers.base import Capabilities
 from flowcall.providers.profiled import measured, measured_tuning, with_profiles
 from flowcall.providers.scripted import FULL, ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, ModelConfig
-from flowcall.steps import MemorySink, RunStatus
+from flowcall.service.front import FlowCall
+from flowcall.service.probe import probe
 from flowcall.store import open_store
 from flowcall.store.profiles import get_profile, list_profiles, save_profile
 from flowcall.tools.python_plugins import build_tool

@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from flowcall import progress
-from flowcall.engine import Engine
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.spinner import CLEAR, Spinner, terminal_watcher
-from flowcall.steps import MemorySink
+from flowcall.cli.spinner import CLEAR, Spinner, terminal_watcher
+from flowcall.core import progress
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.core.steps import MemorySink
+from flowcall.engine.loop import Engine
 from flowcall.testing import ScriptedProvider
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
@@ -115,7 +115,7 @@ def test_cli_output_on_a_pipe_has_no_spinner(tmp_path):
     flow.write_text('{"name": "echo-scripted", "tools": ["get_current_time"], '
                     '"decision": {"provider": "scripted", "model": "schema"}}')
     env = {**os.environ, "FLOWCALL_DATABASE_URL": f"sqlite:///{tmp_path / 'f.db'}"}
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "run", str(flow), "what time is it?"],
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "what time is it?"],
                           capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "model_call" in done.stderr and "tool_call" in done.stderr

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from flowcall.messages import ToolCall
-from flowcall.provenance import trace, traced_share
+from flowcall.core.messages import ToolCall
+from flowcall.engine.provenance import trace, traced_share
 from flowcall.tools.execute import CallOutcome
 
 ROOT = Path(__file__).resolve().parents[1]

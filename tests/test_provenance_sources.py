@@ -8,8 +8,8 @@ import datetime as dt
 import importlib.util
 from pathlib import Path
 
-from flowcall.messages import ToolCall
-from flowcall.provenance import trace, traced_share, unbacked_value
+from flowcall.core.messages import ToolCall
+from flowcall.engine.provenance import trace, traced_share, unbacked_value
 from flowcall.rendering import provenance_rows, provenance_summary, source_line
 from flowcall.tools.execute import CallOutcome
 

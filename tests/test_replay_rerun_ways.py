@@ -20,17 +20,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowcall.embedded_models import DecisionTuning
-from flowcall.engine import Engine
-from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import Message, ModelRequest, ModelTurn
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ErrorCode, ProviderError
+from flowcall.core.messages import Message, ModelRequest, ModelTurn
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig, RouterRule
+from flowcall.core.steps import MemorySink, Run, Step, StepKind, is_reused
+from flowcall.engine.loop import Engine
+from flowcall.engine.replay import differences, replay_factory
+from flowcall.engine.rerun import REUSED, checkpoint_before, cut_point
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import FULL, ScriptedProvider
-from flowcall.replay import differences, replay_factory
-from flowcall.rerun import REUSED, checkpoint_before, cut_point
-from flowcall.steps import is_reused
-from flowcall.spec import DecisionConfig, Flow, PolishConfig, RouterRule
-from flowcall.steps import MemorySink, Run, Step, StepKind
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 
@@ -304,7 +303,7 @@ def test_the_replay_report_pairs_steps_as_compare_aligns_them():
 def test_on_the_model_calls_written_one_by_one_replay_and_rerun_with_the_edit(model_path):
     """The embedded model writes two calls one at a time (schema way): the replay reproduces the
     run without it, and a re-run from the second call runs exactly the edited arguments."""
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
 
     service = FlowCall.open()
     flow = Flow(name="weather-schema", tools=["weather/v1/get_weather", "time/v1/get_current_time"], max_rounds=1,

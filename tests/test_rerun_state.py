@@ -3,10 +3,10 @@ the same (cut) tool results, and the state is the engine's own versioned form.""
 
 from __future__ import annotations
 
-from flowcall.loop_state import FORMAT
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import StepKind, is_reused
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import StepKind, is_reused
+from flowcall.engine.loop_state import FORMAT
+from flowcall.service.front import FlowCall
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import MODEL_RESULT_CHARS
 from tests.test_inspector import scripted
@@ -41,7 +41,7 @@ def test_the_rebuilt_state_is_the_engines_versioned_form() -> None:
     flow = Flow(name="long-report", tools=[BIG.version], decision=DecisionConfig(provider="scripted"), max_rounds=2)
     scripted(service, [[("big_report", {})], "It is long."], [])
     run = service.run(flow, "How long is the report?")
-    from flowcall.rerun import checkpoint_before
+    from flowcall.engine.rerun import checkpoint_before
 
     state, _ = checkpoint_before(run, flow, [s for s in run.steps if s.kind == StepKind.MODEL_CALL][1].seq)
     saved = state.checkpoint()

@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import select, update
 from streamlit.testing.v1 import AppTest
 
-from flowcall.approval import approve_all
-from flowcall.engine import Engine
-from flowcall.errors import ConfigError
-from flowcall.service import FlowCall
-from flowcall.steps import Run, RunStatus, StepKind
+from flowcall.core.errors import ConfigError
+from flowcall.core.steps import Run, RunStatus, StepKind
+from flowcall.engine.approval import approve_all
+from flowcall.engine.loop import Engine
+from flowcall.service.front import FlowCall
 from flowcall.store import Store
 from flowcall.store.models import RunRow
 from tests.resume_helper import FLOW, service

@@ -9,20 +9,19 @@ import json
 
 import pytest
 
-from flowcall.claims import claims, undone_claims
-from flowcall.embedded_models import DecisionTuning
-from flowcall.engine import Engine
-from flowcall.final_answer import NO_ACTION_NOTE, UNDONE_NOTE
-from flowcall.messages import ModelTurn, ToolCall
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.messages import ModelTurn, ToolCall
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.core.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, MemorySink, RunStatus, StepKind
+from flowcall.engine.claims import claims, undone_claims
+from flowcall.engine.final_answer import NO_ACTION_NOTE, UNDONE_NOTE
+from flowcall.engine.loop import Engine
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, MemorySink, RunStatus, StepKind
 from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.execute import CallOutcome
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
-
 
 READ = ToolAnnotations(read_only=True)
 

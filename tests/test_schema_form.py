@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flowcall import config
-from flowcall.schema_form import FormField, collect, form_fields
+from flowcall.core import config
+from flowcall.studio.schema_form import FormField, collect, form_fields
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 from tests.plugins.test_pydantic_params import place_order

@@ -1,4 +1,4 @@
-"""flowcall.schemas: which refs point outside a schema, and a validator that fetches nothing."""
+"""flowcall.core.schemas: which refs point outside a schema, and a validator that fetches nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 from referencing.exceptions import Unresolvable
 
-from flowcall import schemas
+from flowcall.core import schemas
 from tests.security.test_ssrf import Capture
 
 URL = "http://169.254.169.254/latest/meta-data"
@@ -66,6 +66,6 @@ def test_the_validators_registry_retrieves_nothing_even_without_the_check():
 def test_a_malformed_schema_is_walked_without_crashing(schema):
     """Found by tests/reliability/test_fuzz.py: a null or list where a subschema belongs made
     referencing's id lookup raise AttributeError out of outside_refs."""
-    from flowcall.schemas import outside_refs
+    from flowcall.core.schemas import outside_refs
 
     assert isinstance(outside_refs(schema), list)

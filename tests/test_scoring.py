@@ -10,8 +10,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from flowcall.datasets import DatasetItem, ExpectedCall
-from flowcall.scoring import (
+from flowcall.core.datasets import DatasetItem, ExpectedCall
+from flowcall.core.steps import Run, RunStatus, Step, StepKind, utcnow
+from flowcall.eval.scoring import (
     Observed,
     argument_mismatch,
     calls_verdict,
@@ -21,7 +22,6 @@ from flowcall.scoring import (
     same_value,
     score,
 )
-from flowcall.steps import Run, RunStatus, Step, StepKind, utcnow
 
 
 def seen(calls=(), answer="ok", status="succeeded", latency_s=1.0, error=None) -> Observed:
@@ -225,7 +225,7 @@ def test_observe_takes_the_decision_a_decide_only_run_ended_with():
 
 
 def test_grounded_needs_every_value_traced_and_a_tool_result():
-    from flowcall.scoring import Observed, grounded_verdict
+    from flowcall.eval.scoring import Observed, grounded_verdict
 
     traced = [{"path": "/t", "value": 16, "source": "tool"}, {"path": "/city", "value": "成都", "source": "question"}]
     seen = Observed(status="succeeded", error=None, calls=[], answer={"t": 16}, latency_s=1.0, provenance=traced)

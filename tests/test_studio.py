@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig, load_flow
+from flowcall.core.steps import RunStatus, StepKind
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, PolishConfig, load_flow
-from flowcall.steps import RunStatus, StepKind
+from flowcall.service.front import FlowCall
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def page(name: str, timeout: float = 60) -> AppTest:
 
 
 def shown(markdown: str) -> str:
-    """What a person reads of Markdown the studio escaped (flowcall.studio.md): the text as written."""
+    """What a person reads of Markdown the studio escaped (flowcall.studio.shared.md): the text as written."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "").replace("  \n", "\n")
 
 
@@ -194,7 +194,7 @@ def test_run_page_resumes_an_interrupted_run_and_the_inspector_says_so():
 
     from sqlalchemy import update
 
-    from flowcall.steps import Run, utcnow
+    from flowcall.core.steps import Run, utcnow
     from flowcall.store.models import RunRow
 
     service = FlowCall.open()

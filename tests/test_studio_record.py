@@ -13,15 +13,23 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowcall.calling.schema import held
-from flowcall.compare import summary
-from flowcall.messages import ModelRequest, ModelTurn, ToolCall, ToolSpec
+from flowcall.core.messages import ModelRequest, ModelTurn, ToolCall, ToolSpec
+from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+from flowcall.core.steps import (
+    ANSWERED_WITHOUT_TOOLS,
+    PARTLY_DONE,
+    Run,
+    RunStatus,
+    StepKind,
+    is_reused,
+    utcnow,
+)
+from flowcall.engine.compare import summary
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.rendering import describe_step, provenance_rows, provenance_summary, run_seconds
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, Run, RunStatus, StepKind, is_reused, utcnow
-from flowcall.studio import seed_examples, steps_table
+from flowcall.service.front import FlowCall
+from flowcall.studio.shared import steps_table
 from tests.test_studio import ROOT, page, shown, texts, widget
 
 GRAMMAR = Capabilities(json_schema_output=True, grammar=True)
@@ -98,7 +106,7 @@ def test_the_inspector_says_what_the_grammar_held_the_tool_to_beside_the_exact_r
 def paused_run(service: FlowCall) -> Run:
     """A run of the flow "git-tidy" that waits for a person to approve its call; the example
     flows are there too (clean-data first in the list)."""
-    seed_examples(service)
+    service.seed_examples()
     flow = Flow(name="git-tidy", description="Adds a task for each branch to tidy.", tools=["task/v1/add_task"],
                 needs_approval=["task/v1/add_task"], max_rounds=1,
                 decision=DecisionConfig(provider="scripted", model="schema"))
@@ -138,7 +146,7 @@ def test_continue_opens_the_paused_run_under_its_own_flow_in_a_fresh_tab():
 
 
 def test_a_link_to_a_run_that_does_not_exist_says_so():
-    seed_examples(FlowCall.open())
+    FlowCall.open().seed_examples()
     app = fresh_tab("pages/run.py", {"run": "0000dead"})
     assert any("no run" in shown(w.value) for w in app.warning)
     assert not app.exception
@@ -183,7 +191,7 @@ def test_a_reused_step_says_reused_from_its_run_not_the_time_again():
 
 def test_stop_shows_only_while_a_run_runs():
     service = FlowCall.open()
-    seed_examples(service)
+    service.seed_examples()
     service.store.save_flow(Flow(name="clock", tools=["time/v1/get_current_time"], max_rounds=1,
                                  decision=DecisionConfig(provider="scripted", model="schema")))
     app = page("pages/run.py")
@@ -214,7 +222,7 @@ def test_a_second_question_runs_as_typed_not_as_the_run_shown():
 def test_could_not_run_shows_its_reason_expanded(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     service = FlowCall.open()
-    seed_examples(service)
+    service.seed_examples()
     service.store.save_flow(Flow(name="remote", decision=DecisionConfig(provider="openai", model="gpt-4o-mini")))
     app = page("pages/run.py")
     widget(app.selectbox, "Flow").select("remote").run()
@@ -228,7 +236,7 @@ def test_could_not_run_shows_its_reason_expanded(monkeypatch):
 
 
 def test_could_not_connect_shows_its_reason_expanded(monkeypatch):
-    from flowcall.studio import MCP_COMMANDS_VARIABLE
+    from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
 
     monkeypatch.setenv(MCP_COMMANDS_VARIABLE, "1")
     app = AppTest.from_file(str(ROOT / "pages" / "plugins.py"), default_timeout=120)
@@ -246,7 +254,7 @@ def test_could_not_connect_shows_its_reason_expanded(monkeypatch):
 
 def recorded(service: FlowCall, **fields) -> Run:
     """A finished run as the engine records it, with `fields` (outcome, provenance...) set."""
-    seed_examples(service)
+    service.seed_examples()
     _, version_id, _ = service.store.get_flow("commute-weather")
     run = Run(id=str(uuid.uuid4()), flow_name="commute-weather", flow_version_id=version_id,
               question="我明天要在成都上下班通勤,会下雨吗?", trace_id="t")

@@ -1,4 +1,4 @@
-"""The MCP server and HTTP tool source forms (flowcall/studio_sources.py) with streamlit.testing's
+"""The MCP server and HTTP tool source forms (flowcall/studio/sources.py) with streamlit.testing's
 AppTest: the real store (a per-test SQLite file), real grants, and FlowCall's own test MCP server
 over stdio, started through a wrapper that writes a line to a marker file each time it starts, so
 a test can see that nothing started before a grant."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from flowcall.service import FlowCall
-from flowcall.spec import HTTPToolSource, MCPServerConfig, parse_flow
-from flowcall.studio_sources import source_tools
+from flowcall.core.spec import HTTPToolSource, MCPServerConfig, parse_flow
+from flowcall.service.front import FlowCall
+from flowcall.studio.sources import source_tools
 from tests.test_studio import shown, texts
 from tests.tools.test_mcp_client import SERVER
 
@@ -30,7 +30,7 @@ runpy.run_path({server!r}, run_name="__main__")
 def page(kind: str, initial: dict | None) -> None:
     import streamlit as st
 
-    from flowcall.studio_sources import http_source_form, mcp_server_form
+    from flowcall.studio.sources import http_source_form, mcp_server_form
 
     form = mcp_server_form if kind == "mcp" else http_source_form
     st.session_state["out"] = form(initial, "src")
@@ -357,7 +357,7 @@ def test_the_module_shows_no_outside_text_unescaped(monkeypatch):
     run over this module."""
     from tests.security import test_studio_markdown as scan
 
-    monkeypatch.setattr(scan, "FILES", [scan.ROOT / "flowcall" / "studio_sources.py"])
+    monkeypatch.setattr(scan, "FILES", [scan.ROOT / "flowcall" / "studio" / "sources.py"])
     assert scan.unescaped() == []
 
 

@@ -1,4 +1,4 @@
-"""The runs waiting for a person (flowcall/studio_waiting.py): listed through the store from a
+"""The runs waiting for a person (flowcall/studio/waiting.py): listed through the store from a
 real SQLite database holding a run paused on a call that needs approval (scripted model), and
 shown in the studio's sidebar on every page with a link that opens the run on the Run page."""
 
@@ -10,12 +10,12 @@ from urllib.parse import parse_qs
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from flowcall.approval import approve_all
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import RunStatus, utcnow
+from flowcall.engine.approval import approve_all
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import RunStatus, utcnow
-from flowcall.studio_waiting import waiting_for, waiting_runs
+from flowcall.service.front import FlowCall
+from flowcall.studio.waiting import waiting_for, waiting_runs
 from tests.test_page_models import walk
 from tests.test_studio import ROOT, page, shown
 
@@ -101,8 +101,8 @@ def test_the_page_variant_lists_every_run_with_an_open_link_and_can_skip_one():
         """A studio of two pages: one that draws the box, and the Run page its links open."""
         import streamlit as st
 
-        from flowcall.service import FlowCall
-        from flowcall.studio_waiting import show_waiting
+        from flowcall.service.front import FlowCall
+        from flowcall.studio.waiting import show_waiting
 
         run_page = st.Page(f"{root}/pages/run.py", title="Run", url_path="ask")
         box = st.Page(lambda: show_waiting(FlowCall.open(), "page", skip=skip, run_page=run_page), title="Box",

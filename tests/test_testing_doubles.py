@@ -17,19 +17,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from flowcall import config
-from flowcall.approval import approve_all
-from flowcall.errors import ConfigError, ErrorCode, NotFoundError
-from flowcall.messages import Message, ModelRequest, ResponseFormat, ToolSpec
+from flowcall.core import config
+from flowcall.core.errors import ConfigError, ErrorCode, NotFoundError
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat, ToolSpec
+from flowcall.core.spec import DecisionConfig, Flow, ModelConfig, load_flow, parse_flow
+from flowcall.core.steps import Run, RunStatus, Step, StepKind
+from flowcall.engine.approval import approve_all
 from flowcall.providers import provider_for
 from flowcall.rendering import answer_text, describe_step, run_line, run_totals, short, step_ref
-from flowcall.spec import DecisionConfig, Flow, ModelConfig, load_flow, parse_flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
 from flowcall.testing import FULL, SchemaDrivenProvider, ScriptedProvider, example_for
 from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
-from flowcall.trust import trust_items
+from flowcall.trust.consent import trust_items
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECK_FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
@@ -54,8 +54,8 @@ def test_assert_complete_names_the_unused_turns():
 
 
 def test_assert_complete_catches_a_run_that_ended_before_its_script():
-    from flowcall.engine import Engine
-    from flowcall.steps import MemorySink
+    from flowcall.core.steps import MemorySink
+    from flowcall.engine.loop import Engine
 
     registry = ToolRegistry([build_tool(echo, "t/v1/echo")])
     provider = ScriptedProvider([[("echo", {"text": "a"})], "done", "never asked"])
@@ -333,7 +333,7 @@ def delete_report(name: str) -> str:
 def test_a_paused_and_resumed_run_answers_as_an_uninterrupted_one(tmp_path):
     """Through the service: paused for approval, then resumed by new objects with a new model
     instance, the run ends with the answer of a run approved at once."""
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
 
     DELETED.clear()
     registry = ToolRegistry([build_tool(read_report, "r/v1/read_report", annotations=ToolAnnotations(read_only=True)),
@@ -378,7 +378,7 @@ def test_cli_runs_a_flow_file_on_the_scripted_model(tmp_path):
     flow = tmp_path / "clock.json"
     flow.write_text(json.dumps({"name": "scripted-clock", "tools": ["time/v1/get_current_time"], "max_rounds": 2,
                                 "decision": {"provider": "scripted", "model": "schema"}}))
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "run", str(flow), "What time is it?", "--json"],
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "What time is it?", "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
@@ -386,7 +386,7 @@ def test_cli_runs_a_flow_file_on_the_scripted_model(tmp_path):
     assert [(s["name"], s["arguments"], s["error_code"]) for s in calls] == [("get_current_time", {}, None)]
     assert run["status"] == "succeeded" and run["final_answer"].startswith("Results: get_current_time -> ")
     assert calls[0]["result"]["datetime"] in run["final_answer"] and "Asia/Shanghai" in run["final_answer"]
-    plain = subprocess.run([sys.executable, "-m", "flowcall.cli", "run", str(flow), "What time is it?"],
+    plain = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "What time is it?"],
                            capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert plain.returncode == 0 and "get_current_time" in plain.stderr and "Results:" in plain.stdout
 
@@ -399,7 +399,7 @@ def test_internal_is_an_error_code_and_not_found_is_a_config_error():
 
 
 def test_the_cli_reports_not_found_in_one_line_with_exit_2(monkeypatch, capsys):
-    from flowcall import cli
+    from flowcall.cli import main as cli
 
     class Store:
         def get_run(self, run_id):
@@ -430,7 +430,7 @@ def test_describe_step_lines():
     failed = step(seq=3, kind=StepKind.ERROR, name=None, note="x " * 80, error_code="MAX_ROUNDS", error_message="too many")
     line = describe_step(failed)
     assert line.endswith("…)  !! MAX_ROUNDS: too many") and len(line) < 160
-    from flowcall import cli
+    from flowcall.cli import main as cli
 
     assert cli.describe_step is describe_step  # still importable from the CLI
 

@@ -1,6 +1,6 @@
 """Reading tool calls out of model text, in the shapes small models really write."""
 
-from flowcall.tool_calls import parse_tool_calls
+from flowcall.core.tool_calls import parse_tool_calls
 
 
 def test_qwen_tool_call_tags_several():

@@ -4,8 +4,8 @@ studio's waiting list and the Run page."""
 from __future__ import annotations
 
 from flowcall.api.running import run_summary
-from flowcall.approval import MAYBE_RAN_NOTE, WAITING_NOTE
-from flowcall.steps import Run, RunStatus, Step, StepKind, waiting_calls
+from flowcall.core.steps import Run, RunStatus, Step, StepKind, waiting_calls
+from flowcall.engine.approval import MAYBE_RAN_NOTE, WAITING_NOTE
 
 
 def approval(seq, call_id, note, result=None):

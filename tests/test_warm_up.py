@@ -7,11 +7,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from flowcall.cli import cli
+from flowcall.cli.main import cli
+from flowcall.core.spec import load_flow
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import load_flow
+from flowcall.service.front import FlowCall
 from flowcall.store import open_store
 
 FLOWS = Path(__file__).resolve().parents[1] / "flows"

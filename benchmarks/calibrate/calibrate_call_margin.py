@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402
 
-from flowcall import config  # noqa: E402
-from flowcall.spec import load_flow  # noqa: E402
-from flowcall.tools.registry import ToolRegistry  # noqa: E402
 from flowcall.calling.relevance import last_user_text, tool_margin  # noqa: E402
+from flowcall.core import config  # noqa: E402
+from flowcall.core.spec import load_flow  # noqa: E402
 from flowcall.eval import load_cases  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
+from flowcall.tools.registry import ToolRegistry  # noqa: E402
 
 
 def fit(provider: LocalProvider, tool, text: str) -> float:
@@ -76,7 +76,7 @@ def product(provider: LocalProvider) -> None:
 
 def realworld_margins(provider: LocalProvider) -> tuple[list[float], list[float]]:
     """(quiet, call) best margins on the calibration half: no-fit items, and items that expect calls."""
-    from flowcall.datasets import parse_jsonl
+    from flowcall.core.datasets import parse_jsonl
 
     items, problems = parse_jsonl((ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8"))
     assert not problems, problems[:3]

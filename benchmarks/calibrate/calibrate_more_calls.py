@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tqdm import tqdm  # noqa: E402
 
 from flowcall.calling.schema import OPEN_CALLS, SchemaWay, decision_schema  # noqa: E402
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat  # noqa: E402
 from flowcall.eval import load_cases  # noqa: E402
-from flowcall.messages import Message, ModelRequest, ResponseFormat  # noqa: E402
 from flowcall.providers.local import LocalProvider  # noqa: E402
 
 
@@ -58,7 +58,7 @@ def margins_for(provider: LocalProvider, case) -> list[float]:
 
 def realworld_cases() -> dict[str, list[SimpleNamespace]]:
     """The calibration half's items that expect calls, by category, shaped like BFCL cases."""
-    from flowcall.datasets import parse_jsonl
+    from flowcall.core.datasets import parse_jsonl
 
     path = Path(__file__).resolve().parents[2] / "benchmarks/data/realworld/calibration.jsonl"
     items, problems = parse_jsonl(path.read_text(encoding="utf-8"))

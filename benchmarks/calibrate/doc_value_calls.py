@@ -22,11 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flowcall.calling.doc_values import doc_values, required_doc_values  # noqa: E402
-from flowcall.messages import Message, ToolCall  # noqa: E402
-from flowcall.scoring import Observed, passed, score  # noqa: E402
-from flowcall.service import FlowCall  # noqa: E402
 from recorded_decisions import recorded  # noqa: E402
+
+from flowcall.calling.doc_values import doc_values, required_doc_values  # noqa: E402
+from flowcall.core.messages import Message, ToolCall  # noqa: E402
+from flowcall.eval.scoring import Observed, passed, score  # noqa: E402
+from flowcall.service.front import FlowCall  # noqa: E402
 
 
 def main() -> None:

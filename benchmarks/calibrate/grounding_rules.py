@@ -29,12 +29,14 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flowcall.calling.grounding import enum_choice, ground_optional  # noqa: E402
-from flowcall.calling.said import Said as Grounds, conversation_text  # noqa: E402
-from flowcall.messages import Message, ToolCall, ToolSpec  # noqa: E402
-from flowcall.scoring import Observed, argument_mismatch, name_matches, passed, score  # noqa: E402
-from flowcall.service import FlowCall  # noqa: E402
 from recorded_decisions import recorded  # noqa: E402
+
+from flowcall.calling.grounding import enum_choice, ground_optional  # noqa: E402
+from flowcall.calling.said import Said as Grounds  # noqa: E402
+from flowcall.calling.said import conversation_text
+from flowcall.core.messages import Message, ToolCall, ToolSpec  # noqa: E402
+from flowcall.eval.scoring import Observed, argument_mismatch, name_matches, passed, score  # noqa: E402
+from flowcall.service.front import FlowCall  # noqa: E402
 
 
 def now(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolCall:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from flowcall.datasets import DatasetItem
-from flowcall.experiments import item_of
-from flowcall.service import FlowCall
-from flowcall.steps import Run
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.steps import Run
+from flowcall.eval.experiments import item_of
+from flowcall.service.front import FlowCall
 from flowcall.store.experiments import get_experiment
 
 

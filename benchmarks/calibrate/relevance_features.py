@@ -54,7 +54,7 @@ from tqdm import tqdm  # noqa: E402
 
 from flowcall.calling import relevance  # noqa: E402
 from flowcall.calling.schema import SchemaWay  # noqa: E402
-from flowcall.messages import Message, ModelRequest, ToolSpec  # noqa: E402
+from flowcall.core.messages import Message, ModelRequest, ToolSpec  # noqa: E402
 
 REQUEST_FIRST = ("User request: {request}\n\nFunction: {name}\nDescription: {description}\nParameters: {parameters}\n\n"
                  "Can this function handle the request? Answer yes or no.")
@@ -303,7 +303,8 @@ class RequestLikelihood:
     def __init__(self, n_ctx: int = 4096):
         from llama_cpp import Llama
 
-        from flowcall import config, local_model
+        from flowcall.core import config
+        from flowcall.providers import local_model
 
         self.llm = Llama(model_path=str(local_model.require(config.model_path())), n_ctx=n_ctx, logits_all=True,
                          n_threads=config.model_threads(), n_threads_batch=config.model_threads(), verbose=False,
@@ -365,7 +366,7 @@ def calibration_examples() -> dict[str, list[tuple]]:
     """Per real-world family, the (name, description, parameters, request, answer) examples of
     the other families: each family's first single-call item with its tool ("yes") and its first
     no-fit item with its first tool ("no"), families interleaved in file order."""
-    from flowcall.datasets import parse_jsonl
+    from flowcall.core.datasets import parse_jsonl
 
     items, _ = parse_jsonl((ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8"))
     per_family: dict[str, list[tuple]] = {}
@@ -402,7 +403,7 @@ def collect_realshots(src: Path, out: Path) -> None:
 
 def rows():
     """(source, family, category, kind, question, messages, tools, expected tool names)"""
-    from flowcall.datasets import parse_jsonl
+    from flowcall.core.datasets import parse_jsonl
     from flowcall.eval import load_cases
 
     args = rows.args

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from flowcall.calling.relevance import AFTER_EXAMPLES as AFTER, margin  # noqa: E402
-from flowcall.service import FlowCall  # noqa: E402
+from flowcall.calling.relevance import AFTER_EXAMPLES as AFTER  # noqa: E402
+from flowcall.calling.relevance import margin
+from flowcall.service.front import FlowCall  # noqa: E402
 from flowcall.store.experiments import get_experiment  # noqa: E402
-
 
 
 def reading(run) -> float:

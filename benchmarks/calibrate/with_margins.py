@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from flowcall.calling import auto  # noqa: E402
 from flowcall.calling.relevance import has_tool_results, score_tools  # noqa: E402
 from flowcall.calling.shortlist import SHORTLIST  # noqa: E402
-from flowcall.cli import main as flowcall_main  # noqa: E402
+from flowcall.cli.main import main as flowcall_main  # noqa: E402
 from flowcall.providers import local  # noqa: E402
 
 

@@ -3,5 +3,5 @@ Events, and an OpenAI-compatible chat-completions endpoint where `model` names a
 
 FastAPI on uvicorn: the routes are typed with the same pydantic models the rest of FlowCall
 uses, and it writes the OpenAPI document (/docs) from them. Like the CLI it sits on top: it
-goes through the service (flowcall/service.py) and never below it.
+goes through the service (flowcall/service/front.py) and never below it.
 """

@@ -10,9 +10,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from flowcall.api import chat, errors, runs
+from flowcall.api.access import Limits
 from flowcall.api.context import ApiContext, Settings
 from flowcall.api.guard import Guard
-from flowcall.api.access import Limits
 
 SETTINGS_VARIABLE = "FLOWCALL_API_SETTINGS"  # how `serve --workers N` hands its settings to each worker
 
@@ -34,7 +34,7 @@ def settings_to_env(settings: Settings, database_url: str | None) -> None:
 
 def app_from_env() -> Any:
     """Each uvicorn worker's app (`uvicorn --factory flowcall.api.app:app_from_env`)."""
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
 
     data = json.loads(os.environ[SETTINGS_VARIABLE])
     database_url = data.pop("database_url")

@@ -24,7 +24,7 @@ from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, INVALID_ARGUMENT, ApiError, error_body
 from flowcall.api.running import steps_then_run, wait_for
 from flowcall.api.runs import _startable
-from flowcall.steps import ChatTurn, Run, RunStatus, Step
+from flowcall.core.steps import ChatTurn, Run, RunStatus, Step
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 RUN_ID_HEADER = "X-FlowCall-Run-Id"

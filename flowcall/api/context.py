@@ -25,7 +25,7 @@ class Settings:
 
 @dataclass
 class ApiContext:
-    service: Any  # flowcall.service.FlowCall
+    service: Any  # flowcall.service.front.FlowCall
     settings: Settings
     limits: Limits = field(default_factory=Limits)
 

@@ -14,8 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
-from flowcall.errors import ConfigError, NotFoundError
-from flowcall.trust import TrustRequired
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.trust.consent import TrustRequired
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import json
 from typing import Any, Iterable
 
 from flowcall.api.errors import FORBIDDEN, TOO_LARGE, error_body
-from flowcall.exposure import allowed_names, host_name
+from flowcall.trust.exposure import allowed_names, host_name
 
 
 class Guard:

@@ -10,7 +10,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable
 
-from flowcall.steps import Run, RunStatus, Step, waiting_calls
+from flowcall.core.steps import Run, RunStatus, Step, waiting_calls
 
 _RUNS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="flowcall-api-run")
 KEEP_ALIVE_S = 15.0

@@ -17,10 +17,10 @@ from flowcall.api.access import Caller
 from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, FORBIDDEN, ApiError
 from flowcall.api.running import in_thread, run_summary, sse, status_code, steps_then_run, wait_for
-from flowcall.approval import Decision
-from flowcall.errors import ConfigError
-from flowcall.spec import parse_flow
-from flowcall.steps import Run, Step
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import parse_flow
+from flowcall.core.steps import Run, Step
+from flowcall.engine.approval import Decision
 
 router = APIRouter(prefix="/v1", tags=["flows and runs"])
 

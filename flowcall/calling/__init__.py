@@ -8,8 +8,8 @@ from flowcall.calling.native import NativeWay
 from flowcall.calling.prompt import PromptWay
 from flowcall.calling.router import RouterWay, Rule
 from flowcall.calling.schema import SchemaWay
-from flowcall.embedded_models import DecisionTuning
-from flowcall.errors import ConfigError
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ConfigError
 from flowcall.providers.base import Capabilities
 
 WAY_NAMES = ("auto", "native", "schema", "prompt", "router")

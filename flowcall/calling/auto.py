@@ -19,9 +19,9 @@ from __future__ import annotations
 from flowcall.calling.base import CallingWay, ModelCall
 from flowcall.calling.doc_values import with_unmade_note
 from flowcall.calling.relevance import has_tool_results, reading, score_tools
-from flowcall.embedded_models import DecisionTuning
-from flowcall.errors import ProviderError
-from flowcall.messages import GateReading, ModelRequest, ModelTurn
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ProviderError
+from flowcall.core.messages import GateReading, ModelRequest, ModelTurn
 from flowcall.providers.base import Capabilities
 
 

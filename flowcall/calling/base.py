@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from flowcall.messages import ModelRequest, ModelTurn, ToolCall
+from flowcall.core.messages import ModelRequest, ModelTurn, ToolCall
+from flowcall.core.tool_calls import new_call_id, parse_tool_calls
 from flowcall.providers.base import Capabilities
-from flowcall.tool_calls import new_call_id, parse_tool_calls
 
 
 class ModelCall(Protocol):

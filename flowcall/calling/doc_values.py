@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowcall.calling.said import DOC_CHECK_PREFIX, Said, said_in
-from flowcall.messages import Message, ToolCall, ToolSpec
+from flowcall.core.messages import Message, ToolCall, ToolSpec
 
 MIN_CHARS = 3  # letters and digits of a value, fewer and it matches by chance...
 MIN_CJK_CHARS = 2  # ...but two Chinese characters already name a city (成都)

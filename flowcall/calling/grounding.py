@@ -29,8 +29,7 @@ from typing import Any
 from zoneinfo import available_timezones
 
 from flowcall.calling.said import Said, said_in
-from flowcall.messages import Message, ToolCall, ToolSpec
-
+from flowcall.core.messages import Message, ToolCall, ToolSpec
 
 _ISO_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?|\d{2}:\d{2}(?::\d{2})?")
 

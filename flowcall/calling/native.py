@@ -8,7 +8,7 @@ embedded Qwen model likes to put them in a code block).
 from __future__ import annotations
 
 from flowcall.calling.base import SingleCallWay, calls_from_text, choice_instruction, honour_choice
-from flowcall.messages import Message, ModelRequest, ModelTurn
+from flowcall.core.messages import Message, ModelRequest, ModelTurn
 from flowcall.providers.base import Capabilities
 
 

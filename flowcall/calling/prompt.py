@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from flowcall.calling.doc_text import plain, plain_schema
 from flowcall.calling.base import SingleCallWay, calls_from_text, choice_instruction, honour_choice
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec
+from flowcall.calling.doc_text import plain, plain_schema
+from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolSpec
 from flowcall.providers.base import Capabilities
 
 INSTRUCTIONS = """You can call tools. The tools are listed in <tools></tools> as JSON:

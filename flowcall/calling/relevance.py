@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from flowcall.calling.shortlist import FIRST_SENTENCE, shortlist
-from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ToolSpec
+from flowcall.core.messages import GateReading, Message, ModelRequest, ModelTurn, ToolSpec
 
 if TYPE_CHECKING:
     from flowcall.calling.base import ModelCall

@@ -17,8 +17,8 @@ from flowcall.calling.base import ModelCall
 from flowcall.calling.doc_text import plain
 from flowcall.calling.relevance import has_tool_results, last_user_text
 from flowcall.calling.schema import SchemaWay, relevant_tools
-from flowcall.embedded_models import DecisionTuning
-from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.messages import GateReading, Message, ModelRequest, ModelTurn, ResponseFormat, ToolSpec
 from flowcall.providers.base import Capabilities
 
 NONE = "none"

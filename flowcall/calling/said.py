@@ -25,7 +25,7 @@ import re
 from functools import cached_property
 from typing import Any
 
-from flowcall.messages import Message
+from flowcall.core.messages import Message
 
 # How FlowCall's note about values the model should not have written begins (doc_values.py).
 # The note quotes them; it is a Message.note, so they never look said.

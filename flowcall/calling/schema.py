@@ -14,16 +14,24 @@ from typing import Any
 
 import json_repair
 
+from flowcall.calling import shortlist
 from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice
 from flowcall.calling.grounding import ground_calls
-from flowcall.calling.prompt import as_text, render_tools
-from flowcall.calling import shortlist
 from flowcall.calling.parts import request_parts
+from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling.relevance import has_tool_results, last_user_text, reading, score_tools
-from flowcall.embedded_models import DecisionTuning
-from flowcall.messages import GateReading, Message, ModelRequest, ModelTurn, ResponseFormat, ToolCall, ToolSpec
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.messages import (
+    GateReading,
+    Message,
+    ModelRequest,
+    ModelTurn,
+    ResponseFormat,
+    ToolCall,
+    ToolSpec,
+)
+from flowcall.core.tool_calls import new_call_id
 from flowcall.providers.base import Capabilities
-from flowcall.tool_calls import new_call_id
 
 INSTRUCTIONS = """You decide whether to call functions. The functions are listed in <tools></tools> as JSON:
 <tools>

@@ -23,7 +23,7 @@ import re
 
 from flowcall.calling.base import ModelCall
 from flowcall.calling.doc_text import plain
-from flowcall.messages import Message, ModelRequest, ResponseFormat, ToolSpec
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat, ToolSpec
 
 # At most this many tools are scored: a cost cap, not a tuned figure. BFCL's cases attach at
 # most 4 functions, so the gate's calibration never meets a shortlist.

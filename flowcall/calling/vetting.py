@@ -20,9 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from flowcall.calling.doc_values import DocValue, doc_values, required_doc_values, retry_message, with_unmade_note
-from flowcall.errors import ErrorCode
-from flowcall.messages import ModelRequest, ModelTurn, ToolCall
+from flowcall.calling.doc_values import (
+    DocValue,
+    doc_values,
+    required_doc_values,
+    retry_message,
+    with_unmade_note,
+)
+from flowcall.core.errors import ErrorCode
+from flowcall.core.messages import ModelRequest, ModelTurn, ToolCall
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import drop_schema_echo, drop_undeclared
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowcall.errors import ConfigError
-from flowcall.messages import Message, ToolSpec
+from flowcall.core.errors import ConfigError
+from flowcall.core.messages import Message, ToolSpec
 
 DATA_DIR = Path(__file__).parent / "data" / "bfcl"
 ANSWER_DIR = "possible_answer"

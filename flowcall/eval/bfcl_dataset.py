@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowcall.datasets import ANY_OF, OPTIONAL, DatasetItem, ExpectedCall, ItemTool
+from flowcall.core.datasets import ANY_OF, OPTIONAL, DatasetItem, ExpectedCall, ItemTool
 from flowcall.eval.bfcl_data import UNANSWERED, BfclCase
 
 OMIT = ""  # BFCL's "this parameter may be left out"

@@ -6,13 +6,13 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from flowcall import schemas
-from flowcall.engine import Engine
+from flowcall.core import schemas
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import StepKind, StepSink
+from flowcall.engine.loop import Engine
 from flowcall.eval.bfcl_check import check
 from flowcall.eval.bfcl_data import BfclCase
 from flowcall.providers.base import ProviderFactory
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import StepKind, StepSink
 from flowcall.tools.registry import ToolRegistry
 
 

@@ -6,9 +6,9 @@ so that, say, the openai SDK is not loaded for a flow that only uses the local m
 
 from __future__ import annotations
 
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import ModelConfig
 from flowcall.providers.base import Capabilities, Provider
-from flowcall.spec import ModelConfig
 
 PROVIDER_NAMES = ("local", "openai", "dashscope", "openai-compatible")
 _BASE_URL_VARIABLE = {"openai": "OPENAI_BASE_URL", "dashscope": "DASHSCOPE_HTTP_BASE_URL"}

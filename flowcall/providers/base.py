@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
-from flowcall.messages import ModelRequest, ModelTurn
-from flowcall.spec import ModelConfig
+from flowcall.core.messages import ModelRequest, ModelTurn
+from flowcall.core.spec import ModelConfig
 
 
 class Capabilities(BaseModel):

@@ -20,8 +20,8 @@ import dashscope
 import requests
 from dashscope.common.error import DashScopeException, TimeoutException
 
-from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import ModelRequest, ModelTurn, Usage
+from flowcall.core.errors import ErrorCode, ProviderError
+from flowcall.core.messages import ModelRequest, ModelTurn, Usage
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.openai_compat import message_to_wire, parse_tool_call, tool_choice_to_wire

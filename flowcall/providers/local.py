@@ -15,16 +15,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flowcall import config, local_model, progress
-from flowcall.embedded_models import TUNING, tuning_for
-from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.core import config, progress
+from flowcall.core.embedded_models import TUNING, tuning_for
+from flowcall.core.errors import ErrorCode, ProviderError
+from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.core.tool_calls import new_call_id, parse_tool_calls
+from flowcall.providers import local_model
 from flowcall.providers.base import Capabilities
 from flowcall.providers.grammar_gate import GreedyGrammar
 from flowcall.providers.grammar_schema import grammar_schema
 from flowcall.providers.prefix_cache import CHUNK, DiskStates, PrefixCache
 from flowcall.providers.repetition import LoopStop
-from flowcall.tool_calls import new_call_id, parse_tool_calls
 
 CAPABILITIES = Capabilities(
     native_tools=True,  # through the chat template, parsed from <tool_call> tags
@@ -130,7 +131,7 @@ class LocalProvider:
 
     def _streamer(self, prompt_length: int) -> Any:
         """A stopping criterion that never stops: it passes each new token's text to whoever
-        watches (flowcall.progress). Generation itself is untouched, so the answer is the same
+        watches (flowcall.core.progress). Generation itself is untouched, so the answer is the same
         watched or not. llama-cpp-python calls it with the tokens read so far, which trail the
         sampled ones by one: the last token shows with the finished step."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens

@@ -16,9 +16,9 @@ from typing import Any
 
 import openai
 
-from flowcall import config
-from flowcall.errors import ConfigError, ErrorCode, ProviderError
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.core import config
+from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.retry import with_retries

@@ -1,7 +1,7 @@
 """Providers whose capabilities are what the probe measured, not what the wire format allows.
 
 `auto` picks its calling way from `provider.capabilities`; wrapping a factory with
-`with_profiles` makes that choice follow the stored profile of the model (flowcall/probe.py),
+`with_profiles` makes that choice follow the stored profile of the model (flowcall/service/probe.py),
 so a model that answers tool requests with text starts on the schema or prompt way, and its
 steps say why (the tuning's `ways_reason`). Where the profiles are kept is not the providers'
 business: the service hands in how to look one up.
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from flowcall.embedded_models import DecisionTuning
-from flowcall.messages import ModelRequest, ModelTurn
-from flowcall.model_profile import ModelProfile
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.messages import ModelRequest, ModelTurn
+from flowcall.core.model_profile import ModelProfile
+from flowcall.core.spec import ModelConfig
 from flowcall.providers.base import Capabilities, Provider, ProviderFactory, redact_url
-from flowcall.spec import ModelConfig
 
 # (provider, model, base URL without credentials) -> the stored profile of that model, if any
 ProfileLookup = Callable[[str, str, str | None], ModelProfile | None]

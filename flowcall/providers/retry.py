@@ -8,7 +8,7 @@ from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from flowcall.errors import ProviderError
+from flowcall.core.errors import ProviderError
 
 T = TypeVar("T")
 

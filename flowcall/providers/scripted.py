@@ -18,12 +18,12 @@ import hashlib
 import json
 from typing import Any, Callable
 
-from flowcall.embedded_models import DecisionTuning
-from flowcall.errors import ConfigError
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec, Usage
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ConfigError
+from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec, Usage
+from flowcall.core.schema_example import example_for
+from flowcall.core.tool_calls import new_call_id
 from flowcall.providers.base import Capabilities
-from flowcall.schema_example import example_for
-from flowcall.tool_calls import new_call_id
 
 SCHEMA_MODEL = "schema"  # the one model of provider "scripted" that a flow can name
 

@@ -1,5 +1,5 @@
 """Stored keys to the HTTP API: a row per key with its SHA-256 and first characters, never the
-key (flowcall/api_keys.py makes keys and says why a fast hash is right). Kept beside the Store,
+key (flowcall/trust/api_keys.py makes keys and says why a fast hash is right). Kept beside the Store,
 like datasets.py: only the keys commands, the API page and the API server use them."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from flowcall.api_keys import SECRET_PREFIX, ApiKey
-from flowcall.errors import ConfigError, NotFoundError
-from flowcall.steps import utcnow
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.core.steps import utcnow
 from flowcall.store.models import ApiKeyRow
 from flowcall.store.repository import Store
+from flowcall.trust.api_keys import SECRET_PREFIX, ApiKey
 
 
 def _record(row: ApiKeyRow) -> ApiKey:

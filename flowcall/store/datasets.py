@@ -12,8 +12,8 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from flowcall.datasets import DatasetItem, check_name, content_hash
-from flowcall.errors import ConfigError, NotFoundError
+from flowcall.core.datasets import DatasetItem, check_name, content_hash
+from flowcall.core.errors import ConfigError, NotFoundError
 from flowcall.store.models import DatasetItemRow, DatasetRow, DatasetVersionRow
 from flowcall.store.repository import Store
 

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, Integer, Table, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
 
 _EXAMPLES = (
     "sqlite:////absolute/path/flowcall.db or postgresql+psycopg://user:password@host:5432/dbname"

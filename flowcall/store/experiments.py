@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
-from flowcall.errors import ConfigError, NotFoundError
-from flowcall.experiment_record import Experiment, ExperimentStatus, ItemResult, Summary, summarize
-from flowcall.steps import Run, RunStatus, utcnow
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.core.experiment_record import Experiment, ExperimentStatus, ItemResult, Summary, summarize
+from flowcall.core.steps import Run, RunStatus, utcnow
 from flowcall.store.models import ExperimentItemRow, ExperimentRow, RunRow
 from flowcall.store.repository import Store
 

@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from flowcall.steps import utcnow
+from flowcall.core.steps import utcnow
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -150,7 +150,7 @@ class StepRow(Base):
 
 class RunArtifactsRow(Base):
     """The run context's artifacts as they were after step `seq`, saved when they changed:
-    a re-run from a later step starts with them (flowcall/artifacts.py has the format)."""
+    a re-run from a later step starts with them (flowcall/core/artifacts.py has the format)."""
 
     __tablename__ = "run_artifacts"
 
@@ -201,7 +201,7 @@ class TaskRow(Base):
 
 
 class ModelProfileRow(Base):
-    """The last capability probe of one model (flowcall/probe.py). base_url is "" rather than
+    """The last capability probe of one model (flowcall/service/probe.py). base_url is "" rather than
     NULL when there is none, so the unique key holds on every database."""
 
     __tablename__ = "model_profiles"
@@ -239,7 +239,7 @@ class DatasetVersionRow(Base):
 
 
 class DatasetItemRow(Base):
-    """One item (flowcall/datasets.py's DatasetItem as JSON) at its place in a version."""
+    """One item (flowcall/core/datasets.py's DatasetItem as JSON) at its place in a version."""
 
     __tablename__ = "dataset_items"
     __table_args__ = (UniqueConstraint("version_id", "position"),)
@@ -299,7 +299,7 @@ class ExperimentItemRow(Base):
 
 
 class ApiKeyRow(Base):
-    """A key to the HTTP API (flowcall/api_keys.py). The key itself is never stored: only its
+    """A key to the HTTP API (flowcall/trust/api_keys.py). The key itself is never stored: only its
     SHA-256, which a request's key is looked up by, and its first 8 characters, for lists.
     A name is unique among the keys not revoked: a revoked key keeps its name in the list,
     and a new key may take it."""

@@ -12,7 +12,7 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from flowcall.steps import utcnow
+from flowcall.core.steps import utcnow
 
 # /proc/PID/stat field 22 is the start time in clock ticks; after the command it is item 19
 _STARTTIME_AFTER_COMMAND = 19

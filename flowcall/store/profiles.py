@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from flowcall.model_profile import ModelProfile
+from flowcall.core.model_profile import ModelProfile
 from flowcall.store.models import ModelProfileRow
 from flowcall.store.repository import Store
 

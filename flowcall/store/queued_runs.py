@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from flowcall.steps import Run, RunStatus, utcnow
+from flowcall.core.steps import Run, RunStatus, utcnow
 from flowcall.store.models import RunRow
 from flowcall.store.ownership import this_process
 from flowcall.store.repository import Store

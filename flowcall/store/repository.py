@@ -22,10 +22,10 @@ from sqlalchemy import Engine, bindparam, delete, exists, func, insert, select, 
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from flowcall import config
-from flowcall.errors import ConfigError, NotFoundError
-from flowcall.spec import Flow, FlowLayout
-from flowcall.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, utcnow
+from flowcall.core import config
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.core.spec import Flow, FlowLayout
+from flowcall.core.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, utcnow
 from flowcall.store.db import fit_values, make_engine, misfits, retry_on_disconnect
 from flowcall.store.migrate import upgrade
 from flowcall.store.models import (
@@ -493,7 +493,7 @@ class Store:
             else:
                 row.fingerprint, row.definition, row.pinned_at = fingerprint, definition, utcnow()
 
-    # --- Grants (flowcall/trust.py) ----------------------------------------------------------
+    # --- Grants (flowcall/trust/consent.py) ----------------------------------------------------------
 
     def granted_keys(self) -> set[str]:
         with self._session() as s:

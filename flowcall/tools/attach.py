@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from flowcall.spec import Flow, MCPServerConfig
+from flowcall.core.spec import Flow, MCPServerConfig
 from flowcall.store import Store
 from flowcall.tools.base import Tool
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from flowcall.messages import ToolSpec
+from flowcall.core.messages import ToolSpec
 
 ToolSource = Literal["python", "mcp", "http"]
 

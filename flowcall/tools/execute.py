@@ -27,15 +27,16 @@ import json
 import math
 import threading
 import time
-from concurrent.futures import Future, TimeoutError as FutureTimeout
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 
-from flowcall import schemas
-from flowcall.errors import ErrorCode
-from flowcall.messages import ToolCall
+from flowcall.core import schemas
+from flowcall.core.errors import ErrorCode
+from flowcall.core.messages import ToolCall
 from flowcall.tools.base import RunContext, Tool
 
 STORED_RESULT_CHARS = 1_000_000

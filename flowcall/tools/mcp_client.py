@@ -25,12 +25,13 @@ import threading
 from typing import Any, AsyncContextManager, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from flowcall import nesting, program
-from flowcall.errors import ConfigError
-from flowcall.schemas import check_refs
-from flowcall.spec import MCPServerConfig
+from flowcall.core import nesting
+from flowcall.core.errors import ConfigError
+from flowcall.core.schemas import check_refs
+from flowcall.core.spec import MCPServerConfig
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import guarded_async_client
+from flowcall.trust import program
 
 _STOP = object()
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")

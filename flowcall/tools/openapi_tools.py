@@ -17,10 +17,10 @@ from urllib.parse import quote, urljoin
 
 import yaml
 
-from flowcall import nesting
-from flowcall.errors import ConfigError
-from flowcall.schemas import check_refs
-from flowcall.spec import HTTPToolSource
+from flowcall.core import nesting
+from flowcall.core.errors import ConfigError
+from flowcall.core.schemas import check_refs
+from flowcall.core.spec import HTTPToolSource
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import guarded_request
 

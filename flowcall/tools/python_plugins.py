@@ -14,7 +14,7 @@ from typing import Any, Callable, get_type_hints
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
 from flowcall.tools.base import RunContext, Tool, ToolAnnotations
 
 _TOOL_ATTR = "__flowcall_tool__"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
 from flowcall.tools.base import Tool
 from flowcall.tools.python_plugins import load_entry_points, load_plugin_dir
 

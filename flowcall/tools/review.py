@@ -48,7 +48,8 @@ def definition_text(tool: Tool) -> str:
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
     """The embedded model's tokenizer, loaded without its weights; None if the model is absent."""
-    from flowcall import config, local_model
+    from flowcall.core import config
+    from flowcall.providers import local_model
 
     if not local_model.status(config.model_path())["present"]:
         return None

@@ -11,12 +11,12 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
-from flowcall.errors import ConfigError, ErrorCode, FlowCallError
-from flowcall.spec import Flow
+from flowcall.core.errors import ConfigError, ErrorCode, FlowCallError
+from flowcall.core.spec import Flow
 from flowcall.tools.base import Tool
 from flowcall.tools.http_guard import UnsafeRequest
 from flowcall.tools.registry import ToolRegistry
-from flowcall.trust import attached_http_sources, attached_servers
+from flowcall.trust.consent import attached_http_sources, attached_servers
 
 
 @contextmanager

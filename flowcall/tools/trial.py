@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from flowcall.errors import ConfigError
-from flowcall.messages import ToolCall
-from flowcall.spec import HTTPToolSource, MCPServerConfig
+from flowcall.core.errors import ConfigError
+from flowcall.core.messages import ToolCall
+from flowcall.core.spec import HTTPToolSource, MCPServerConfig
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import check_call, run_calls
 from flowcall.tools.registry import ToolRegistry

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
+from flowcall.core.spec import parse_flow
+from flowcall.service.front import FlowCall
 from tests.local_servers import free_port, serving
 
 SCHEMA_MODEL = {"provider": "scripted", "model": "schema"}  # a deterministic model, no model file
@@ -53,7 +53,7 @@ def api_server(tmp: Path, *extra: str, env: dict[str, str] | None = None, flows:
         keys["clock-only"] = app.create_key("clock-only", ["clock"])[1]
     port = free_port()
     log = tmp / f"serve-{port}.log"
-    argv = [sys.executable, "-m", "flowcall.cli", "serve", "--port", str(port), *extra]
+    argv = [sys.executable, "-m", "flowcall.cli.main", "serve", "--port", str(port), *extra]
     with serving(argv, f"http://127.0.0.1:{port}/openapi.json", log, within_s=60, name="flowcall serve", env=env):
         yield Server(f"http://127.0.0.1:{port}", port, app, keys, log)
     app.store.close()

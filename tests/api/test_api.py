@@ -208,7 +208,7 @@ def test_limits_answer_429_with_retry_after(tmp_path: Path) -> None:
 def test_no_auth_is_for_loopback_only(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from flowcall.cli import cli
+    from flowcall.cli.main import cli
 
     result = CliRunner().invoke(cli, ["--db", f"sqlite:///{tmp_path / 'x.db'}", "serve", "--host", "0.0.0.0",
                                       "--no-auth"])

@@ -49,7 +49,7 @@ def test_the_workers_socket_is_tcp_so_responses_are_not_held_back() -> None:
     each connection (else every response waits for the client's delayed ACK)."""
     import socket
 
-    from flowcall.cli_serve import tcp_socket
+    from flowcall.cli.serve import tcp_socket
 
     bound = socket.socket(socket.AF_INET)  # as uvicorn binds it: protocol 0
     bound.bind(("127.0.0.1", 0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flowcall.calling import relevance, shortlist
 from flowcall.calling.doc_text import plain, plain_schema
 from flowcall.calling.prompt import render_tools
-from flowcall.messages import ToolSpec
+from flowcall.core.messages import ToolSpec
 
 STRIPE_REFUND = ToolSpec(
     name="PostRefunds",

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from flowcall.calling.doc_values import UNMADE_NOTE, doc_values, required_doc_values, retry_message, with_unmade_note
+from flowcall.calling.doc_values import (
+    UNMADE_NOTE,
+    doc_values,
+    required_doc_values,
+    retry_message,
+    with_unmade_note,
+)
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.relevance import last_user_text
-from flowcall.messages import Message, ToolCall, ToolSpec
+from flowcall.core.messages import Message, ToolCall, ToolSpec
 
 WEATHER = ToolSpec(name="get_weather", description="Current weather for a place.", parameters={
     "type": "object", "required": ["location"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flowcall.calling.grounding import ground_calls, ground_optional
 from flowcall.calling.said import Said
-from flowcall.messages import Message, ToolCall, ToolSpec
+from flowcall.core.messages import Message, ToolCall, ToolSpec
 
 ROUTE = ToolSpec(name="route", parameters={
     "type": "object", "required": ["start", "destination"],
@@ -138,8 +138,8 @@ def test_the_schema_way_keeps_enum_choices():
     import json
 
     from flowcall.calling.schema import SchemaWay
-    from flowcall.embedded_models import DecisionTuning
-    from flowcall.messages import ModelRequest, ModelTurn
+    from flowcall.core.embedded_models import DecisionTuning
+    from flowcall.core.messages import ModelRequest, ModelTurn
     from flowcall.providers.base import Capabilities
 
     forecast = ToolSpec(name="forecast", parameters={"type": "object", "required": ["location"], "properties": {

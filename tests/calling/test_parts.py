@@ -7,10 +7,9 @@ import pytest
 
 from flowcall.calling.parts import MAX_PARTS, request_parts
 from flowcall.calling.relevance import reading_from_notes
-from flowcall.engine import Engine
+from flowcall.core.steps import MemorySink, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.steps import MemorySink, StepKind
-
 from tests.calling.test_ways import ONE_BY_ONE, REGISTRY, SCORING_CAPS, flow, more, scores, writes
 
 

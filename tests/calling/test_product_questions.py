@@ -5,7 +5,6 @@ calls (issue 34, point 1): a user who says "Beijing" and gets 北京 written has
 from __future__ import annotations
 
 import dataclasses
-
 import datetime as dt
 import json
 import re
@@ -17,8 +16,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.support.product_questions import (QUESTIONS, build, doc_value_refusals, grounding_refusals,
-                                             load_items, load_raw, resolve_dates)
+from tests.support.product_questions import (
+    QUESTIONS,
+    build,
+    doc_value_refusals,
+    grounding_refusals,
+    load_items,
+    load_raw,
+    resolve_dates,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

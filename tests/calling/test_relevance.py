@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from flowcall.calling.relevance import PURPOSE_MAX, has_tool_results, last_user_text, margin, relevance_request
-from flowcall.messages import Message, ToolSpec
+from flowcall.calling.relevance import (
+    PURPOSE_MAX,
+    has_tool_results,
+    last_user_text,
+    margin,
+    relevance_request,
+)
+from flowcall.core.messages import Message, ToolSpec
 
 WEATHER = ToolSpec(name="get_weather", description="Weather for a city.",
                    parameters={"type": "object", "properties": {"location": {"type": "string"}}})
@@ -49,12 +55,12 @@ def test_last_user_text_tool_results_and_margin():
 
 def _scripted_run(way: str, first_reply: str, rules: list | None = None):
     """A scoring provider whose first decision cannot be read (PARSE_FAILED), then is."""
-    from flowcall.engine import Engine
-    from flowcall.messages import ModelTurn
+    from flowcall.core.messages import ModelTurn
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.core.steps import MemorySink
+    from flowcall.engine.loop import Engine
     from flowcall.providers.base import Capabilities
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
-    from flowcall.steps import MemorySink
     from flowcall.tools.python_plugins import build_tool
     from flowcall.tools.registry import ToolRegistry
 
@@ -86,7 +92,7 @@ def test_after_a_parse_failed_retry_relevance_is_scored_against_the_question():
 
 
 def test_the_retry_note_is_not_the_users_request():
-    from flowcall.loop_state import LoopState
+    from flowcall.engine.loop_state import LoopState
 
     state = LoopState(messages=[Message(role="user", content="成都天气?")], budget=1)
     state.note_unreadable("{bad", "not JSON")
@@ -97,7 +103,7 @@ def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_exampl
     """A provider with relevance_with_examples asks each tool's question twice: as it is, and
     after the worked examples (relevance.EXAMPLES) as earlier turns; the gate reads the mean."""
     from flowcall.calling.relevance import EXAMPLES, score_tools
-    from flowcall.messages import ModelRequest, ModelTurn
+    from flowcall.core.messages import ModelRequest, ModelTurn
 
     asked: list[tuple[ModelRequest, str]] = []
 
@@ -124,13 +130,13 @@ def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_exampl
 def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quiet():
     """End to end through the engine: plain margin 1.0 is under the bar 1.5, the mean (2.0) is
     over it, so the schema way calls; both scoring calls are recorded steps."""
-    from flowcall.embedded_models import DecisionTuning
-    from flowcall.engine import Engine
-    from flowcall.messages import ModelTurn
+    from flowcall.core.embedded_models import DecisionTuning
+    from flowcall.core.messages import ModelTurn
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.core.steps import MemorySink
+    from flowcall.engine.loop import Engine
     from flowcall.providers.base import Capabilities
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
-    from flowcall.steps import MemorySink
     from flowcall.tools.base import ToolAnnotations
     from flowcall.tools.python_plugins import build_tool
     from flowcall.tools.registry import ToolRegistry
@@ -161,7 +167,7 @@ def test_a_tool_that_changes_something_needs_both_readings_to_say_yes():
     the worked examples both pass the bar (their lower one), not their mean: a wrong yes there
     does what nobody asked for. A tool nothing is known of (a dataset's definition) keeps the mean."""
     from flowcall.calling.relevance import reading_from_notes, tool_margin
-    from flowcall.messages import ModelTurn, ToolSpec
+    from flowcall.core.messages import ModelTurn, ToolSpec
 
     readings = iter([0.5, 3.5] * 3)  # plain under the bar 1.5, after examples over it: mean 2.0
     notes = []

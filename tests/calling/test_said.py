@@ -8,7 +8,7 @@ import pytest
 from flowcall.calling.doc_values import doc_values
 from flowcall.calling.grounding import ground_calls
 from flowcall.calling.said import Said, with_numerals
-from flowcall.messages import Message, ToolCall, ToolSpec
+from flowcall.core.messages import Message, ToolCall, ToolSpec
 
 WEATHER = ToolSpec(name="get_weather", description="Current weather for a city, e.g. 北京 or San Francisco.",
                    parameters={"type": "object", "required": ["location"],

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-
 from flowcall.calling.relevance import score_tools
-from flowcall.calling.shortlist import SHORTLIST, PICK_PREFIX, by_overlap, listing, read_pick, shortlist, summary, words
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolSpec
+from flowcall.calling.shortlist import (
+    PICK_PREFIX,
+    SHORTLIST,
+    by_overlap,
+    listing,
+    read_pick,
+    shortlist,
+    summary,
+    words,
+)
+from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolSpec
 
 TOOLS = [ToolSpec(name=f"tool_{i:02d}", description=f"Does thing {i}. Long details follow, e.g. Paris.",
                   parameters={"type": "object", "properties": {}}) for i in range(20)]

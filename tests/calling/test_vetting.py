@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.calling.vetting import review
-from flowcall.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
+from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 
 WEATHER = ToolSpec(name="get_weather", description="Current weather for a place.", parameters={
     "type": "object", "required": ["location"],

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
 from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.calling.schema import decision_schema, read_decision
-from flowcall.cli import describe_step
-from flowcall.embedded_models import DecisionTuning
-from flowcall.engine import Engine
-from flowcall.errors import ErrorCode, ProviderError
-from flowcall.messages import ModelTurn
+from flowcall.cli.main import describe_step
+from flowcall.core.embedded_models import DecisionTuning
+from flowcall.core.errors import ErrorCode, ProviderError
+from flowcall.core.messages import ModelTurn
+from flowcall.core.spec import DecisionConfig, Flow, RouterRule
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, RouterRule
-from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
-
-import jsonschema
 
 
 def get_weather(location: str) -> dict:
@@ -320,7 +319,7 @@ def test_auto_veto_is_not_asked_for_a_required_or_named_choice():
 
 
 def test_a_run_with_relevance_scores_replays_from_its_decisions_only():
-    from flowcall.replay import differences, replay_factory
+    from flowcall.engine.replay import differences, replay_factory
 
     script = [scores(-0.6, -1.0), scores(-2.0, -0.1), [("get_weather", {"location": "成都"})], "小雨"]
     original, _ = run(flow("auto"), script, VETO_CAPS, VETO)
@@ -339,7 +338,7 @@ def test_a_run_with_relevance_scores_replays_from_its_decisions_only():
 def test_a_run_replays_identically_in_the_ways_that_read_calls_from_text(way, caps, tuning, script):
     """The schema and router ways record a call turn's content as None once read: the replay
     must not read it again (it used to, and failed with PARSE_FAILED)."""
-    from flowcall.replay import differences, replay_factory
+    from flowcall.engine.replay import differences, replay_factory
 
     original, _ = run(flow(way), script, caps, tuning)
     replayed = Engine(REGISTRY, replay_factory(original), MemorySink()).run(flow(way), original.question)
@@ -355,7 +354,7 @@ def _system(request):
 
 
 def _decision(choice):
-    from flowcall.messages import Message, ModelRequest
+    from flowcall.core.messages import Message, ModelRequest
 
     return ModelRequest(messages=[Message(role="user", content="weather in Paris?")], tools=TOOLS, tool_choice=choice)
 

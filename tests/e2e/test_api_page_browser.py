@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from flowcall.service import FlowCall
+from flowcall.service.front import FlowCall
 from tests.e2e.studio_ui import click, fill, go, screenshot
 
 pytestmark = [pytest.mark.browser]

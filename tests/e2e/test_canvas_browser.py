@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
-from flowcall.service import FlowCall
+from flowcall.service.front import FlowCall
 from tests.e2e.studio_ui import click, fill, go, screenshot, settle, view
 from tests.tools.test_mcp_client import SERVER
 

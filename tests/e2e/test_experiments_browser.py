@@ -11,9 +11,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from flowcall.datasets import DatasetItem, to_jsonl
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
+from flowcall.core.datasets import DatasetItem, to_jsonl
+from flowcall.core.spec import parse_flow
+from flowcall.service.front import FlowCall
 from flowcall.store.datasets import get_dataset, list_datasets, save_dataset
 from flowcall.store.experiments import get_experiment, list_experiments
 from tests.e2e.studio_ui import choose, click, fill, go, screenshot, settle, tab, widget
@@ -118,7 +118,7 @@ def test_run_an_experiment_and_open_an_item_in_the_inspector(studio, page, shots
 
 
 def test_an_experiment_left_running_is_resumed_in_the_browser(studio, page, shots):
-    from flowcall.experiments import start
+    from flowcall.eval.experiments import start
 
     app = FlowCall.open(studio.database_url)
     flow = parse_flow({**FLOW, "name": "lookup-left-running"})

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from flowcall.service import FlowCall
+from flowcall.service.front import FlowCall
 from tests.e2e.studio_ui import choose, click, fill, go, screenshot, settle, tab, view
 
 pytestmark = [pytest.mark.browser]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from flowcall.service import FlowCall
+from flowcall.service.front import FlowCall
 from tests.e2e.studio_ui import click, go, screenshot, settle
 from tests.test_studio_record import CARD, PROVENANCE, paused_run, recorded
 

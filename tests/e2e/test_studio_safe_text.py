@@ -4,11 +4,10 @@ nothing from those addresses, and the page has no such <img> or <a>."""
 
 from __future__ import annotations
 
-
 import pytest
 from playwright.sync_api import Page, expect
 
-from flowcall.service import FlowCall
+from flowcall.service.front import FlowCall
 from tests.e2e.studio_ui import choose, click, go, screenshot, tab
 from tests.security.test_studio_attacks import CARD, PAYLOAD, attack_run, write_lure_plugin
 

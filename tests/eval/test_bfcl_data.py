@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
 from flowcall.eval.bfcl_data import (
     ANY_TYPES,
     CATEGORIES,

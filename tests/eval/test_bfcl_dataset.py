@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from flowcall.datasets import parse_jsonl, to_jsonl
+from flowcall.core.datasets import parse_jsonl, to_jsonl
 from flowcall.eval.bfcl_check import check
 from flowcall.eval.bfcl_dataset import _expected_value, expected_calls, items_from_cases
-from flowcall.scoring import calls_verdict
+from flowcall.eval.scoring import calls_verdict
 
 WRONG = {str: "zz-not-an-answer", int: 987654321, float: 9876.54321, bool: None, list: ["zz-not-an-answer"]}
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from flowcall.core.spec import DecisionConfig
+from flowcall.core.steps import MemorySink
 from flowcall.eval import load_cases
 from flowcall.eval.runner import evaluate, summarize
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig
-from flowcall.steps import MemorySink
 
 
 def test_scores_right_wrong_and_schema_invalid_calls():

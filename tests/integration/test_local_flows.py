@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from flowcall.service.front import FlowCall
 from tests.support.example_checks import case, run_case, users_clock
-from flowcall.service import FlowCall
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_run_with_approve_asks_on_the_terminal(tmp_path):
     path = tmp_path / "approved_task.json"
     path.write_text(json.dumps(flow, ensure_ascii=False), encoding="utf-8")
     db = f"sqlite:///{tmp_path / 'approve.db'}"
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "--db", db, "run", str(path),
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "--db", db, "run", str(path),
                            "添加任务:写周报,优先级高,截止 2026-11-27", "--approve"],
                           input='e\n{"title": "写周报(已审)", "priority": "high"}\n', capture_output=True, text=True,
                           cwd=ROOT, timeout=600)

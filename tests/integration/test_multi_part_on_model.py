@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, HTTPToolSource, PolishConfig
-from flowcall.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, RunStatus, StepKind
+from flowcall.core.spec import DecisionConfig, Flow, HTTPToolSource, PolishConfig
+from flowcall.core.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, RunStatus, StepKind
+from flowcall.service.front import FlowCall
 from tests.local_servers import free_port, serving
 
 pytestmark = pytest.mark.model

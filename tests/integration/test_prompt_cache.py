@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.example_checks import users_clock
+from flowcall.core.spec import load_flow
+from flowcall.core.steps import StepKind
 from flowcall.providers.local import LocalProvider
-from flowcall.service import FlowCall
-from flowcall.spec import load_flow
-from flowcall.steps import StepKind
+from flowcall.service.front import FlowCall
 from flowcall.store import Store
-from flowcall.studio import EXAMPLE_QUESTIONS
+from flowcall.studio.shared import EXAMPLE_QUESTIONS
+from tests.support.example_checks import users_clock
 
 pytestmark = pytest.mark.model
 FLOWS = Path(__file__).resolve().parents[2] / "flows"

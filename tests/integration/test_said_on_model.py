@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from flowcall.service import FlowCall
-from flowcall.spec import Flow, PolishConfig
-from flowcall.steps import StepKind
+from flowcall.core.spec import Flow, PolishConfig
+from flowcall.core.steps import StepKind
+from flowcall.service.front import FlowCall
 
 pytestmark = pytest.mark.model
 

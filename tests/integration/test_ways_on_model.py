@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, RouterRule
-from flowcall.steps import RunStatus, StepKind
+from flowcall.core.spec import DecisionConfig, Flow, RouterRule
+from flowcall.core.steps import RunStatus, StepKind
+from flowcall.service.front import FlowCall
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_router_rule_on_the_real_model(model_path):
 def test_eval_cli_one_case_per_category(model_path):
     # two categories, one that calls and one that must not: the parallel ones cost a minute more
     # here and run the same code (benchmarks and `flowcall eval bfcl` cover them in full)
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--limit", "1", "--way", "schema",
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "eval", "bfcl", "--limit", "1", "--way", "schema",
                            "--category", "simple", "--category", "irrelevance", "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -72,6 +72,6 @@ def test_eval_cli_one_case_per_category(model_path):
 
 
 def test_eval_cli_asks_for_the_model_of_a_remote_provider():
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--provider", "openai", "--limit", "1"],
+    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "eval", "bfcl", "--provider", "openai", "--limit", "1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2 and "--model is required with --provider openai" in done.stderr

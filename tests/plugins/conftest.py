@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from flowcall.config import REPO_ROOT
+from flowcall.core.config import REPO_ROOT
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.python_plugins import plugin_module_name
 from flowcall.tools.registry import ToolRegistry

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from flowcall.engine import Engine
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import MemorySink, RunStatus, StepKind
 
 TOOLS = ["data/v1/read_csv", "data/v1/drop_missing", "data/v1/describe_data"]
 

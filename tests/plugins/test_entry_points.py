@@ -5,14 +5,18 @@ folder with entry_points.txt beside it."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 
 import pytest
 
-from flowcall.config import REPO_ROOT
-from flowcall.errors import ConfigError
+from flowcall.core.config import REPO_ROOT
+from flowcall.core.errors import ConfigError
 from flowcall.tools.base import RunContext
 from flowcall.tools.registry import ToolRegistry
+from tests.test_studio import page, widget
 
 
 def install(tmp_path, module_source: str, target: str = "acme_tools") -> None:
@@ -30,10 +34,13 @@ def site(tmp_path, monkeypatch):
     sys.modules.pop("acme_tools", None)
 
 
+STOCK_LEVEL = ('from flowcall.tools.python_plugins import tool\n\n'
+               '@tool("acme/v1/stock_level", read_only=True)\n'
+               'def stock_level(sku: str) -> int:\n    """Units in stock for a SKU."""\n    return 7\n')
+
+
 def test_an_installed_packages_tools_join_the_registry(site):
-    install(site, 'from flowcall.tools.python_plugins import tool\n\n'
-                  '@tool("acme/v1/stock_level", read_only=True)\n'
-                  'def stock_level(sku: str) -> int:\n    """Units in stock for a SKU."""\n    return 7\n')
+    install(site, STOCK_LEVEL)
     registry = ToolRegistry.from_plugin_dirs([REPO_ROOT / "plugins"])
     stock = registry.get("stock_level")
     assert stock.version == "acme/v1/stock_level" and stock.annotations.read_only
@@ -45,3 +52,17 @@ def test_a_broken_package_is_named(site):
     install(site, "raise RuntimeError('boom')\n")
     with pytest.raises(ConfigError, match="entry point 'acme' \\(acme_tools\\) failed to import.*boom"):
         ToolRegistry.from_plugin_dirs([REPO_ROOT / "plugins"])
+
+
+def test_an_installed_packages_tool_shows_in_the_cli_and_on_the_canvas_palette(site):
+    install(site, STOCK_LEVEL)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO_ROOT)])}
+    listed = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "plugins", "list", "--json"], env=env,
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert "acme/v1/stock_level" in {tool["version"] for tool in json.loads(listed.stdout)}
+    app = page("pages/flows.py")  # in this process: the package is on sys.path here too
+    widget(app.text_input, "Name").input("acme-stock")
+    widget(app.radio, "Start from").set_value("blank")
+    widget(app.button, "Create").click().run()
+    assert [b for b in app.button if (b.key or "").endswith("add:acme/v1/stock_level")], "not on the palette"

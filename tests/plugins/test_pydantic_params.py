@@ -7,7 +7,7 @@ from typing import Literal
 import jsonschema
 from pydantic import BaseModel, Field
 
-from flowcall.messages import ToolCall
+from flowcall.core.messages import ToolCall
 from flowcall.tools.base import RunContext
 from flowcall.tools.execute import check_call
 from flowcall.tools.python_plugins import build_tool

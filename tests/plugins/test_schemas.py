@@ -77,7 +77,7 @@ def test_clock_and_staff_schemas(registry: ToolRegistry) -> None:
 
 
 def test_loading_twice_gives_the_same_tools(registry: ToolRegistry) -> None:
-    from flowcall.config import plugin_dirs
+    from flowcall.core.config import plugin_dirs
 
     again = ToolRegistry.from_plugin_dirs(plugin_dirs()[:1])
     assert [t.version for t in again.all()] == [t.version for t in registry.all()]

@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from flowcall.config import REPO_ROOT
+from flowcall.core.config import REPO_ROOT
 
 with (REPO_ROOT / "plugins" / "data" / "staff.csv").open(encoding="utf-8", newline="") as _f:
     ROWS = list(csv.DictReader(_f))

@@ -70,10 +70,10 @@ def test_bad_arguments_never_reach_the_database(call, arguments: dict) -> None:
 def test_a_run_writes_its_task_to_the_run_s_database(tmp_path) -> None:
     """FLOWCALL_DATABASE_URL (the fixture above) names another database than the service's:
     the task goes where the run is recorded, not to the process-wide store."""
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.core.steps import RunStatus
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.service import FlowCall
-    from flowcall.spec import DecisionConfig, Flow
-    from flowcall.steps import RunStatus
+    from flowcall.service.front import FlowCall
     from flowcall.store import open_store
 
     run_db = FlowCall.open(f"sqlite:///{tmp_path / 'run.db'}").store

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from flowcall.config import REPO_ROOT
+from flowcall.core.config import REPO_ROOT
 
 DATA = json.loads((REPO_ROOT / "plugins" / "data" / "weather.json").read_text(encoding="utf-8"))
 CITIES = DATA["cities"]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from flowcall.messages import Message, ModelRequest, ToolCall, ToolSpec
+from flowcall.core.messages import Message, ModelRequest, ToolCall, ToolSpec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

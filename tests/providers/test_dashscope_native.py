@@ -11,8 +11,8 @@ import requests
 from dashscope.api_entities.dashscope_response import DashScopeAPIResponse, GenerationResponse
 from dashscope.common.utils import _handle_error_message
 
-from flowcall.errors import ConfigError, ErrorCode, ProviderError
-from flowcall.messages import Message, ModelRequest, ResponseFormat
+from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat
 from flowcall.providers.dashscope_native import (
     DashScopeProvider,
     build_request,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from flowcall.calling.schema import decision_schema
-from flowcall.messages import ToolSpec
+from flowcall.core.messages import ToolSpec
 
 pytestmark = pytest.mark.model
 
@@ -107,7 +107,7 @@ def test_bounds_too_long_for_a_grammar_are_left_to_the_schema_check():
 def test_a_real_world_schema_with_a_long_bound_gets_a_grammar(model_path):
     """Stripe's customer id `"maxLength": 5000` made llama.cpp refuse the grammar, and every
     schema-way decision on such a tool failed (7 of 168 real-world items)."""
-    from flowcall.messages import Message, ModelRequest, ResponseFormat
+    from flowcall.core.messages import Message, ModelRequest, ResponseFormat
     from flowcall.providers.local import LocalProvider
 
     schema = {"type": "object", "properties": {"customer": {"type": "string", "maxLength": 5000}},
@@ -158,8 +158,8 @@ def test_a_grammar_llama_cpp_refuses_fails_the_step_by_name(monkeypatch):
     ProviderError were given the wrong way round). Refusals cannot be caused on demand any more,
     so the gate is made to refuse."""
     import flowcall.providers.local as local
-    from flowcall.errors import ErrorCode, ProviderError
-    from flowcall.messages import Message, ModelRequest, ResponseFormat
+    from flowcall.core.errors import ErrorCode, ProviderError
+    from flowcall.core.messages import Message, ModelRequest, ResponseFormat
 
     def refuse(*_args, **_kwargs):
         raise ValueError("llama.cpp could not parse the grammar built from the JSON schema")
@@ -179,7 +179,7 @@ def test_a_phone_number_pattern_holds_the_models_answer(model_path):
     tool failed before (3 of 160 real-world items)."""
     import re
 
-    from flowcall.messages import Message, ModelRequest, ResponseFormat
+    from flowcall.core.messages import Message, ModelRequest, ResponseFormat
     from flowcall.providers.local import LocalProvider
 
     schema = {"type": "object", "properties": {"phone": {"type": "string", "pattern": r"^1\d{10}$"},

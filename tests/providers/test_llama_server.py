@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import RunStatus, StepKind
 from flowcall.providers.openai_compat import compatible_provider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import RunStatus, StepKind
-
+from flowcall.service.front import FlowCall
 from tests.local_servers import free_port, serving
 
 pytestmark = pytest.mark.model
@@ -32,7 +31,7 @@ def server_url(model_path, tmp_path_factory):
 
 
 def test_plain_completion_records_the_wire(server_url):
-    from flowcall.messages import Message, ModelRequest
+    from flowcall.core.messages import Message, ModelRequest
 
     provider = compatible_provider("qwen-local", server_url)
     turn = provider.complete(ModelRequest(messages=[Message(role="user", content="Say hello in one word.")], max_tokens=10))
@@ -42,7 +41,7 @@ def test_plain_completion_records_the_wire(server_url):
 
 
 def test_weather_flow_through_the_server(server_url, monkeypatch):
-    # the person's own server, configured in the environment: it needs no grant (flowcall/trust.py)
+    # the person's own server, configured in the environment: it needs no grant (flowcall/trust/consent.py)
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", server_url)
     # A named tool_choice makes llama.cpp's server constrain the call with a grammar and send
     # parsed tool_calls on the wire (with "auto" this small model often answers in prose).
@@ -66,7 +65,7 @@ def test_bfcl_eval_runs_on_an_openai_compatible_server(server_url):
     """`flowcall eval bfcl` on a remote provider: the same cases, checker and report as locally."""
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "flowcall.cli", "eval", "bfcl", "--category", "simple", "--category", "irrelevance",
+        [sys.executable, "-m", "flowcall.cli.main", "eval", "bfcl", "--category", "simple", "--category", "irrelevance",
          "--limit", "1", "--provider", "openai-compatible", "--model", "qwen-local", "--base-url", server_url,
          "--way", "prompt", "--json"],
         capture_output=True, text=True, cwd=root, timeout=600)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from flowcall.errors import ConfigError, ProviderError
-from flowcall.messages import Message, ModelRequest, ResponseFormat, ToolCall, ToolSpec
+from flowcall.core.errors import ConfigError, ProviderError
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat, ToolCall, ToolSpec
 
 pytestmark = pytest.mark.model
 
@@ -68,7 +68,7 @@ def test_a_generation_past_the_time_limit_is_stopped_with_an_error(provider, mon
 
 
 def test_a_bad_time_limit_is_named(monkeypatch):
-    from flowcall import config
+    from flowcall.core import config
 
     monkeypatch.setenv("FLOWCALL_LOCAL_TIMEOUT_S", "soon")
     with pytest.raises(ConfigError, match="FLOWCALL_LOCAL_TIMEOUT_S must be a number of seconds"):

@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from flowcall import progress
-from flowcall.messages import Message, ModelRequest, ResponseFormat
+from flowcall.core import progress
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat
+from flowcall.core.spec import ModelConfig
 from flowcall.providers import provider_for
 from flowcall.providers.local import LocalProvider
-from flowcall.spec import ModelConfig
 
 pytestmark = pytest.mark.model
 

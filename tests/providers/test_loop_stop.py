@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowcall.messages import Message, ModelRequest, ResponseFormat
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat
 from flowcall.providers.repetition import COPIES, SPAN, LoopStop, find_loop, item_end
 
 
@@ -87,8 +87,8 @@ def test_the_embedded_model_is_stopped_in_a_loop_and_the_json_survives(model_pat
 
 
 def test_a_stopped_loop_shows_in_the_step_line():
+    from flowcall.core.steps import Step, StepKind
     from flowcall.rendering import describe_step
-    from flowcall.steps import Step, StepKind
 
     stopped = Step(run_id="r", seq=5, kind=StepKind.MODEL_CALL, name="local", calling_way="schema", tokens_in=1415,
                    tokens_out=165, response={"loop": {"block_tokens": 6, "copies": 11}})

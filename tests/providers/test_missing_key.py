@@ -16,7 +16,7 @@ KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_BASE_URL", "DASHSCOPE_BAS
 
 
 def flowcall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcall.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "flowcall.cli.main", *args], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=120)
 
 

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from flowcall.errors import ConfigError, ErrorCode, ProviderError
-from flowcall.messages import Message, ModelRequest, ResponseFormat
+from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
+from flowcall.core.messages import Message, ModelRequest, ResponseFormat
 from flowcall.providers.base import Capabilities
 from flowcall.providers.openai_compat import (
     DASHSCOPE_COMPATIBLE_BASE_URL,
@@ -371,8 +371,8 @@ def test_userinfo_spelling_of_the_configured_host_gets_no_key(monkeypatch) -> No
 
 
 def test_one_wire_builder_serves_both_formats_and_only_dashscope_names_the_tool():
+    from flowcall.core.messages import Message, ModelRequest
     from flowcall.providers import dashscope_native, openai_compat
-    from flowcall.messages import Message, ModelRequest
 
     request = ModelRequest(messages=[Message(role="user", content="q"),
                                      Message(role="tool", tool_call_id="c1", name="get_weather", content="{}")])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.messages import Message, ModelRequest
+from flowcall.core.messages import Message, ModelRequest
 from flowcall.providers.local import LocalProvider
 from flowcall.providers.prefix_cache import CHUNK, DiskStates, _nbytes, common_prefix
 
@@ -130,7 +130,7 @@ def test_the_disk_tier_keeps_its_cap(model_path, tmp_path):
 def test_a_prompt_longer_than_the_context_is_refused_by_name(model_path):
     """Once llama_decode failed deep in the prompt cache ("llama_decode returned 1") when 64
     tools' docs filled the context; now the run's step says what to do."""
-    from flowcall.errors import ProviderError
+    from flowcall.core.errors import ProviderError
 
     small = LocalProvider(Path(model_path), n_ctx=256)
     long = ModelRequest(messages=[Message(role="user", content="weather " * 400)], max_tokens=8)

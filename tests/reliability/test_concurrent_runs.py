@@ -4,10 +4,9 @@ same measurement as benchmarks/reliability.py, with fewer and shorter runs."""
 
 from __future__ import annotations
 
-from tests.support.reliability import concurrency
-
 # The store tests' databases: db_url is an empty SQLite file, then a PostgreSQL database.
 from tests.store.conftest import db_url, pg_database  # noqa: F401
+from tests.support.reliability import concurrency
 
 
 def test_concurrent_runs_lose_nothing_and_meet_no_lock(db_url: str) -> None:  # noqa: F811

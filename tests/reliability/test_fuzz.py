@@ -42,9 +42,9 @@ def test_mcp_tool_lists() -> None:
 @pytest.mark.parametrize("name", ["p" * 300, "a\x00b", ""])
 def test_a_call_to_an_unknown_tool_with_an_awkward_name_is_recorded(db_url: str, name: str) -> None:  # noqa: F811
     """A model may write any name; the UNKNOWN_TOOL step must be stored on both databases."""
-    from flowcall.engine import Engine
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.engine.loop import Engine
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
     from flowcall.store import Store
     from flowcall.tools.registry import ToolRegistry
 
@@ -82,8 +82,8 @@ OPENAPI_CRASHERS = [
 def test_an_openapi_document_the_fuzzer_found_gets_tools_or_a_clear_error(tmp_path, document) -> None:
     import json
 
-    from flowcall.errors import ConfigError
-    from flowcall.spec import HTTPToolSource
+    from flowcall.core.errors import ConfigError
+    from flowcall.core.spec import HTTPToolSource
     from flowcall.tools.openapi_tools import tools_from_openapi
 
     path = tmp_path / "api.json"
@@ -104,7 +104,7 @@ def test_an_openapi_document_the_fuzzer_found_gets_tools_or_a_clear_error(tmp_pa
 def test_an_mcp_tool_with_a_broken_input_schema_is_usable_or_refused(schema) -> None:
     import mcp_types
 
-    from flowcall.spec import MCPServerConfig
+    from flowcall.core.spec import MCPServerConfig
     from flowcall.tools.mcp_client import tools_of
 
     class Listing:
@@ -143,8 +143,8 @@ def _import_case(export: dict, change: str) -> dict:
 @pytest.mark.parametrize("change", ["long id", "step of another run", "seq twice", "seq beyond integer",
                                     "tokens beyond integer", "new flow, seq twice"])
 def test_a_run_file_that_cannot_be_stored_is_refused_and_changes_nothing(db_url: str, change: str) -> None:  # noqa: F811
-    from flowcall.errors import ConfigError
-    from flowcall.service import FlowCall
+    from flowcall.core.errors import ConfigError
+    from flowcall.service.front import FlowCall
 
     service = FlowCall.open(db_url)
     try:
@@ -162,7 +162,7 @@ def test_mcp_tools_whose_names_read_alike_get_distinct_names() -> None:
     "a_b" both "a_b": the run's registry then refused the whole server ("two tools claim ...")."""
     import mcp_types
 
-    from flowcall.spec import MCPServerConfig
+    from flowcall.core.spec import MCPServerConfig
     from flowcall.tools.mcp_client import tools_of
     from flowcall.tools.registry import ToolRegistry
 

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from tests.support.kill_resume import kill_and_resume
 from tests.store.conftest import pg_database  # noqa: F401
+from tests.support.kill_resume import kill_and_resume
 
 
 def test_scripted_runs_killed_at_random_points_resume_to_the_same_answer(tmp_path):

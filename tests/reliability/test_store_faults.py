@@ -7,14 +7,14 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from tests.support.reliability import db_drop_runs
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.core.steps import Run, RunStatus, Step, StepKind
 from flowcall.store import Store
 from flowcall.store.db import NUL_REPLACEMENT, retry_on_disconnect
 from flowcall.store.models import RunRow
 
 # The store tests' databases: db_url is an empty SQLite file, then a PostgreSQL database.
 from tests.store.conftest import db_url, pg_database  # noqa: F401
+from tests.support.reliability import db_drop_runs
 
 
 @pytest.fixture

@@ -13,11 +13,19 @@ import time
 
 import pytest
 
-from flowcall.errors import ErrorCode
-from flowcall.messages import ToolCall
+from flowcall.core.errors import ErrorCode
+from flowcall.core.messages import ToolCall
 from flowcall.tools.base import RunContext, Tool
-from flowcall.tools.execute import (MODEL_RESULT_CHARS, STORED_RESULT_CHARS, TRUNCATED, CallOutcome, cap_result,
-                                    check_call, model_text, run_calls)
+from flowcall.tools.execute import (
+    MODEL_RESULT_CHARS,
+    STORED_RESULT_CHARS,
+    TRUNCATED,
+    CallOutcome,
+    cap_result,
+    check_call,
+    model_text,
+    run_calls,
+)
 from flowcall.tools.python_plugins import build_tool
 
 CTX = RunContext(run_id="test")
@@ -65,7 +73,7 @@ def test_a_hung_tool_times_out_and_does_not_keep_the_process_alive(tmp_path) -> 
     script = tmp_path / "hang.py"
     script.write_text(textwrap.dedent("""
         import time
-        from flowcall.messages import ToolCall
+        from flowcall.core.messages import ToolCall
         from flowcall.tools.base import RunContext
         from flowcall.tools.execute import run_calls
         from flowcall.tools.python_plugins import build_tool

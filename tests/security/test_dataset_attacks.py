@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.schemas import schema_errors
-from flowcall.datasets import MAX_FILE_BYTES, MAX_ITEMS, DatasetError, DatasetItem, parse_dataset, read_dataset, to_csv
+from flowcall.core.datasets import (
+    MAX_FILE_BYTES,
+    MAX_ITEMS,
+    DatasetError,
+    DatasetItem,
+    parse_dataset,
+    read_dataset,
+    to_csv,
+)
+from flowcall.core.schemas import schema_errors
 from tests.security.test_router_regex import run_isolated
 from tests.test_cli import flowcall
 
@@ -85,8 +93,8 @@ def test_a_catastrophic_answer_regex_is_cut_off_while_scoring(attack):
                  expected="a failing verdict that says the pattern was cut off, within 2 s")
     out, note = run_isolated(f"""
         import time
-        from flowcall.datasets import DatasetItem
-        from flowcall.scoring import Observed, score
+        from flowcall.core.datasets import DatasetItem
+        from flowcall.eval.scoring import Observed, score
         item = DatasetItem(question="q", answer_regex="(a|aa)+$")
         started = time.monotonic()
         verdict = score(item, Observed("succeeded", None, [], {EVIL_TEXT!r}, 1.0))[-1]
@@ -103,7 +111,7 @@ def test_a_catastrophic_pattern_inside_an_answer_schema_is_cut_off_too(attack):
                  expected="the schema check ends within 2 s, failing with the time limit named")
     out, note = run_isolated(f"""
         import time
-        from flowcall.schemas import schema_errors
+        from flowcall.core.schemas import schema_errors
         started = time.monotonic()
         errors = schema_errors({{"type": "object", "patternProperties": {{"(a|aa)+$": {{}}}},
                                  "properties": {{"s": {{"type": "string", "pattern": "(a|aa)+$"}}}}}},

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.approval import Decision
-from flowcall.engine import Engine
-from flowcall.errors import ConfigError
-from flowcall.nesting import DOCUMENT_DEPTH
+from flowcall.core.errors import ConfigError
+from flowcall.core.nesting import DOCUMENT_DEPTH
+from flowcall.core.spec import DecisionConfig, Flow, HTTPToolSource, MCPServerConfig
+from flowcall.core.steps import MemorySink, RunStatus
+from flowcall.engine.approval import Decision
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, HTTPToolSource, MCPServerConfig
-from flowcall.steps import MemorySink, RunStatus
 from flowcall.tools.openapi_tools import load_document
 from flowcall.tools.registry import ToolRegistry
 
@@ -38,7 +38,7 @@ def deep_text(levels: int, inner: str = "1") -> str:
 
 
 def cli(*args: str, db: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcall.cli", "--db", db, *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "flowcall.cli.main", "--db", db, *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
 
 
@@ -98,7 +98,7 @@ def test_an_mcp_tool_whose_input_schema_nests_thousands_deep_is_refused(attack, 
 
 
 def test_what_nests_within_the_limit_still_loads(tmp_path):
-    from flowcall.spec import parse_flow
+    from flowcall.core.spec import parse_flow
 
     flow = parse_flow({"name": "ok", "decision": {"provider": "local"},
                        "polish": {"provider": "local", "output_schema": nested(DOCUMENT_DEPTH // 2 - 4)}})

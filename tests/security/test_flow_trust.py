@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.approval import approve_all
-from flowcall.errors import ConfigError
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import parse_flow
+from flowcall.core.steps import RunStatus
+from flowcall.engine.approval import approve_all
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
-from flowcall.steps import RunStatus
-from flowcall.trust import TrustRequired, trust_items, ungranted
+from flowcall.service.front import FlowCall
+from flowcall.trust.consent import TrustRequired, trust_items, ungranted
 from tests.security.test_ssrf import Capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ LIAR = str(ROOT / "tests" / "security" / "lying_mcp_server.py")
 
 
 def flowcall(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcall.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "flowcall.cli.main", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, env={**os.environ, **(env or {})}, input=stdin)
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.approval import Decision
-from flowcall.engine import Engine
+from flowcall.core.spec import parse_flow
+from flowcall.core.steps import MemorySink
+from flowcall.engine.approval import Decision
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
-from flowcall.steps import MemorySink
+from flowcall.service.front import FlowCall
 from flowcall.tools.registry import ToolRegistry
-from flowcall.trust import TrustRequired
+from flowcall.trust.consent import TrustRequired
 
 SERVER = '''
 import os, pathlib

@@ -11,12 +11,12 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from flowcall.errors import ConfigError
-from flowcall.spec import HTTPToolSource, parse_flow
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import HTTPToolSource, parse_flow
 from flowcall.store.repository import Store
 from flowcall.tools.base import RunContext
 from flowcall.tools.openapi_tools import HTTPToolError, tools_from_openapi
-from flowcall.trust import trust_items, ungranted
+from flowcall.trust.consent import trust_items, ungranted
 from tests.tools.test_openapi_tools import Handler as OpenAPIHandler
 
 CTX = RunContext(run_id="t")

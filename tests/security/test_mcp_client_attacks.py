@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from flowcall.approval import Decision
-from flowcall.engine import Engine
+from flowcall.core.spec import DecisionConfig, Flow, MCPServerConfig
+from flowcall.core.steps import MemorySink, StepKind
+from flowcall.engine.approval import Decision
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, MCPServerConfig
-from flowcall.steps import MemorySink, StepKind
 from flowcall.tools.base import RunContext
 from flowcall.tools.mcp_client import MCPConnection, tools_of
 from flowcall.tools.registry import ToolRegistry

@@ -26,12 +26,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from flowcall.errors import ProviderError
-from flowcall.mcp_serve import build_server, http_app
+from flowcall.api.mcp_serve import build_server, http_app
+from flowcall.core.errors import ProviderError
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.core.steps import RunStatus
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow
-from flowcall.steps import RunStatus
+from flowcall.service.front import FlowCall
 from tests.local_servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_an_exposed_host_without_a_token_never_starts(attack):
                  expected="exit 2, a one-line error naming --token and FLOWCALL_MCP_TOKEN, the port never opens")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "FLOWCALL_MCP_TOKEN"}
-    proc = subprocess.Popen([sys.executable, "-m", "flowcall.cli", "mcp", "serve",
+    proc = subprocess.Popen([sys.executable, "-m", "flowcall.cli.main", "mcp", "serve",
                              str(ROOT / "flows" / "current_time.json"),
                              "--transport", "http", "--host", "0.0.0.0", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
@@ -114,7 +114,7 @@ def test_the_real_command_with_a_token_answers_401_to_callers_without_it(attack,
                  expected="401 with an empty body each time; the right token gets through")
     port, token = free_port(), secrets.token_urlsafe(24)
     url = f"http://127.0.0.1:{port}/mcp"
-    argv = [sys.executable, "-m", "flowcall.cli", "mcp", "serve", str(ROOT / "flows" / "current_time.json"),
+    argv = [sys.executable, "-m", "flowcall.cli.main", "mcp", "serve", str(ROOT / "flows" / "current_time.json"),
             "--transport", "http", "--port", str(port), "--token", token]
     with serving(argv, url, tmp_path / "serve.log", within_s=60, name="flowcall mcp serve", any_answer=True):
         answers = {name: httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **extra}, timeout=20)

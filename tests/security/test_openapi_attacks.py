@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.engine import Engine
+from flowcall.core.spec import DecisionConfig, Flow, HTTPToolSource
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, HTTPToolSource
-from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.registry import ToolRegistry
 from tests.security.test_ssrf import Capture
 
@@ -33,7 +33,7 @@ BOMB = "\n".join([
 LOADER = textwrap.dedent("""
     import resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-    from flowcall.spec import HTTPToolSource
+    from flowcall.core.spec import HTTPToolSource
     from flowcall.tools.openapi_tools import tools_from_openapi
     started = time.monotonic()
     try:

@@ -15,13 +15,13 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from flowcall.errors import ConfigError, ProviderError
-from flowcall.messages import Message, ModelRequest
+from flowcall.core.errors import ConfigError, ProviderError
+from flowcall.core.messages import Message, ModelRequest
+from flowcall.core.spec import DecisionConfig, Flow, ModelConfig, PolishConfig
+from flowcall.core.steps import RunStatus
 from flowcall.providers import provider_for
 from flowcall.providers.dashscope_native import DashScopeProvider
-from flowcall.service import FlowCall
-from flowcall.spec import DecisionConfig, Flow, ModelConfig, PolishConfig
-from flowcall.steps import RunStatus
+from flowcall.service.front import FlowCall
 
 KEY = "sk-test-CAPTURE-0123456789abcdef"
 PASSWORD = "Pw-from-the-env-4711"

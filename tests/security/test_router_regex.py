@@ -36,7 +36,7 @@ def test_a_catastrophic_rule_pattern_counts_as_no_match_within_a_second(attack, 
     out, note = run_isolated(f"""
         import time
         from flowcall.calling.router import Rule, rule_matches
-        from flowcall.messages import ToolSpec
+        from flowcall.core.messages import ToolSpec
         tool = ToolSpec(name="t", description="", parameters={{"type": "object", "properties": {{}}}})
         started = time.monotonic()
         chosen = rule_matches([Rule({pattern!r}, "t")], {TEXT!r}, [tool])
@@ -53,11 +53,11 @@ def test_a_routed_run_with_a_catastrophic_rule_finishes(attack):
                  expected="the run succeeds within seconds; the model chooses instead of the rule")
     out, note = run_isolated(f"""
         import time
-        from flowcall.engine import Engine
+        from flowcall.engine.loop import Engine
         from flowcall.providers.base import Capabilities
         from flowcall.providers.scripted import ScriptedProvider
-        from flowcall.spec import DecisionConfig, Flow, RouterRule
-        from flowcall.steps import MemorySink
+        from flowcall.core.spec import DecisionConfig, Flow, RouterRule
+        from flowcall.core.steps import MemorySink
         from flowcall.tools.python_plugins import build_tool
         from flowcall.tools.registry import ToolRegistry
 

@@ -21,7 +21,7 @@ def test_a_tool_argument_against_a_catastrophic_pattern_is_refused_in_seconds(at
                  expected="the call is refused as INVALID_ARGUMENT naming the field and the pattern, within 5 s")
     out, note = run_isolated(f"""
         import time
-        from flowcall.messages import ToolCall
+        from flowcall.core.messages import ToolCall
         from flowcall.tools.base import Tool
         from flowcall.tools.execute import check_call
         schema = {{"type": "object", "properties": {{"code": {{"type": "string", "pattern": {pattern!r}}}}}}}
@@ -44,10 +44,10 @@ def test_a_shared_flows_polish_schema_with_a_catastrophic_pattern_does_not_hang_
                  expected="the run ends failed, naming the pattern, within 10 s")
     out, note = run_isolated(f"""
         import json, time
-        from flowcall.engine import Engine
+        from flowcall.engine.loop import Engine
         from flowcall.providers.scripted import ScriptedProvider
-        from flowcall.spec import DecisionConfig, Flow, PolishConfig
-        from flowcall.steps import MemorySink
+        from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
+        from flowcall.core.steps import MemorySink
         from flowcall.tools.registry import ToolRegistry
         schema = {{"type": "object", "properties": {{"code": {{"type": "string", "pattern": {pattern!r}}}}},
                   "required": ["code"]}}
@@ -71,7 +71,7 @@ def test_the_eval_checker_and_the_dataset_check_share_the_bound(attack):
                  expected="not valid, within 5 s")
     out, note = run_isolated(f"""
         import time
-        from flowcall import schemas
+        from flowcall.core import schemas
         started = time.monotonic()
         valid = schemas.validator({{"type": "string", "pattern": {pattern!r}}}).is_valid({TEXT!r})
         print(round(time.monotonic() - started, 2), valid)
@@ -88,7 +88,7 @@ def test_pattern_properties_are_bounded_too(attack):
                  expected="checked within 5 s")
     out, note = run_isolated(f"""
         import time
-        from flowcall import schemas
+        from flowcall.core import schemas
         started = time.monotonic()
         schema = {{"type": "object", "patternProperties": {{{pattern!r}: {{"type": "integer"}}}}}}
         errors = list(schemas.validator(schema).iter_errors({{{TEXT!r}: "x"}}))

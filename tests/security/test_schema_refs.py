@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.approval import Decision
-from flowcall.engine import Engine
-from flowcall.errors import ConfigError, ErrorCode
+from flowcall.core.errors import ConfigError, ErrorCode
+from flowcall.core.spec import DecisionConfig, Flow, HTTPToolSource, MCPServerConfig, PolishConfig, parse_flow
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.approval import Decision
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, HTTPToolSource, MCPServerConfig, PolishConfig, parse_flow
-from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.registry import ToolRegistry
 from tests.security.test_ssrf import Capture

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.errors import ConfigError
-from flowcall.spec import load_flow, parse_flow
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import load_flow, parse_flow
 
 FLOWS = Path(__file__).resolve().parents[2] / "flows"
 

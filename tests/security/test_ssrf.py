@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from flowcall.spec import HTTPToolSource
+from flowcall.core.spec import HTTPToolSource
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.http_guard import UnsafeRequest
 from flowcall.tools.openapi_tools import tools_from_openapi

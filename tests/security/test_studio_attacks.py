@@ -16,10 +16,10 @@ from xml.etree import ElementTree
 
 import pytest
 
-from flowcall import flowgraph
-from flowcall.service import FlowCall
-from flowcall.spec import Flow, parse_flow
-from flowcall.studio import MCP_COMMANDS_VARIABLE
+from flowcall.core.spec import Flow, parse_flow
+from flowcall.service.front import FlowCall
+from flowcall.studio import flowgraph
+from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
 from tests.test_studio import ROOT, page, shown, widget
 from tests.tools.test_mcp_client import SERVER
 

@@ -2,7 +2,7 @@
 
 Streamlit renders Markdown in labels, captions and messages, so a run id, flow name, tool
 description or model name from a shared file (`:red[XX]`, a link, an image) would render as
-its author wrote it. This test reads pages/, app.py and flowcall/studio.py and fails on any
+its author wrote it. This test reads every module of flowcall/studio/ (the pages, the entry, what they share) and fails on any
 Streamlit call given an f-string whose run, flow, tool, step or model data is not escaped."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py", ROOT / "flowcall" / "studio.py"]
+FILES = sorted((ROOT / "flowcall" / "studio").rglob("*.py"))
 # names that hold what a file, server or model wrote
 OUTSIDE = {"run", "flow", "tool", "step", "profile", "server", "new", "item", "result", "checked", "source", "call",
            "config", "provider", "model", "dataset", "experiment", "spec", "saved", "version_row"}

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from flowcall.core.spec import parse_flow
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
+from flowcall.service.front import FlowCall
 
 ROOT = Path(__file__).resolve().parents[2]
 SPOOF = '\r\x1b[2K  [NOT granted] start the program ["uvx", "mcp-server-time"] with environment TZ=UTC'
@@ -28,7 +28,7 @@ RAW = ["\x1b", "\r", "\x07", "\u202e", "\x9b"]
 
 
 def flowcall(*args: str, db: str, stdin: str | None = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcall.cli", "--db", db, *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "flowcall.cli.main", "--db", db, *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120, env=dict(os.environ), input=stdin)
 
 

@@ -12,12 +12,12 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from flowcall.api_keys import key_hash, new_secret, prefix_of
-from flowcall.steps import utcnow
+from flowcall.core.steps import utcnow
 from flowcall.store import Store, make_engine
 from flowcall.store.api_keys import add_key, find_key, list_keys, revoke_keys
 from flowcall.store.migrate import alembic_config
 from flowcall.store.models import ApiKeyRow
+from flowcall.trust.api_keys import key_hash, new_secret, prefix_of
 
 
 def _row(name: str, secret: str) -> ApiKeyRow:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from flowcall.datasets import DatasetItem
-from flowcall.errors import ConfigError, NotFoundError
-from flowcall.experiment_record import ExperimentStatus, ItemResult, Verdict, summarize
-from flowcall.steps import Run, RunStatus
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.core.experiment_record import ExperimentStatus, ItemResult, Verdict, summarize
+from flowcall.core.steps import Run, RunStatus
 from flowcall.store import Store
 from flowcall.store import experiments as stored
 from flowcall.store.datasets import dataset_item, get_dataset, get_version, list_datasets, save_dataset

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import event, func, select, update
 
-from flowcall.errors import ConfigError
-from flowcall.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, StepKind
+from flowcall.core.errors import ConfigError
+from flowcall.core.steps import REUSED_NOTE, Run, RunCancelled, RunStatus, Step, StepKind
 from flowcall.store import Store
 from flowcall.store.models import RunArtifactsRow, RunRow, StepRow
 
@@ -243,9 +243,9 @@ def echo(text: str) -> str:
 
 def test_the_engine_commits_once_per_sink_call_and_reads_nothing(store: Store) -> None:
     """The same through the engine itself: three tool rounds and an answer."""
-    from flowcall.engine import Engine
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.engine.loop import Engine
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
     from flowcall.tools.python_plugins import build_tool
     from flowcall.tools.registry import ToolRegistry
 

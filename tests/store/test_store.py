@@ -12,9 +12,9 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, select, text
 
-from flowcall.errors import ConfigError
-from flowcall.spec import Flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import Flow
+from flowcall.core.steps import Run, RunStatus, Step, StepKind
 from flowcall.store import Store, make_engine, open_store
 from flowcall.store.migrate import alembic_config
 from flowcall.store.models import Base, RunRow
@@ -291,7 +291,7 @@ def test_runs_filter_by_model_and_date_and_import_keeps_every_step(store: Store)
 
 
 def test_model_profiles_are_replaced_by_key(store: Store) -> None:
-    from flowcall.model_profile import Check, ModelProfile
+    from flowcall.core.model_profile import Check, ModelProfile
     from flowcall.store.profiles import get_profile, list_profiles, save_profile
 
     first = ModelProfile(provider="openai-compatible", model="qwen", base_url="http://127.0.0.1:8080/v1",
@@ -346,7 +346,7 @@ def test_claiming_a_paused_run_is_one_compare_and_set(open_stores: Callable[[], 
 
 
 def test_what_does_not_exist_is_a_not_found_error(open_stores: Callable[[], Store]) -> None:
-    from flowcall.errors import NotFoundError
+    from flowcall.core.errors import NotFoundError
 
     store = open_stores()
     for missing in (lambda: store.get_run("nope"), lambda: store.get_flow("nope"),

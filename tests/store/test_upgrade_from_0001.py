@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import command
 from sqlalchemy import inspect, text
 
-from flowcall.steps import RunStatus
+from flowcall.core.steps import RunStatus
 from flowcall.store import Store, make_engine
 from flowcall.store.migrate import alembic_config
 

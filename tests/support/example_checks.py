@@ -22,8 +22,8 @@ from typing import Any
 
 import jsonschema
 
-from flowcall.spec import Flow, load_flow
-from flowcall.steps import Run, RunStatus, Step, StepKind
+from flowcall.core.spec import Flow, load_flow
+from flowcall.core.steps import Run, RunStatus, Step, StepKind
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOWS = ROOT / "flows"

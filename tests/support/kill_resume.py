@@ -1,7 +1,7 @@
 """kill -9 at random points, then `flowcall runs resume` until the run ends: `kill_and_resume`,
 run small by tests/reliability/test_kill_resume.py and at full size by benchmarks/kill_resume.py.
 
-Each run is the real CLI (`python -m flowcall.cli run FLOW.json ...`) in its own process, on
+Each run is the real CLI (`python -m flowcall.cli.main run FLOW.json ...`) in its own process, on
 the real store, with real plugin tools (kill_plugins/ beside this file: tools that take a moment
 and log each execution, half of them read-only). The scripted runs' model is the product's
 schema-driven model (`provider: scripted, model: schema`), a pure function of its request,
@@ -60,7 +60,7 @@ def _env(url: str, work: Path) -> dict[str, str]:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "flowcall.cli", *args]
+    return [sys.executable, "-m", "flowcall.cli.main", *args]
 
 
 def _store(url: str):

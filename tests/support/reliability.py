@@ -50,7 +50,7 @@ MCP_TEST_SERVER = ROOT / "tests" / "tools" / "mcp_test_server.py"
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=3"
 LOCK_ERRORS = re.compile(r"database is locked|database table is locked|SQLITE_BUSY|deadlock detected|"
                          r"could not serialize access|lock timeout|canceling statement due to lock", re.I)
-CLI = [sys.executable, "-c", "from flowcall.cli import main; main()"]
+CLI = [sys.executable, "-c", "from flowcall.cli.main import main; main()"]
 
 
 # ================================================================ databases
@@ -132,9 +132,9 @@ def worker(flow_file: str, question: str, rounds: int, go_file: str) -> None:
     script makes more writes per run): the service the CLI opens is given that provider, and
     everything else (store, plugins, engine, CLI) is the real one. It prints "ready" once
     imported and connected, and starts when `go_file` exists: all runs start at once."""
-    from flowcall import cli
+    from flowcall.cli import main as cli
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
     from flowcall.store import open_store as shared_store
 
     script = concurrency_script(question, rounds)
@@ -377,7 +377,7 @@ class CliRun:
     stdout: str
     stderr: str
     seconds: float
-    run: Any = None  # the stored Run (flowcall.steps.Run), read back from the database
+    run: Any = None  # the stored Run (flowcall.core.steps.Run), read back from the database
 
     @property
     def traceback(self) -> bool:
@@ -516,8 +516,8 @@ def fault_malformed_arguments(url: str) -> FaultFigure:
 
 def fault_mcp_crash(url: str) -> FaultFigure:
     """The MCP server process exits (os._exit) in the middle of a run; later calls to it fail too."""
-    from flowcall.service import FlowCall
-    from flowcall.spec import parse_flow
+    from flowcall.core.spec import parse_flow
+    from flowcall.service.front import FlowCall
 
     flow = fault_flow("fault-mcp-crash", ["own/mcp/crash", "own/mcp/add"], mcp_servers=[
         {"name": "own", "command": [sys.executable, str(MCP_TEST_SERVER), "stdio"], "trusted": True,
@@ -611,9 +611,9 @@ def db_drop_runs(url: str, *, store_class: type | None = None) -> list[FaultFigu
     or failed with a clear error), never stay `running`, and nothing may escape the engine."""
     from sqlalchemy import event
 
-    from flowcall.engine import Engine
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.engine.loop import Engine
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
     from flowcall.store import Store
     from flowcall.tools.registry import ToolRegistry
 
@@ -808,7 +808,7 @@ def drive(strategy: Any, body: Callable[[Any], None], examples: int) -> None:
 
 def _clear(exc: BaseException) -> bool:
     """A refusal as the issue asks for it: a ConfigError or FlowCallError with a message."""
-    from flowcall.errors import ConfigError, FlowCallError
+    from flowcall.core.errors import ConfigError, FlowCallError
 
     return isinstance(exc, (ConfigError, FlowCallError)) and len(str(exc).strip()) > 10
 
@@ -826,8 +826,8 @@ def example_flows() -> list[dict[str, Any]]:
 
 def fuzz_flow_import(url: str, examples: int) -> FuzzFigure:
     """`flowcall flows import FILE`: parse_flow, the plugin tools resolved, FlowCall.adopt."""
-    from flowcall.service import FlowCall
-    from flowcall.spec import parse_flow
+    from flowcall.core.spec import parse_flow
+    from flowcall.service.front import FlowCall
 
     figure = FuzzFigure(f"flow import [{_backend(url)}]")
     service = FlowCall.open(url)
@@ -864,9 +864,9 @@ def _backend(url: str) -> str:
 
 def sample_export(service: Any) -> dict[str, Any]:
     """A real run's export: a scripted run of a weather flow, with a tool step and an answer."""
-    from flowcall.engine import Engine
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.engine.loop import Engine
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
 
     flow = Flow(name="export-sample", tools=["weather/v1/get_weather"], max_rounds=2,
                 decision=DecisionConfig(provider="scripted", calling_way="native"))
@@ -879,7 +879,7 @@ def sample_export(service: Any) -> dict[str, Any]:
 
 def fuzz_run_import(url: str, examples: int) -> FuzzFigure:
     """`flowcall runs import FILE`: FlowCall.import_run on exports near a real one."""
-    from flowcall.service import FlowCall
+    from flowcall.service.front import FlowCall
 
     figure = FuzzFigure(f"run import [{_backend(url)}]")
     service = FlowCall.open(url)
@@ -939,11 +939,11 @@ def fuzz_tool_calls(url: str, examples: int) -> FuzzFigure:
     the engine into the store: every run must end recorded, with every step stored."""
     from hypothesis import strategies as st
 
-    from flowcall.engine import Engine
-    from flowcall.messages import ModelTurn
+    from flowcall.core.messages import ModelTurn
+    from flowcall.core.spec import DecisionConfig, Flow
+    from flowcall.engine.loop import Engine
     from flowcall.providers.openai_compat import parse_tool_call
     from flowcall.providers.scripted import ScriptedProvider
-    from flowcall.spec import DecisionConfig, Flow
     from flowcall.tools.registry import ToolRegistry
 
     _, values = _strategies()
@@ -1015,7 +1015,7 @@ OPENAPI_BASE = {
 
 def _tool_is_usable(tool: Any, arguments: Any) -> None:
     """What a run does with a tool before calling it: its spec, its review, a call check."""
-    from flowcall.messages import ToolCall
+    from flowcall.core.messages import ToolCall
     from flowcall.tools.execute import check_call
     from flowcall.tools.review import definition, fingerprint, injection_warnings
 
@@ -1045,7 +1045,7 @@ def fuzz_openapi(examples: int) -> FuzzFigure:
     """OpenAPI documents (JSON, YAML, anything) turned into tools (openapi_tools.tools_from_openapi)."""
     import yaml
 
-    from flowcall.spec import HTTPToolSource
+    from flowcall.core.spec import HTTPToolSource
     from flowcall.tools.openapi_tools import tools_from_openapi
 
     figure = FuzzFigure("OpenAPI documents")
@@ -1094,7 +1094,7 @@ def fuzz_mcp_schemas(examples: int) -> FuzzFigure:
     then what a run does with them: the run's registry, the pins' review, a call check."""
     import mcp_types
 
-    from flowcall.spec import MCPServerConfig
+    from flowcall.core.spec import MCPServerConfig
     from flowcall.tools.mcp_client import tools_of
     from flowcall.tools.registry import ToolRegistry
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.engine import Engine
-from flowcall.errors import FlowCallError
+from flowcall.core.errors import FlowCallError
+from flowcall.core.spec import DecisionConfig, Flow, MCPServerConfig, parse_flow
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, MCPServerConfig, parse_flow
-from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.base import RunContext
 from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of
-from flowcall.tools.sources import run_registry
 from flowcall.tools.registry import ToolRegistry
+from flowcall.tools.sources import run_registry
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 TIME = MCPServerConfig(name="time", command=[sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])
@@ -111,7 +111,7 @@ def test_a_crashed_server_gives_tool_errors_and_the_run_ends():
 def test_with_servers_turns_a_start_failure_into_a_run_error():
     ghost = MCPServerConfig(name="ghost", command=["/nonexistent/mcp-server"], startup_timeout_s=10)
     with pytest.raises(FlowCallError, match="ghost"):
-        # only servers whose tools the flow attaches are started (flowcall/trust.py)
+        # only servers whose tools the flow attaches are started (flowcall/trust/consent.py)
         with run_registry(ToolRegistry(), Flow(name="g", tools=["ghost/mcp/anything"], mcp_servers=[ghost])):
             pass
 
@@ -126,12 +126,12 @@ def test_flow_json_with_servers_validates_transport_and_keeps_keys_out():
 
 def test_cli_lists_a_servers_tools_and_refuses_no_target():
     root = Path(__file__).resolve().parents[2]
-    listed = subprocess.run([sys.executable, "-m", "flowcall.cli", "mcp", "tools", "--", sys.executable, SERVER, "stdio"],
+    listed = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "mcp", "tools", "--", sys.executable, SERVER, "stdio"],
                             capture_output=True, text=True, cwd=root, timeout=120)
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
     assert names == ["add", "shout", "save_note", "fail", "hang", "crash"]
     assert "read_only" in listed.stdout.splitlines()[0]
-    neither = subprocess.run([sys.executable, "-m", "flowcall.cli", "mcp", "tools"], capture_output=True, text=True,
+    neither = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "mcp", "tools"], capture_output=True, text=True,
                              cwd=root, timeout=60)
     assert neither.returncode == 2 and "give either --url or a command" in neither.stderr

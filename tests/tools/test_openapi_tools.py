@@ -12,10 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from flowcall.engine import Engine
+from flowcall.core.spec import DecisionConfig, Flow, HTTPToolSource
+from flowcall.core.steps import MemorySink, RunStatus, StepKind
+from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from flowcall.spec import DecisionConfig, Flow, HTTPToolSource
-from flowcall.steps import MemorySink, RunStatus, StepKind
 from flowcall.tools.base import RunContext
 from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest, check_url
 from flowcall.tools.openapi_tools import HTTPToolError, tools_from_openapi
@@ -184,8 +184,8 @@ def test_a_flow_runs_http_tools_and_a_refused_source_fails_the_run_clearly(base)
 
 
 def test_a_tool_whose_definition_changed_is_flagged_and_waits_for_a_person(base, monkeypatch):
-    from flowcall.approval import approve_all
-    from flowcall.service import FlowCall
+    from flowcall.engine.approval import approve_all
+    from flowcall.service.front import FlowCall
 
     flow = Flow(name="pinned", tools=["notes/http/getItem"], max_rounds=1, http_tools=[source(base)],
                 decision=DecisionConfig(provider="scripted"))
@@ -193,7 +193,7 @@ def test_a_tool_whose_definition_changed_is_flagged_and_waits_for_a_person(base,
         return [("getItem", {"item_id": 1})] if request.tools else "ok"
 
     service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider([model] * 2))
-    service.grant(flow, by="test")  # a person lets this flow load the document and reach 127.0.0.1 (flowcall/trust.py)
+    service.grant(flow, by="test")  # a person lets this flow load the document and reach 127.0.0.1 (flowcall/trust/consent.py)
     first = service.run(flow, "item 1?")  # first use: pinned, no questions asked
     assert first.status == RunStatus.SUCCEEDED and not [s for s in first.steps if s.kind == StepKind.WARNING]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from flowcall import config
-from flowcall.errors import ConfigError
-from flowcall.service import FlowCall
-from flowcall.spec import Flow, MCPServerConfig
+from flowcall.core import config
+from flowcall.core.errors import ConfigError
+from flowcall.core.spec import Flow, MCPServerConfig
+from flowcall.service.front import FlowCall
 from flowcall.tools.attach import add_server_to_flow, with_server
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.trial import server_config, server_tools, try_server_tool, try_tool

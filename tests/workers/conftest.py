@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import redis
 
-from flowcall.local_workers import REDIS, scratch_database, scratch_redis
+from flowcall.workers.local_workers import REDIS, scratch_database, scratch_redis
 
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 

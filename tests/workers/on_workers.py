@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from flowcall.datasets import DatasetItem
-from flowcall.experiment_record import Experiment
-from flowcall.experiments import submit
-from flowcall.fake_server import FakeModelServer
-from flowcall.local_workers import LocalWorkers
-from flowcall.service import FlowCall
-from flowcall.spec import parse_flow
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.experiment_record import Experiment
+from flowcall.core.spec import parse_flow
+from flowcall.eval.experiments import submit
+from flowcall.service.front import FlowCall
 from flowcall.store.datasets import save_dataset
 from flowcall.store.experiments import get_experiment
 from flowcall.store.models import StepRow
+from flowcall.testing.fake_server import FakeModelServer
+from flowcall.workers.local_workers import LocalWorkers
 
 FLOW = {"format": "flowcall.flow/v1", "name": "on-workers", "tools": ["workertest/v1/record_item"],
         "max_rounds": 1, "decision": {"provider": "openai-compatible", "model": "fake", "calling_way": "native"},

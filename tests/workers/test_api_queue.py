@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from flowcall.local_workers import LocalWorkers
+from flowcall.workers.local_workers import LocalWorkers
 from tests.api.server import SCHEMA_MODEL, api_server
 from tests.api.test_api import events
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from flowcall.approval import MAYBE_RAN_NOTE
-from flowcall.local_workers import PG_ADMIN
-from flowcall.steps import RunStatus, StepKind
+from flowcall.core.steps import RunStatus, StepKind
+from flowcall.engine.approval import MAYBE_RAN_NOTE
 from flowcall.store.experiments import get_experiment
+from flowcall.workers.local_workers import PG_ADMIN
 from tests.workers.on_workers import experiment_on_workers, lost_steps
 
 pytestmark = [pytest.mark.postgres, pytest.mark.workers]

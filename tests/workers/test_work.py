@@ -1,4 +1,4 @@
-"""What a worker does with a run id (flowcall/work.py), in this process, on a real PostgreSQL:
+"""What a worker does with a run id (flowcall/workers/work.py), in this process, on a real PostgreSQL:
 each state a delivered task can meet, twice delivered tasks, experiments scored and finished
 once, and the set-ups refused before anything is queued (a broker without PostgreSQL, no broker,
 a broker that is down)."""
@@ -13,19 +13,19 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import update
 
-from flowcall import experiments
-from flowcall.cli import cli
-from flowcall.datasets import DatasetItem
-from flowcall.approval import MAYBE_RAN_NOTE
-from flowcall.errors import ConfigError
-from flowcall.experiment_record import ExperimentStatus
-from flowcall.service import FlowCall
-from flowcall.steps import RunStatus, StepKind, utcnow
+from flowcall.cli.main import cli
+from flowcall.core.datasets import DatasetItem
+from flowcall.core.errors import ConfigError
+from flowcall.core.experiment_record import ExperimentStatus
+from flowcall.core.steps import RunStatus, StepKind, utcnow
+from flowcall.engine.approval import MAYBE_RAN_NOTE
+from flowcall.eval import experiments
+from flowcall.service.front import FlowCall
 from flowcall.store.datasets import save_dataset
 from flowcall.store.experiments import finish_when_scored, get_experiment
 from flowcall.store.models import RunRow
 from flowcall.store.ownership import this_process
-from flowcall.work import Later, work_on
+from flowcall.workers.work import Later, work_on
 from tests.durable_helper import FLOW, service
 
 pytestmark = pytest.mark.postgres

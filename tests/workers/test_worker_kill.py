@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from flowcall.approval import MAYBE_RAN_NOTE
-from flowcall.steps import RunStatus, StepKind
+from flowcall.core.steps import RunStatus, StepKind
+from flowcall.engine.approval import MAYBE_RAN_NOTE
 from flowcall.store.experiments import get_experiment
 from tests.workers.on_workers import experiment_on_workers, lost_steps
 

@@ -12,8 +12,8 @@ from alembic import context
 from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import JSON, Connection
 
-from flowcall import config as flowcall_config
-from flowcall.errors import ConfigError
+from flowcall.core import config as flowcall_config
+from flowcall.core.errors import ConfigError
 from flowcall.store.db import make_engine
 from flowcall.store.models import Base, UTCDateTime
 

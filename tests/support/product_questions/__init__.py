@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flowcall import config
 from flowcall.calling.doc_values import doc_values, required_doc_values
 from flowcall.calling.grounding import ground_calls
-from flowcall.variables import fill_variables
-from flowcall.messages import Message, ToolCall, ToolSpec
-from flowcall.spec import load_flow
+from flowcall.core import config
+from flowcall.core.messages import Message, ToolCall, ToolSpec
+from flowcall.core.spec import load_flow
+from flowcall.core.variables import fill_variables
 from flowcall.tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,4 +1,4 @@
-"""Grants: what a person on this machine allowed flows to start or reach (flowcall/trust.py).
+"""Grants: what a person on this machine allowed flows to start or reach (flowcall/trust/consent.py).
 
 Revision ID: 0006
 Revises: 0005

@@ -1,0 +1,1 @@
+"""The base types every layer shares: the flow, runs and their steps, messages, errors, configuration."""

@@ -1,0 +1,91 @@
+"""Approval: some calls wait for a person, who approves, denies or edits them.
+
+Which: destructive tools (annotation), every tool of an MCP server not marked trusted by a
+person (a grant, flowcall/trust/consent.py), whatever the server's own annotations say, and any
+tool the flow lists in `needs_approval`. A denied call goes back to the model as
+APPROVAL_DENIED; an edited one runs with the person's arguments, checked like the model's.
+
+Who answers is an Approver: the CLI asks on the terminal, the studio shows buttons. With no
+one to ask, the run pauses: the engine saves its state in the database and the run can be
+resumed later, also after a restart (`flowcall runs resume`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel
+
+from flowcall.core.errors import ErrorCode
+from flowcall.core.messages import ToolCall
+from flowcall.core.spec import Flow
+from flowcall.core.steps import WAITING_PREFIX
+from flowcall.tools.base import Tool
+from flowcall.tools.execute import CallOutcome
+
+
+class Decision(BaseModel):
+    action: Literal["approve", "deny", "edit"]
+    arguments: dict[str, Any] | None = None  # the person's arguments, for "edit"
+    reason: str = ""
+    by: str = "person"
+
+
+# Asked once per call that needs approval; None means nobody can answer now: the run pauses.
+Approver = Callable[[ToolCall, Tool], Decision | None]
+
+
+def needs_approval(tool: Tool, flow: Flow, changed: frozenset[str] = frozenset()) -> bool:
+    """`changed`: versions of tools whose definition differs from the one first accepted."""
+    if tool.name in flow.needs_approval or tool.version in flow.needs_approval or tool.version in changed:
+        return True
+    if tool.source == "mcp":
+        # An MCP server's annotations are hints it writes about itself: a server the person has
+        # not trusted cannot talk its way out of approval by calling a tool read-only.
+        return not tool.trusted
+    return tool.annotations.destructive
+
+
+def approve_all(call: ToolCall, tool: Tool) -> Decision:
+    return Decision(action="approve", by="approve-all")
+
+
+def deny_all(call: ToolCall, tool: Tool) -> Decision:
+    return Decision(action="deny", reason="denied by policy", by="deny-all")
+
+
+MAYBE_RAN_NOTE = (f"{WAITING_PREFIX}: this call was started before the run was interrupted and its result "
+                  "was never recorded, so it may have run already: approve to run it again, or deny to go on "
+                  "without it")
+WAITING_NOTE = f"{WAITING_PREFIX} to approve, deny or edit"
+
+
+def safe_to_repeat(tool: Tool) -> bool:
+    """May a call whose result was lost run again unasked? Only a read-only tool whose
+    read-only hint comes from code this machine trusts (a plugin, a trusted server): an
+    untrusted server could call anything read-only."""
+    return tool.annotations.read_only and (tool.source == "python" or tool.trusted)
+
+
+def as_decided(call: ToolCall, decision: Decision) -> ToolCall:
+    """The call as it will run: an edited one with the person's arguments."""
+    if decision.action != "edit":
+        return call
+    return call.model_copy(update={"arguments": decision.arguments,
+                                   "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False)})
+
+
+def decision_step(call: ToolCall, decision: Decision) -> dict[str, Any]:
+    """The approval step's fields for a person's decision on `call`."""
+    return dict(name=call.name, tool_call_id=call.id, arguments=call.arguments,
+                result={"action": decision.action, "by": decision.by, "reason": decision.reason or None},
+                note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
+                error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None)
+
+
+def denied(call: ToolCall, tool: Tool, decision: Decision) -> CallOutcome:
+    """A denied call's outcome: the model reads why, and that it must not ask again."""
+    return CallOutcome(call, tool, error_code=ErrorCode.APPROVAL_DENIED,
+                       error_message="a person denied this call" + (f": {decision.reason}" if decision.reason else "")
+                       + "; do not call it again, answer without it")

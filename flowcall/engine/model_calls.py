@@ -1,0 +1,92 @@
+"""A model's calls in one run, each recorded as one step (also when it fails)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from flowcall.calling import vetting
+from flowcall.calling.base import CallingWay
+from flowcall.core import progress
+from flowcall.core.errors import ErrorCode, FlowCallError, ProviderError
+from flowcall.core.messages import ModelRequest, ModelTurn
+from flowcall.core.steps import StepKind, utcnow
+from flowcall.engine.recorder import Recorder
+from flowcall.providers.base import Provider
+
+
+class RunFailed(FlowCallError):
+    """Raised inside the loop to end a run; the run is recorded as failed, not lost."""
+
+
+@dataclass
+class ModelCaller:
+    provider: Provider
+    rec: Recorder
+    way: CallingWay | None = None  # the decision model's calling way; None for the polish model
+
+    def call(self, kind: StepKind, round_no: int, way_name: str | None, sent: ModelRequest,
+             interpret: Callable[[ModelTurn], ModelTurn] | None = None, note: str | None = None) -> ModelTurn:
+        """One provider call, recorded as one step (also when it fails, then re-raised)."""
+        provider = self.provider
+        started_at, t0 = utcnow(), time.perf_counter()
+        common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way_name, note=note,
+                      started_at=started_at)
+        try:
+            with progress.step(kind.value, progress_label(provider, note)):
+                turn = provider.complete(sent)
+        except ProviderError as exc:
+            request_sent = exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True)
+            self.rec.record(kind, **common, request=request_sent, error_code=str(exc.code), error_message=exc.message,
+                            request_id=exc.request_id, latency_ms=(time.perf_counter() - t0) * 1000,
+                            retries=exc.details.get("retries") or exc.retries)
+            raise
+        if interpret:
+            turn = interpret(turn)
+        if turn.verdict:  # what a check found replaces what it asked, before why the way was chosen
+            rest = [part for part in (note or "").split("; ") if part and not turn.verdict.startswith(part)]
+            common["note"] = "; ".join([turn.verdict, *rest])
+        self.rec.record(
+            kind, **common, request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
+            response=turn.wire_response, rendered_prompt=turn.rendered_prompt,
+            tool_calls=[c.model_dump(mode="json") for c in turn.tool_calls],
+            result=turn.content, tokens_in=turn.usage.input_tokens, tokens_out=turn.usage.output_tokens,
+            latency_ms=turn.latency_ms or (time.perf_counter() - t0) * 1000, retries=turn.retries,
+            request_id=turn.request_id,
+            error_code=str(ErrorCode.PARSE_FAILED) if turn.parse_errors and not turn.tool_calls else None,
+            error_message="; ".join(turn.parse_errors) or None,
+        )
+        return turn
+
+    def decide(self, request: ModelRequest, round_no: int) -> ModelTurn:
+        """One decision in the calling way, its model calls recorded; a provider's failure ends the run."""
+        assert self.way is not None, "only the decision model decides"
+
+        def call(way_name: str, sent: ModelRequest, interpret: Callable[[ModelTurn], ModelTurn] | None = None,
+                 note: str | None = None) -> ModelTurn:
+            return self.call(StepKind.MODEL_CALL, round_no, way_name, sent, interpret, note)
+
+        try:
+            return self.way.decide(request, self.provider.capabilities, call)
+        except ProviderError as exc:
+            raise RunFailed(exc.code, exc.message) from exc
+
+    def decide_vetted(self, request: ModelRequest, round_no: int, budget: int) -> tuple[ModelTurn, int]:
+        """A decision as the host lets it stand (calling/vetting.py): each warning is a step,
+        each retry a recorded decision. Returns the turn and the retry budget left."""
+        reviewed = vetting.review(self.decide(request, round_no), request, budget)
+        while True:
+            for warning in reviewed.warnings:
+                self.rec.record(StepKind.WARNING, round=round_no, **warning.step_fields())
+            budget -= reviewed.spent
+            if reviewed.retry is None:
+                return reviewed.turn, budget
+            reviewed = reviewed.retry.then(self.decide(reviewed.retry.request, round_no))
+
+
+def progress_label(provider: Provider, note: str | None) -> str:
+    """What a watcher sees while a model call runs: a stage's own label ("relevance of
+    get_weather"), else the model; why `auto` chose its way stays in the step's note."""
+    stage = (note or "").split("; ")[0]
+    return stage if stage and not stage.startswith(("auto: ", "after fallback: ")) else f"{provider.name}/{provider.model}"

@@ -1,0 +1,524 @@
+"""One front door for the CLI and the UI: the store, the tool registry and the engine, wired.
+
+Neither the CLI nor a Streamlit page talks to a provider, a tool or the database except through this.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import cached_property, partial
+from typing import Any, Callable
+
+import httpx
+from pydantic import ValidationError
+
+from flowcall.core import artifacts as artifact_codec
+from flowcall.core import config, nesting
+from flowcall.core.errors import ConfigError
+from flowcall.core.messages import ToolSpec
+from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig, load_flow, parse_flow
+from flowcall.core.steps import ChatTurn, Run, RunStatus, StepCallback
+from flowcall.engine.approval import Approver
+from flowcall.engine.loop import Engine
+from flowcall.engine.loop_state import LoopState
+from flowcall.engine.replay import replay_factory
+from flowcall.engine.rerun import checkpoint_before
+from flowcall.providers import provider_for
+from flowcall.providers.base import ProviderFactory
+from flowcall.providers.profiled import with_profiles
+from flowcall.store import Store, open_store
+from flowcall.tools import trial
+from flowcall.tools.attach import add_server_to_flow
+from flowcall.tools.base import Tool, ToolAnnotations
+from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest
+from flowcall.tools.registry import ToolRegistry
+from flowcall.tools.review import ToolReview, injection_warnings, review
+from flowcall.tools.trial import TrialResult
+from flowcall.trust.api_keys import (
+    MAX_SECRET_LENGTH,
+    SECRET_PREFIX,
+    ApiKey,
+    check_key_name,
+    key_hash,
+    new_secret,
+    prefix_of,
+)
+from flowcall.trust.consent import TrustItem, require_granted, trust_items
+
+IMPORTED_SUFFIX = "-imported"
+
+
+@dataclass
+class Adopted:
+    """A flow from outside (a file, a run export) as stored: maybe under another name."""
+
+    flow: Flow
+    version_id: int
+    version: int
+    note: str | None = None  # set when it was stored under a new name
+
+RUN_FORMAT = "flowcall.run/v1"
+
+
+@dataclass
+class FlowCall:
+    store: Store
+    provider_factory: ProviderFactory = provider_for
+    last_import_note: str | None = None  # what `import_run` did with a flow whose name was taken
+    _versions: dict[int, Flow] = field(default_factory=dict, repr=False)  # flow versions read (flow_of)
+
+    @classmethod
+    def open(cls, database_url: str | None = None) -> FlowCall:
+        """The service on a database; models get the capabilities their probe measured
+        (Models page, `flowcall profiles probe`), which is what `auto` chooses from."""
+        from flowcall.store.profiles import get_profile
+
+        store = open_store(database_url)
+        return cls(store=store, provider_factory=with_profiles(provider_for, partial(get_profile, store)))
+
+    def seed_examples(self) -> list[str]:
+        """On an empty database, save the example flows (they ship inside the package), so the
+        studio opens with something to run and `flowcall run commute-weather` works at once."""
+        if self.store.list_flows():
+            return []
+        seeded = []
+        for path in sorted(config.EXAMPLE_FLOWS.glob("*.json")):
+            try:
+                flow = load_flow(path)
+            except ConfigError:
+                continue  # a broken example must not keep anything from starting
+            self.store.save_flow(flow)
+            seeded.append(flow.name)
+        return seeded
+
+    @cached_property
+    def registry(self) -> ToolRegistry:
+        return ToolRegistry.from_plugin_dirs(config.plugin_dirs())
+
+    # --- consent (flowcall/trust/consent.py) -------------------------------------------------------
+    def require_trust(self, flow: Flow, ref: str | None = None, *, run_id: str | None = None) -> None:
+        """Refuse (TrustRequired, a ConfigError) a flow that would start or reach something no
+        person on this machine granted; the message lists each item and the command to grant."""
+        command = f"flowcall trust --run {run_id[:8]}" if run_id else f"flowcall trust {shlex.quote(ref or flow.name)}"
+        require_granted(flow, self.store, command)
+
+    def trust_status(self, flow: Flow) -> list[tuple[TrustItem, bool]]:
+        """Each item the flow would start or reach, and whether it is granted."""
+        granted = self.store.granted_keys()
+        return [(item, item.key in granted) for item in trust_items(flow)]
+
+    def grant(self, flow: Flow, *, by: str) -> list[TrustItem]:
+        """A person grants everything the flow would start or reach; returns what was new."""
+        new = [item for item, ok in self.trust_status(flow) if not ok]
+        self.store.grant(new, by=by)
+        return new
+
+    # --- flows from outside ---------------------------------------------------------------
+    def adopt(self, flow: Flow) -> Adopted:
+        """Store a flow that came from outside without ever changing a saved flow: the same
+        content as a saved version is that version; a new name is saved as it is; a name taken
+        by a different flow gets a new name (`NAME-imported`, `-imported-2`, ...)."""
+        spec_hash = flow.content_hash()
+        base = flow.name[: 120 - len(IMPORTED_SUFFIX) - 4]
+        for n in range(1, 1000):
+            name = flow.name if n == 1 else f"{base}{IMPORTED_SUFFIX}" + ("" if n == 2 else f"-{n - 1}")
+            candidate = flow if n == 1 else flow.model_copy(update={"name": name})
+            found = self.store.find_version(name, candidate.content_hash() if n > 1 else spec_hash)
+            if found is False:
+                continue  # a different flow has this name: never add a version to it
+            version_id, version = found or self.store.save_flow(candidate)
+            note = None if n == 1 else (f"a different flow named {flow.name!r} is saved here, so this one is "
+                                        f"stored as {name!r}; the saved {flow.name!r} is unchanged")
+            return Adopted(candidate, version_id, version, note)
+        raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
+
+    def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None,
+            approver: Approver | None = None, run_id: str | None = None,
+            context: list[ChatTurn] | None = None) -> Run:
+        """Run the flow against its stored version (stored first if new; a flow whose name is
+        taken by a different saved flow is stored under a new name, see `adopt`). Without an
+        approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
+        adopted = self.prepare(flow)  # fails before anything is recorded if a tool is missing
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
+                          approver=approver, run_id=run_id, context=context)
+
+    def warm_up(self, flows: list[Flow], *, on_flow: Callable[[Flow], None] | None = None) -> int:
+        """Have the embedded model read, once, what every run of these flows begins with: the
+        decision's prompt and tools and the relevance questions before the user's words. The
+        local provider keeps those states in its prompt cache on disk, so the first real run
+        reads only the question. Nothing is executed or stored. Returns how many flows were read:
+        those that decide with the embedded model on plugin tools only."""
+        from flowcall.core.steps import MemorySink
+
+        engine = Engine(self.registry, self.provider_factory, MemorySink())
+        done = 0
+        for flow in flows:
+            if flow.decision.provider != "local" or flow.mcp_servers or flow.http_tools:
+                continue
+            if on_flow:
+                on_flow(flow)
+            messages = LoopState.fresh(flow, "?").messages
+            tools = [tool.spec() for tool in self.registry.resolve(flow.plugin_refs())]
+            engine.decide_only(flow, messages, tools, label=f"warm-up {flow.name}")
+            done += 1
+        return done
+
+    # --- a run recorded first, executed later by its id (experiments; later, workers) ----------
+    def prepare(self, flow: Flow) -> Adopted:
+        """Check that `flow` can run here (its plugin tools exist; what it starts or reaches is
+        granted) and store it, as `run` does: the flow version its runs will point at."""
+        self.registry.resolve(flow.plugin_refs())
+        self.require_trust(flow)
+        return self.adopt(flow)
+
+    def submit(self, adopted: Adopted, question: str) -> Run:
+        """Record a run of a prepared flow on `question` without running it (status queued).
+        `execute` runs it given only its id, in this process or, later, in a worker's."""
+        return self.submit_many(adopted, [question])[0]
+
+    def submit_many(self, adopted: Adopted, questions: list[str]) -> list[Run]:
+        """`submit` for many questions (an experiment's items), recorded in one transaction."""
+        runs = [Run(id=str(uuid.uuid4()), flow_name=adopted.flow.name, flow_version_id=adopted.version_id,
+                    question=question, trace_id=uuid.uuid4().hex, status=RunStatus.QUEUED) for question in questions]
+        self.store.queue_runs(runs)
+        return runs
+
+    def execute(self, run_id: str, *, tools: list[ToolSpec] | None = None, approver: Approver | None = None,
+                on_step: StepCallback | None = None) -> Run:
+        """Run a queued run: claim it (so it runs once, whoever else asks), then run its flow
+        version from the question. With `tools`, only its decision model is asked, once, with
+        those tool definitions instead of the flow's, and nothing is executed (a dataset item
+        that brings its own tools, e.g. one imported from BFCL). A missing API key raises
+        NotConfigured and leaves the run queued."""
+        run = self.store.get_run(run_id)
+        if run.status != RunStatus.QUEUED:
+            raise ConfigError(f"run {run.id} is {run.status}, not queued; only a queued run is executed "
+                              f"(see `flowcall runs show {run.id[:8]}`)")
+        flow = self.flow_of(run)
+        self.require_trust(flow, run_id=run.id)
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        if tools is None:
+            return engine.resume(run, flow, None, approver=approver, on_step=on_step)
+        if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {t.name for t in tools}:
+            flow = flow.model_copy(update={"tool_choice": "auto"})  # it names one of the flow's own tools
+        return engine.decide_only(flow, LoopState.fresh(flow, run.question, run.context).messages, tools, run=run)[0]
+
+    # --- runs handed to workers (FLOWCALL_BROKER_URL; flowcall/service/broker.py, worker.py) ----------
+    def require_queue(self) -> None:
+        """ConfigError unless runs can be queued here: a broker is set and the store is PostgreSQL."""
+        from flowcall.service import broker
+
+        broker.require_broker(self.store.engine.dialect.name)
+
+    def enqueue(self, run_ids: list[str]) -> None:
+        """Hand queued runs to the workers: one task per run, carrying only its id."""
+        from flowcall.service import broker
+
+        self.require_queue()
+        broker.enqueue(run_ids)
+
+    def run_queued(self, flow: Flow, question: str) -> Run:
+        """Record a run of `flow` and hand it to the workers (`flowcall worker`); it is returned
+        queued. Refused before anything is stored when queueing cannot work here; a broker that
+        does not take the run leaves it cancelled, saying why."""
+        self.require_queue()
+        run = self.submit(self.prepare(flow), question)
+        try:
+            self.enqueue([run.id])
+        except ConfigError as exc:
+            self.store.cancel(run.id, by=f"nobody: the broker did not take it ({exc})")
+            raise
+        return run
+
+    def follow(self, run_id: str, *, on_step: StepCallback | None = None, poll_s: float = 0.2,
+               timeout_s: float | None = None) -> Run:
+        """Watch a run that a worker executes, from the database: each new step to `on_step` as it
+        is committed, until the run ends or waits for a person (an interrupted run is waited for:
+        its task goes to another worker). On `timeout_s`, the run as it is then."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        seen = 0
+        while True:
+            run = self.store.get_run(run_id)
+            for step in run.steps[seen:]:
+                if on_step:
+                    on_step(step)
+            seen = len(run.steps)
+            waiting = run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
+            if not waiting or (deadline is not None and time.monotonic() >= deadline):
+                return run
+            time.sleep(poll_s)
+
+    def resume(self, run_id: str, *, approver: Approver | None, on_step: StepCallback | None = None) -> Run:
+        """Go on with a run that waits for approval or was interrupted (its process died), from
+        its last committed step; its state is in the database, so this works after a restart.
+
+        Exactly once: the engine claims the run in the database before anything runs, so of two
+        resumers (CLI and studio, two tabs) one goes on and the other gets a ConfigError."""
+        # The run (its steps) is read before its state: the claim checks the step count, so a
+        # state saved by a newer pause than these steps is never resumed (the claim fails).
+        run = self.store.get_run(run_id)
+        checkpoint = self.store.get_checkpoint(run.id)
+        flow = self.flow_of(run)
+        self.require_trust(flow, run_id=run.id)  # a refusal leaves the run waiting: nothing is claimed yet
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
+
+    def cancel(self, run_id: str, *, by: str = "a person") -> Run:
+        """Cancel a run that is running (its process stops at its next step), waits for
+        approval or was interrupted. A run that ended is left as it is (ConfigError)."""
+        return self.store.cancel(run_id, by=by)
+
+    def flow_of(self, run: Run) -> Flow:
+        """The flow version a run ran (kept once read: a stored version never changes)."""
+        if run.flow_version_id is None:
+            raise ConfigError(f"run {run.id[:8]} has no flow version (its flow was deleted); import the flow again")
+        if run.flow_version_id not in self._versions:
+            self._versions[run.flow_version_id] = self.store.get_flow_version(run.flow_version_id)
+        return self._versions[run.flow_version_id]
+
+    def rerun_from(self, run_id: str, seq: int, *, arguments: dict[str, Any] | None = None,
+                   decision_prompt: str | None = None, polish_prompt: str | None = None,
+                   on_step: StepCallback | None = None, approver: Approver | None = None) -> Run:
+        """A new run that reuses a run's steps before `seq` and goes on live from there, with
+        edited arguments (a tool_call step) or an edited system prompt (saved as a new flow
+        version, so the new run says which prompt it ran)."""
+        original = self.store.get_run(run_id)
+        flow = self.flow_of(original)
+        if decision_prompt is not None:
+            flow = flow.model_copy(update={"decision": flow.decision.model_copy(update={"system_prompt": decision_prompt})})
+        if polish_prompt is not None:
+            if flow.polish is None:
+                raise ConfigError(f"flow {flow.name!r} has no polish model whose prompt could change")
+            flow = flow.model_copy(update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})})
+        state, reused = checkpoint_before(original, flow, seq, arguments)
+        saved = self.store.artifacts_before(original.id, reused[-1].seq + 1 if reused else 1)
+        if saved:  # the hidden context (a loaded table) as it was at the cut
+            state.artifacts = artifact_codec.decode(saved)
+        self.registry.resolve(flow.plugin_refs())
+        self.require_trust(flow, run_id=original.id)
+        version_id, _ = self.store.save_flow(flow)
+        engine = Engine(self.registry, self.provider_factory, self.store)
+        return engine.continue_from(flow, original.question, state.checkpoint(), reused, flow_version_id=version_id,
+                                    on_step=on_step, approver=approver, context=original.context)
+
+    def export_run(self, run_id: str) -> dict[str, Any]:
+        """A run with its steps and the flow version it ran: enough to import it elsewhere."""
+        run = self.store.get_run(run_id)
+        flow = self.flow_of(run) if run.flow_version_id is not None else None
+        return {"format": RUN_FORMAT, "run": run.model_dump(mode="json"),
+                "flow": flow.model_dump(mode="json") if flow else None}
+
+    def import_run(self, data: dict[str, Any] | str, *, source: str = "run file") -> Run:
+        """Store an exported run (and its flow version); an invalid file changes nothing."""
+        if isinstance(data, str):
+            try:
+                data = nesting.loads(data, source, nesting.RUN_DEPTH)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+        else:
+            nesting.check_depth(data, source, nesting.RUN_DEPTH)
+        if not isinstance(data, dict) or data.get("format") != RUN_FORMAT or "run" not in data:
+            raise ConfigError(f"{source} is not a FlowCall run export: it needs \"format\": \"{RUN_FORMAT}\" and a "
+                              "\"run\" (export one from the inspector or with `flowcall runs export ID`)")
+        try:
+            run = Run.model_validate(data["run"])
+            flow = parse_flow(data["flow"], source=f"{source} (its flow)") if data.get("flow") else None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            raise ConfigError(f"{source} holds an invalid run at run.{where}: {first['msg']}") from exc
+        self.store.check_import(run, source)  # before the flow is adopted: a refused file stores nothing
+        adopted = self.adopt(flow) if flow else None
+        update: dict[str, Any] = {"flow_version_id": adopted.version_id if adopted else None}
+        if adopted and adopted.flow.name != flow.name:
+            update["flow_name"] = adopted.flow.name
+        imported = self.store.import_run(run.model_copy(update=update))
+        self.last_import_note = adopted.note if adopted else None
+        return imported
+
+    def replay(self, run_id: str, *, on_step: StepCallback | None = None) -> tuple[Run, Run]:
+        """Run a recorded run again with its models' recorded answers: (original, replay)."""
+        original = self.store.get_run(run_id)
+        flow = self.flow_of(original)
+        self.require_trust(flow, run_id=original.id)
+        engine = Engine(self.registry, replay_factory(original), self.store)
+        replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step,
+                              context=original.context)
+        return original, replayed
+
+    # --- datasets, experiments and model profiles: the store's records, for the pages and the CLI
+    def datasets(self) -> list[dict[str, Any]]:
+        from flowcall.store.datasets import list_datasets
+
+        return list_datasets(self.store)
+
+    def dataset(self, name: str, version: int | None = None) -> Any:
+        from flowcall.store.datasets import get_dataset
+
+        return get_dataset(self.store, name, version)
+
+    def save_dataset(self, name: str, items: list[Any], source: str) -> Any:
+        """A new version of dataset `name` unless its items equal the latest (store.datasets.Saved)."""
+        from flowcall.store.datasets import save_dataset
+
+        return save_dataset(self.store, name, items, source)
+
+    def experiments(self, limit: int = 50) -> list[Any]:
+        from flowcall.store.experiments import list_experiments
+
+        return list_experiments(self.store, limit)
+
+    def experiment(self, experiment_id: int | str) -> Any:
+        from flowcall.store.experiments import get_experiment
+
+        return get_experiment(self.store, experiment_id)
+
+    def experiment_runs(self, experiment_id: int) -> dict[str, Any]:
+        """Each run of an experiment by id: its question, answer, error and status."""
+        from flowcall.store.experiments import run_texts
+
+        return run_texts(self.store, experiment_id)
+
+    def experiment_running_item(self, experiment_id: int) -> tuple[int, int, str] | None:
+        """The item a worker runs now: (position, attempt, question)."""
+        from flowcall.store.experiments import running_item
+
+        return running_item(self.store, experiment_id)
+
+    def model_profiles(self) -> list[Any]:
+        """The stored capability profiles, newest first."""
+        from flowcall.store.profiles import list_profiles
+
+        return list_profiles(self.store)
+
+    def probe_model(self, model: Any, *, timeout_s: float = 120.0, on_check: Callable[[Any], None] | None = None,
+                    store: bool = True) -> Any:
+        """Measure what a model really does (probe.py) and, when anything was learned and
+        `store`, keep the profile that `auto` picks its calling way from."""
+        from flowcall.service.probe import probe
+        from flowcall.store.profiles import save_profile
+
+        profile = probe(model, self.provider_factory, timeout_s=timeout_s, on_check=on_check)
+        if store and profile.learned_anything():
+            save_profile(self.store, profile)
+        return profile
+
+    # --- keys to the HTTP API (flowcall/trust/api_keys.py): made here, only their hashes stored ------
+    def create_key(self, name: str, flows: list[str] | None = None) -> tuple[ApiKey, str]:
+        """A new key named `name`, for the saved flows `flows` (None: every flow): (the record,
+        the key). The key is stored only as its hash, so this is the one time it can be shown."""
+        from flowcall.store.api_keys import add_key
+
+        check_key_name(name)
+        chosen = None if flows is None else self._key_flows(flows)
+        secret = new_secret()
+        return add_key(self.store, name, prefix_of(secret), key_hash(secret), chosen), secret
+
+    def _key_flows(self, flows: list[str]) -> list[str]:
+        chosen = list(dict.fromkeys(name.strip() for name in flows if name.strip()))
+        if not chosen:
+            raise ConfigError("the list of flows for the key is empty; name at least one saved flow, "
+                              "or give none for a key that may call every flow")
+        saved = {flow["name"] for flow in self.store.list_flows()}
+        unknown = [name for name in chosen if name not in saved]
+        if unknown:
+            raise ConfigError(f"no saved flow named {', '.join(map(repr, unknown))}; a key can be limited to saved "
+                              f"flows only ({', '.join(sorted(saved)) or 'none saved yet'}); import a flow with "
+                              "`flowcall flows import FILE`")
+        return chosen
+
+    def list_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones too, oldest first; never a key itself or its hash."""
+        from flowcall.store.api_keys import list_keys
+
+        return list_keys(self.store)
+
+    def revoke_key(self, name_or_prefix: str) -> list[ApiKey]:
+        """Revoke the key with this name or prefix (as listed): it stops working at once.
+        ConfigError (NotFoundError) when no key in use matches."""
+        from flowcall.store.api_keys import revoke_keys
+
+        return revoke_keys(self.store, name_or_prefix)
+
+    def check_key(self, secret: str) -> ApiKey | None:
+        """The key a request sent, if it is one not revoked; else None. It is looked up by its
+        hash, so the time taken says nothing about how much of a stored key it matched."""
+        from flowcall.store.api_keys import find_key
+
+        if not isinstance(secret, str) or len(secret) > MAX_SECRET_LENGTH or not secret.startswith(SECRET_PREFIX):
+            return None
+        found = find_key(self.store, key_hash(secret))
+        return found if found is not None and found.active else None
+
+    # --- tools, for the pages and the CLI: a registered one tried, a server attached to a flow -
+    def try_tool(self, ref: str, arguments: dict[str, Any]) -> TrialResult:
+        """Run a registered tool once, outside any run (the Plugins page's "Try it"); nothing is
+        recorded. An unknown reference raises ConfigError; the tool's own failure is a result."""
+        return trial.try_tool(self.registry, ref, arguments)
+
+    def attach_server(self, flow_name: str, server: MCPServerConfig,
+                      tools: list[Tool]) -> tuple[int, list[str]]:
+        """Save the latest version of `flow_name` with the MCP server and these of its tools:
+        (the new version, the tools left out because the flow has a tool of that name)."""
+        return add_server_to_flow(self.store, flow_name, server, tools)
+
+
+# --- tools from outside, for the pages and the CLI: listed, reviewed, tried ---------------------
+# They need neither the store nor the registry, so they are functions: `flowcall mcp tools`
+# opens no database.
+
+# what loading an HTTP source's document or starting an MCP server may fail with; the studio
+# says it to the person as it is
+SOURCE_ERRORS: tuple[type[Exception], ...] = (ConfigError, UnsafeRequest, ResponseTooLarge, httpx.HTTPError,
+                                               OSError)
+
+
+def review_tool(tool: Tool) -> ToolReview:
+    """What a tool costs the decision model in tokens, and what in its description speaks to the model."""
+    return review(tool)
+
+
+def description_warnings(tool: Tool) -> list[str]:
+    """What in a tool's description speaks to the model (review_tool's warnings, no token count)."""
+    return injection_warnings(tool)
+
+
+def mcp_server(name: str, command_line: str = "", url: str = "") -> MCPServerConfig:
+    """An MCP server from a form: a one-line stdio command (shell quoting allowed) or a URL."""
+    return trial.server_config(name, command_line, url)
+
+
+def server_tools(server: MCPServerConfig) -> list[Tool]:
+    """An MCP server's tools (all pages), to show: the server is started and stopped again."""
+    return trial.server_tools(server)
+
+
+def try_server_tool(server: MCPServerConfig, name: str, arguments: dict[str, Any]) -> TrialResult:
+    """Start the server, call one of its tools by name, stop the server."""
+    return trial.try_server_tool(server, name, arguments)
+
+
+def http_tools(source: HTTPToolSource) -> list[Tool]:
+    """An HTTP source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
+    return trial.http_tools(source)
+
+
+def try_http_tool(source: HTTPToolSource, name: str, arguments: dict[str, Any]) -> TrialResult:
+    """Load the source's document, call one of its tools by name, with the source's timeout."""
+    return trial.try_http_tool(source, name, arguments)
+
+
+def listed_tool(entry: dict[str, Any]) -> Tool:
+    """A tool as a source listed it (studio_sources.source_tools), to show like any other: its
+    description, annotations and cost are the server's word, checked as a plugin's are."""
+    hints = entry.get("annotations") or {}
+    return Tool(name=entry["name"], version=entry["ref"], description=entry.get("description") or "",
+                parameters=entry.get("parameters") or {}, func=lambda **_: None, source=entry.get("kind", "mcp"),
+                annotations=ToolAnnotations(read_only=bool(hints.get("read_only")),
+                                            destructive=bool(hints.get("destructive")),
+                                            open_world=bool(hints.get("open_world"))))

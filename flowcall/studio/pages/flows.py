@@ -1,0 +1,510 @@
+"""Flows: build a flow on a canvas (question → decision model → tools → polish model → answer),
+or in the form view; versions with a diff and restore; JSON and picture export; import,
+duplicate, delete. The page edits a draft of the selected flow; Save stores it as a new
+version when the flow changed, and keeps the canvas layout either way."""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import json
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from flowcall.core.config import model_label
+from flowcall.core.errors import ConfigError, NotFoundError
+from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
+from flowcall.service.front import listed_tool
+from flowcall.studio import flowgraph as fg
+from flowcall.studio.canvas import canvas
+from flowcall.studio.panels import (
+    answer_panel,
+    decision_panel,
+    polish_panel,
+    question_panel,
+    tool_panel,
+    tool_summary,
+)
+from flowcall.studio.shared import md, reach_lines, service
+from flowcall.studio.sources import http_source_form, mcp_server_form, source_tools
+from flowcall.studio.templates import BY_KEY, POLISH_DEFAULTS, TEMPLATES
+
+if TYPE_CHECKING:
+    from flowcall.tools.base import Tool
+
+app = service()
+drafts: dict[str, dict[str, Any]] = st.session_state.setdefault("drafts", {})
+st.title("Flows")
+
+
+# ------------------------------------------------------------------ drafts
+
+def load_draft(name: str) -> dict[str, Any]:
+    """The draft of a flow: its canvas as saved, unless the person already changed it here."""
+    draft = drafts.get(name)
+    if draft is None or (not draft.get("new") and not dirty(draft) and draft["version"] != saved_version(name)):
+        flow, _, version = app.store.get_flow(name)
+        state = fg.to_canvas(flow)
+        draft = {"state": state, "base": fg.canonical(state), "version": version, "gen": 0, "selected": None}
+        drafts[name] = draft
+    return draft
+
+
+def saved_version(name: str) -> int | None:
+    try:
+        return app.store.get_flow(name)[2]
+    except NotFoundError:
+        return None
+
+
+def dirty(draft: dict[str, Any]) -> bool:
+    return fg.canonical(draft["state"]) != draft["base"]
+
+
+def change(draft: dict[str, Any], state: fg.CanvasState, *, fresh_widgets: bool = False) -> None:
+    draft["state"] = state
+    if fresh_widgets:  # the widgets start again from the draft (after a restore, a discard...)
+        draft["gen"] += 1
+
+
+def save(name: str, draft: dict[str, Any]) -> None:
+    flow = fg.to_flow(draft["state"])
+    app.registry.resolve(flow.plugin_refs())  # a tool that is not installed: say so now, not at run time
+    before = draft["version"]
+    _, version = app.store.save_flow(flow)
+    draft.update(base=fg.canonical(draft["state"]), version=version, new=False)
+    st.session_state["flow_message"] = (
+        f"Saved {name!r} as version {version}." if version != before
+        else f"The flow is unchanged (still version {version}); its layout is saved.")
+
+
+# ------------------------------------------------------------------ choose, create, import
+
+def select(name: str) -> None:
+    st.session_state["flow"] = name
+    st.query_params["flow"] = name
+
+
+saved = [f["name"] for f in app.store.list_flows()]
+unsaved = [n for n, d in drafts.items() if d.get("new") and n not in saved]
+names = saved + unsaved
+wanted = st.query_params.get("flow") or st.session_state.get("flow")
+top = st.columns([3, 1, 1])
+with top[1].popover("New flow", use_container_width=True):
+    with st.form("new_flow", clear_on_submit=True, border=False):
+        new_name = st.text_input("Name", placeholder="my-flow")
+        template = st.radio("Start from", [t.key for t in TEMPLATES], format_func=lambda k: BY_KEY[k].title)
+        for t in TEMPLATES:
+            st.caption(f"**{md(t.title)}**: {md(t.description)}")
+        if st.form_submit_button("Create", type="primary"):
+            try:
+                if new_name in names:
+                    raise ConfigError(f"a flow named {new_name!r} exists: pick another name, or open that one")
+                chosen = BY_KEY[template]
+                parse_flow({"name": new_name}, source="the new flow's name")  # the name's own check
+                state = fg.blank_canvas(new_name, chosen.decision(), None)
+                if template != "blank":
+                    state = fg.add_node(state, "decision", chosen.decision())
+                    for ref in chosen.tools:
+                        state = fg.add_node(state, "tool", {"ref": ref})
+                    if chosen.polish:
+                        state = fg.add_node(state, "polish", chosen.polish)
+                    state = state.model_copy(update={"settings": {**state.settings, "description": chosen.description}})
+                drafts[new_name] = {"state": state, "base": "", "version": 0, "gen": 0, "selected": None, "new": True}
+                select(new_name)
+                st.rerun()
+            except ConfigError as exc:
+                st.error(f"{md(exc)}.")
+with top[2].popover("Import", use_container_width=True):
+    upload = st.file_uploader("A flow JSON file", type=["json"], key="import_flow")
+    if upload is not None and upload.file_id != st.session_state.get("imported_file"):
+        st.session_state["imported_file"] = upload.file_id  # import once, not on every rerun
+        try:
+            imported = parse_flow(upload.getvalue().decode("utf-8", errors="replace"), source=upload.name)
+            app.registry.resolve(imported.plugin_refs())
+            adopted = app.adopt(imported)  # never a new version of a saved flow someone else's file names
+            st.session_state["flow_message"] = f"Imported {adopted.flow.name!r} as version {adopted.version}."
+            if adopted.note:
+                st.session_state["flow_warning"] = f"Stored under a new name: {adopted.note}."
+            select(adopted.flow.name)
+            st.rerun()
+        except ConfigError as exc:
+            st.error(f"{md(exc)}. Nothing was changed.")
+
+if not names:
+    st.info("No flows yet: create one with **New flow**, or import a flow JSON file.")
+    st.stop()
+current = wanted if wanted in names else names[0]
+name = top[0].selectbox("Flow", names, index=names.index(current),
+                        format_func=lambda n: n + ("  (not saved yet)" if n in unsaved else ""))
+if name != st.query_params.get("flow"):
+    select(name)
+draft = load_draft(name)
+state: fg.CanvasState = draft["state"]
+key = f"{name}:{draft['gen']}:"
+if message := st.session_state.pop("flow_message", None):
+    st.success(md(message))
+if warning := st.session_state.pop("flow_warning", None):
+    st.warning(md(warning))
+
+view = st.segmented_control("View", ["Canvas", "Form", "Versions", "JSON & picture", "Duplicate / delete"],
+                            default="Canvas", key=f"view:{name}", label_visibility="collapsed") or "Canvas"
+
+
+# ------------------------------------------------------------------ tools the flow can attach
+
+def known_tools() -> dict[str, Tool]:
+    """Every tool the palette offers: the plugins, and the tools of the flow's granted sources.
+    A source's list is kept for the session (listing starts a server); an ungranted source
+    lists nothing and starts nothing, and is asked again on the next rerun."""
+    found: dict[str, Tool] = {t.version: t for t in app.registry.all()}
+    listed: dict[str, list[dict[str, Any]]] = st.session_state.setdefault("source_tools", {})
+    for kind in ("mcp_servers", "http_tools"):
+        for source in state.settings.get(kind, []):
+            seen = json.dumps(source, sort_keys=True)
+            if seen not in listed:
+                tools, why_not = source_tools(app, source)
+                if why_not is None:
+                    listed[seen] = tools
+                else:
+                    unlisted.append((source.get("name", ""), why_not))
+            for entry in listed.get(seen, []):
+                found[entry["ref"]] = listed_tool(entry)
+    return found
+
+
+unlisted: list[tuple[str, str]] = []
+TOOLS = known_tools()
+
+
+def palette() -> None:
+    st.markdown("**Add to the flow**")
+    if st.button("+ Decision model", key=key + "add_decision", disabled=state.node("decision") is not None,
+                use_container_width=True):
+        change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
+        draft["selected"] = "decision"
+        st.rerun()
+    if st.button("+ Polish model", key=key + "add_polish", disabled=state.node("polish") is not None,
+                use_container_width=True):
+        change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
+        draft["selected"] = "polish"
+        st.rerun()
+    query = st.text_input("Search tools", key=key + "search", placeholder="weather, csv, git…").strip().lower()
+    on_canvas = {n.config["ref"] for n in state.of_kind("tool")}
+    shown = 0
+    groups = {"plugin": "Python plugins", "mcp": "MCP servers", "http": "HTTP tools"}
+    for group, title in groups.items():
+        items = [tool_summary(t) for ref, t in TOOLS.items() if fg.tool_source(ref, state.settings)[0] == group]
+        items = [i for i in items if not query or query in (i["ref"] + " " + i["description"]).lower()]
+        if not items:
+            continue
+        st.caption(title)
+        for item in sorted(items, key=lambda i: i["ref"])[:40]:
+            shown += 1
+            with st.container(border=True):
+                st.markdown(f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · "
+                            f"{md(item['ref'].rsplit('/', 1)[0])}",
+                            help=md(item["description"]) if item["description"] else None)
+                st.caption(md((fg._cut(item["description"], 90) + " · " if item["description"] else "")
+                              + " · ".join(item["annotations"]) + f" · {item['tokens']} tokens"))
+                added = item["ref"] in on_canvas
+                if st.button("On the canvas" if added else "Add", key=key + "add:" + item["ref"], disabled=added,
+                             use_container_width=True):
+                    change(draft, fg.add_node(state, "tool", {"ref": item["ref"]}))
+                    draft["selected"] = fg.tool_id(item["ref"])
+                    st.rerun()
+    if not shown:
+        st.caption("No tool matches." if query else "No tools yet: add a plugin, an MCP server or an HTTP source.")
+    for source_name, why_not in unlisted:
+        st.caption(md(f"{source_name}: its tools show here once it is granted ({why_not})."))
+    tool_sources()
+
+
+def tool_sources() -> None:
+    """The flow's MCP servers and HTTP sources, each opening its form, and buttons for new ones."""
+    st.markdown("**Tool sources**")
+    for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
+        for source in state.settings.get(kind, []):
+            if st.button(f"{label}: {source.get('name')}", key=key + f"src:{kind}:{source.get('name')}",
+                         use_container_width=True):
+                draft["selected"] = f"source:{kind}:{source.get('name')}"
+                st.rerun()
+    if st.button("+ MCP server", key=key + "new_mcp", use_container_width=True):
+        draft["selected"] = "source:mcp_servers:"
+        st.rerun()
+    if st.button("+ HTTP source", key=key + "new_http", use_container_width=True):
+        draft["selected"] = "source:http_tools:"
+        st.rerun()
+
+
+# ------------------------------------------------------------------ a node's settings
+
+def source_panel(selected: str, panel_key: str) -> None:
+    """An MCP server or an HTTP source of the flow: its form, and its tools once granted."""
+    _, kind, source_name = selected.split(":", 2)
+    sources = list(state.settings.get(kind, []))
+    current = next((s for s in sources if s.get("name") == source_name), None)
+    form = mcp_server_form if kind == "mcp_servers" else http_source_form
+    edited, _ = form(current, panel_key + "form")  # the form shows its own problem, in a sentence
+    if edited is None:
+        return
+    others = [s for s in sources if s.get("name") != source_name]
+    if st.button("Keep in the flow" if current is None else "Apply", key=panel_key + "apply", type="primary"):
+        if any(s.get("name") == edited["name"] for s in others):
+            st.error(md(f"The flow already has a source named {edited['name']!r}: pick another name."))
+            return
+        kept = [edited if s.get("name") == source_name else s for s in sources] if current else [*sources, edited]
+        change(draft, state.model_copy(update={"settings": {**state.settings, kind: kept}}))
+        draft["selected"] = f"source:{kind}:{edited['name']}"
+        st.rerun()
+    if current is not None and st.button("Remove this source", key=panel_key + "drop"):
+        prefix = f"{source_name}/{'mcp' if kind == 'mcp_servers' else 'http'}/"
+        gone = [n.id for n in state.of_kind("tool") if n.config["ref"].startswith(prefix)]
+        trimmed = fg.remove_nodes(state, gone)
+        change(draft, trimmed.model_copy(update={"settings": {**trimmed.settings, kind: others}}), fresh_widgets=True)
+        draft["selected"] = None
+        st.rerun()
+
+
+def node_panel(node_id: str | None, panel_key: str) -> list[str]:
+    """The side panel of one node; returns the problems it found."""
+    if node_id and node_id.startswith("source:"):
+        source_panel(node_id, panel_key)
+        return []
+    node = state.node(node_id) if node_id else None
+    if node is None:
+        st.caption("Click a node to see and change its settings. Add tools and models from the palette; select a "
+                   "tool and press Delete to remove it.")
+        return []
+    st.subheader(fg.LABELS[node.kind])
+    problems: list[str] = []
+    if node.kind == "question":
+        change(draft, state.model_copy(update={"settings": question_panel(state, panel_key)}))
+    elif node.kind == "answer":
+        answer_panel(state)
+    elif node.kind in ("decision", "polish"):
+        panel = decision_panel if node.kind == "decision" else polish_panel
+        config, problems = panel(app, state, node, panel_key) if node.kind == "decision" else panel(app, node, panel_key)
+        change(draft, fg._replace(state, node.model_copy(update={"config": config})))
+        if node.kind == "polish" and st.button("Remove the polish model", key=panel_key + "remove"):
+            change(draft, fg.remove_nodes(draft["state"], ["polish"]))
+            draft["selected"] = None
+            st.rerun()
+    else:
+        tool = TOOLS.get(node.config["ref"])
+        approval, removed = tool_panel(state, node, tool, panel_key)
+        change(draft, state.model_copy(update={"settings": {**state.settings, "needs_approval": approval}}))
+        if not node.attached and state.node("decision") and st.button("Connect to the decision model",
+                                                                       key=panel_key + "connect"):
+            change(draft, fg.set_attached(draft["state"], node.id, True))
+            st.rerun()
+        if removed:
+            change(draft, fg.remove_nodes(draft["state"], [node.id]))
+            draft["selected"] = None
+            st.rerun()
+    for problem in problems:
+        st.error(md(problem))
+    return problems
+
+
+def save_bar(problems: list[str]) -> None:
+    """Save, with what stops it in plain sentences; Discard goes back to the saved flow."""
+    current_state: fg.CanvasState = draft["state"]
+    blockers = list(problems)
+    if current_state.node("decision") is None:
+        blockers.append("The flow has no decision model yet: add one from the palette.")
+    else:
+        try:
+            fg.to_flow(current_state)
+        except ConfigError as exc:
+            blockers.append(str(exc))
+    for blocker in dict.fromkeys(blockers):
+        st.error(md(blocker))
+    servers, sources = current_state.settings.get("mcp_servers", []), current_state.settings.get("http_tools", [])
+    lines = reach_lines([MCPServerConfig.model_validate(s) for s in servers],
+                        [HTTPToolSource.model_validate(s) for s in sources])
+    if lines:
+        risky = any(s.get("trusted") for s in servers) or any(s.get("allow_hosts") for s in sources)
+        (st.warning if risky else st.info)(
+            "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
+            + "\n".join(f"- {md(line)}" for line in lines))
+    status = ("Not saved yet" if draft.get("new") else "Unsaved changes" if dirty(draft)
+              else f"Saved · version {draft['version']}")
+    a, b, c = st.columns([1, 1, 2])
+    if a.button("Save", type="primary", disabled=bool(blockers), key=key + "save", use_container_width=True):
+        try:
+            save(name, draft)
+            st.rerun()
+        except ConfigError as exc:
+            st.error(f"{md(exc)}. Nothing was saved.")
+    if b.button("Discard", disabled=draft.get("new") or not dirty(draft), key=key + "discard",
+                use_container_width=True):
+        drafts.pop(name, None)
+        st.rerun()
+    c.caption(status)
+    if not draft.get("new"):
+        c.page_link("pages/run.py", label="Run this flow", icon=":material/play_arrow:",
+                    query_params={"start": name})
+
+
+# ------------------------------------------------------------------ the canvas view
+
+if view == "Canvas":
+    left, middle, right = st.columns([1, 3.3, 1.5])
+    with left:
+        palette()
+    with right:  # before the canvas, so the canvas draws what the panel just set
+        problems = node_panel(draft["selected"], key + f"panel:{draft['selected']}:")
+        state = draft["state"]
+    with middle:
+        info = {ref: tool_summary(t) for ref, t in TOOLS.items()}
+        event = canvas(fg.node_view(state, info, selected=draft["selected"], model_label=model_label),
+                       fg.edge_view(state, editable=True), key=f"canvas:{name}", editable=True, height=560,
+                       export=True, fit_token=f"{name}:{draft['gen']}:{len(state.nodes)}")  # refit when nodes come or go
+        save_bar(problems)
+    if event:
+        if event["kind"] == "select":
+            draft["selected"] = event.get("id") if isinstance(event.get("id"), str) or event.get("id") is None else None
+        elif event["kind"] == "export" and isinstance(event.get("png"), str) \
+                and event["png"].startswith("data:image/png;base64,"):
+            st.session_state[f"png:{name}"] = base64.b64decode(event["png"].split(",", 1)[1])
+            st.session_state["flow_message"] = "The picture is ready: download it under JSON & picture."
+        else:
+            change(draft, fg.apply_event(state, event))
+            if event["kind"] == "delete" and draft["selected"] in event.get("ids", []):
+                draft["selected"] = None
+        st.rerun()
+
+# ------------------------------------------------------------------ the form view (keyboard, screen readers)
+
+elif view == "Form":
+    st.caption("Every setting of the flow on one page, the same as the canvas's side panels.")
+    all_problems: list[str] = []
+    for node_id in ["question", "decision"]:
+        if state.node(node_id) is None and node_id == "decision":
+            if st.button("Add a decision model", key=key + "form_add_decision"):
+                change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
+                st.rerun()
+            continue
+        with st.container(border=True):
+            all_problems += node_panel(node_id, key + f"form:{node_id}:")
+        state = draft["state"]
+    with st.container(border=True):
+        st.subheader("Tools")
+        refs = sorted(TOOLS) + [r for r in (n.config["ref"] for n in state.of_kind("tool")) if r not in TOOLS]
+        attached = [n.config["ref"] for n in state.of_kind("tool") if n.attached]
+        chosen = st.multiselect("Attached tools (type to search)", refs, default=attached, key=key + "form_tools",
+                                format_func=lambda r: f"{r} · {fg._cut(tool_summary(TOOLS[r])['description'], 70)}"
+                                if r in TOOLS else r)
+        if chosen != attached:
+            new = fg.remove_nodes(state, [fg.tool_id(r) for r in attached if r not in chosen])
+            for ref in chosen:
+                new = fg.add_node(new, "tool", {"ref": ref})
+            change(draft, new)
+            state = draft["state"]
+        for node in state.of_kind("tool"):
+            with st.expander(f"{md(fg.bare_name(node.config['ref']))}"):
+                all_problems += node_panel(node.id, key + f"form:{node.id}:")
+                state = draft["state"]
+    with st.container(border=True):
+        st.subheader("Tool sources")
+        for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
+            for source in state.settings.get(kind, []):
+                with st.expander(f"{label}: {md(source.get('name'))}"):
+                    source_panel(f"source:{kind}:{source.get('name')}", key + f"form:{kind}:{source.get('name')}:")
+            if st.toggle(f"Add an {label}", key=key + f"form:{kind}:adding"):
+                source_panel(f"source:{kind}:", key + f"form:{kind}:new:")
+    with st.container(border=True):
+        if state.node("polish") is None:
+            st.subheader("Polish model")
+            if st.button("Add a polish model", key=key + "form_add_polish"):
+                change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
+                st.rerun()
+        else:
+            all_problems += node_panel("polish", key + "form:polish:")
+    save_bar(all_problems)
+
+# ------------------------------------------------------------------ versions
+
+elif view == "Versions":
+    if draft.get("new"):
+        st.info("This flow is not saved yet: save it to start its history.")
+    else:
+        versions = app.store.flow_versions(name)
+        st.dataframe([{"version": v["version"], "saved": v["created_at"], "hash": v["spec_hash"][:12]}
+                      for v in versions], hide_index=True)
+        numbers = [v["version"] for v in versions]
+        if len(numbers) < 2:
+            st.caption("Only one version so far; save a change to compare versions.")
+        else:
+            a, b = st.columns(2)
+            older = a.selectbox("From version", numbers, index=1, key=key + "from")
+            newer = b.selectbox("To version", numbers, index=0, key=key + "to")
+            before = app.store.get_flow(name, older)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            after = app.store.get_flow(name, newer)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            diff = "\n".join(difflib.unified_diff(before, after, f"v{older}", f"v{newer}", lineterm=""))
+            st.code(diff or "(no difference)", language="diff")
+            restore = st.selectbox("Restore version", numbers[1:], key=key + "restore_pick",
+                                   help="Saves that version's flow as the newest version; nothing is deleted")
+            if st.button(f"Restore version {restore}", key=key + "restore"):
+                old = app.store.get_flow(name, restore)[0]
+                _, version = app.store.save_flow(old.model_copy(update={"layout": None}))
+                drafts.pop(name, None)
+                st.session_state["flow_message"] = f"Restored version {restore} as version {version}."
+                st.rerun()
+
+# ------------------------------------------------------------------ JSON and the picture
+
+elif view == "JSON & picture":
+    try:
+        flow: Flow | None = fg.to_flow(state)
+    except ConfigError as exc:
+        flow = None
+        st.warning(f"{md(exc)}. The JSON appears once the flow is complete.")
+    if flow is not None:
+        if dirty(draft) or draft.get("new"):
+            st.caption("This is the flow as edited here, including changes not saved yet.")
+        a, b, c = st.columns(3)
+        a.download_button("Export as JSON", flow.to_json(), file_name=f"{name}.json", mime="application/json",
+                          key=key + "export")
+        b.download_button("Picture (SVG)", fg.to_svg(state), file_name=f"{name}.svg", mime="image/svg+xml",
+                          key=key + "svg")
+        png = st.session_state.get(f"png:{name}")
+        c.download_button("Picture (PNG)", png or b"", file_name=f"{name}.png", mime="image/png",
+                          disabled=png is None, key=key + "png",
+                          help="Press PNG on the canvas first: it draws the picture as you see it")
+        st.code(flow.to_json(), language="json")
+
+# ------------------------------------------------------------------ duplicate, delete
+
+else:
+    if draft.get("new"):
+        if st.button("Throw this unsaved flow away", key=key + "drop_new"):
+            drafts.pop(name, None)
+            st.session_state.pop("flow", None)
+            st.query_params.clear()
+            st.rerun()
+        st.stop()
+    copy_name = st.text_input("Name of the copy", f"{name}-copy", key=key + "copy_name")
+    if st.button("Duplicate", key=key + "duplicate"):
+        try:
+            if copy_name in names:
+                raise ConfigError(f"a flow named {copy_name!r} exists; pick another name")
+            saved_flow = app.store.get_flow(name)[0]
+            app.store.save_flow(parse_flow({**saved_flow.model_dump(mode="json"), "name": copy_name,
+                                            **({"layout": saved_flow.layout.model_dump(mode="json")}
+                                               if saved_flow.layout else {})}, source="the copy"))
+            select(copy_name)
+            st.rerun()
+        except ConfigError as exc:
+            st.error(md(exc))
+    st.divider()
+    sure = st.checkbox(md(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)"),
+                       key=key + "sure")
+    if st.button("Delete flow", disabled=not sure, key=key + "delete"):
+        app.store.delete_flow(name)
+        drafts.pop(name, None)
+        st.session_state.pop("flow", None)
+        st.query_params.clear()
+        st.rerun()

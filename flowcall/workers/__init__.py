@@ -1,0 +1,1 @@
+"""Runs handed to `flowcall worker` processes through a broker."""
