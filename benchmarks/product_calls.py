@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
                          "question": item.question, "right": ok, "seconds": round(seconds, 3), "error": run.error,
                          "unrequested": unrequested_action(item, made),
                          "model_calls": sum(s.kind == StepKind.MODEL_CALL for s in run.steps),
+                         "checks": [s.note for s in run.steps if s.kind == StepKind.MODEL_CALL],  # why it decided so
                          "calls": [{"name": c.name, "arguments": c.arguments} for c in made]})
             bar.set_postfix_str(f"{rows[-1]['category']} {'ok' if ok else 'WRONG'}")
     report(rows, model, args)

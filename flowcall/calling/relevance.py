@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Callable
 
+from flowcall.calling.parts import MATCH_LABEL, NONE
 from flowcall.calling.shortlist import FIRST_SENTENCE, shortlist
 from flowcall.core.messages import GateReading, Message, ModelRequest, ModelTurn, ToolSpec
 
@@ -165,6 +166,9 @@ def score_tools(request: ModelRequest, call: ModelCall, way: str, with_examples:
     return sorted(scored, key=lambda pair: -pair[0])
 
 
+# a match step's note (parts.matches_note): "part 1 (text) name", ", to be checked" for a tool the
+# gate's question must confirm
+_MATCHED = re.compile(r"part \d+ \((.*?)\) (\S+?)(, to be checked)?(?:; |$)")
 _RECORDED = re.compile(r"^checked whether (\S+) fits(?: part \d+ \((.*?)\))?(?:, after worked examples)?: "
                        r"(yes|no), (?:mean |lower )?margin (-?[\d.]+|-?inf), bar (-?[\d.]+)")
 
@@ -172,8 +176,14 @@ _RECORDED = re.compile(r"^checked whether (\S+) fits(?: part \d+ \((.*?)\))?(?:,
 def reading_from_notes(notes: list[str | None]) -> GateReading | None:
     """The gate's findings as a round's steps recorded them (a replay or a re-run reads the
     record, not the model): each tool's best verdict, over the whole request and its parts."""
-    margins, bar, parts = {}, None, []
+    margins, bar, parts, matched = {}, None, [], {}
     for note in notes:
+        if (note or "").startswith(MATCH_LABEL + ": "):
+            for part, name, checked in _MATCHED.findall(note[len(MATCH_LABEL) + 2:]):
+                parts += [part] if part not in parts else []
+                if name != NONE and not checked:
+                    matched[part] = name
+            continue
         match = _RECORDED.match(note or "")
         if match and match.group(2) and match.group(2) not in parts:
             parts.append(match.group(2))
@@ -182,9 +192,11 @@ def reading_from_notes(notes: list[str | None]) -> GateReading | None:
             # the note rounds the margin: the verdict it states is what counted
             value = max(value, bar + 1e-6) if said == "yes" else min(value, bar)
             margins[name] = max(value, margins.get(name, value))
-    return GateReading(margins=margins, bar=bar, parts=parts) if bar is not None else None
+    return GateReading(margins=margins, bar=bar, parts=parts, matched=matched) if bar is not None else None
 
 
-def reading(scored: list[tuple[float, ToolSpec]], bar: float, parts: list[str] | None = None) -> GateReading:
+def reading(scored: list[tuple[float, ToolSpec]], bar: float, parts: list[str] | None = None,
+            matched: dict[str, str] | None = None) -> GateReading:
     """The gate's findings, kept with the decision (ModelTurn.gate)."""
-    return GateReading(margins={tool.name: round(value, 3) for value, tool in scored}, bar=bar, parts=parts or [])
+    return GateReading(margins={tool.name: round(value, 3) for value, tool in scored}, bar=bar, parts=parts or [],
+                       matched=matched or {})

@@ -17,9 +17,9 @@ import json_repair
 from flowcall.calling import shortlist
 from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice
 from flowcall.calling.grounding import ground_calls
-from flowcall.calling.parts import request_parts
+from flowcall.calling.parts import match_parts, request_parts
 from flowcall.calling.prompt import as_text, render_tools
-from flowcall.calling.relevance import has_tool_results, last_user_text, reading, score_tools
+from flowcall.calling.relevance import has_tool_results, last_user_text, reading, score_tools, tool_margin
 from flowcall.core.embedded_models import DecisionTuning
 from flowcall.core.messages import (
     GateReading,
@@ -281,19 +281,26 @@ def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCal
     most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
     overflow a small model's context. With them, what the gate read (kept with the decision).
 
-    Where no tool fits the whole request and it has several parts (parts.py), each part is
-    asked about the same way: a tool fits if it fits a part, and its margin is its best one."""
-    def ask(part: tuple[int, str] | None = None) -> list[tuple[float, ToolSpec]]:
-        return score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin, part)
-
-    scored, pieces = ask(), request_parts(last_user_text(request.messages))
+    Where no tool fits the whole request and it has several parts (parts.py), one more call
+    matches each part to a tool: a tool that only reads fits the part it is matched to, one
+    that changes something must also pass the gate's question on that part."""
+    text = last_user_text(request.messages)
+    scored, pieces = score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin), request_parts(text)
     if any(value > tuning.call_margin for value, _ in scored) or len(pieces) < 2:
         pieces = []
     best = {tool.name: (value, tool) for value, tool in scored}
-    for part in enumerate(pieces, 1):
-        for value, tool in ask(part):
-            if tool.name not in best or value > best[tool.name][0]:
-                best[tool.name] = (value, tool)
+    matched: dict[str, str] = {}
+    listed = [tool for _, tool in scored]
+    for number, (part, tool) in enumerate(zip(pieces, match_parts(listed, text, pieces, call, way) if pieces else []), 1):
+        if tool is None:
+            continue
+        if tool.read_only is not False:
+            matched[part] = tool.name
+            continue
+        ask = lambda asked, label, interpret=None: call(way, asked, interpret, label)  # noqa: E731
+        value = tool_margin(ask, tool, part, tuning.relevance_with_examples, tuning.call_margin,
+                            f" part {number} ({part})")
+        best[tool.name] = max(best[tool.name], (value, tool), key=lambda pair: pair[0])
     scored = sorted(best.values(), key=lambda pair: -pair[0])
-    fitting = [tool for value, tool in scored if value > tuning.call_margin]
-    return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces)
+    fitting = [tool for value, tool in scored if value > tuning.call_margin or tool.name in matched.values()]
+    return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces, matched)

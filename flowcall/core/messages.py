@@ -104,15 +104,18 @@ class GateReading(BaseModel):
     """What the relevance gate made of a request (calling/relevance.py): each scored tool's
     margin, logP(yes) - logP(no) of "can this function handle the request?", and the bar a
     tool's margin must pass to be called. `parts`: the request's parts it was asked about
-    one by one (calling/parts.py), where no tool fitted the whole request."""
+    one by one (calling/parts.py), where no tool fitted the whole request; `matched`: the tool
+    that only reads matched to a part (part -> name), which fits without a margin."""
 
     margins: dict[str, float]
     bar: float
     parts: list[str] = Field(default_factory=list)
+    matched: dict[str, str] = Field(default_factory=dict)
 
     @property
     def fits(self) -> list[str]:
-        return [name for name, value in self.margins.items() if value > self.bar]
+        above = [name for name, value in self.margins.items() if value > self.bar]
+        return list(dict.fromkeys([*above, *self.matched.values()]))
 
     def no_fit_reason(self, request: str) -> str:
         """Why no tool was called, in words; the margins are on the gate's steps."""

@@ -1,5 +1,6 @@
-"""A request with several needs: its parts, and the gate asking about each part where no tool
-fits the whole (calling/parts.py, schema.relevant_tools)."""
+"""A request with several needs: its parts, one call matching them to tools where no tool fits
+the whole, and the gate's question confirming a tool that changes something
+(calling/parts.py, schema.relevant_tools)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from flowcall.calling.relevance import reading_from_notes
 from flowcall.core.steps import MemorySink, StepKind
 from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
-from tests.calling.test_ways import ONE_BY_ONE, REGISTRY, SCORING_CAPS, flow, more, scores, writes
+from flowcall.tools.python_plugins import build_tool
+from flowcall.tools.registry import ToolRegistry
+from tests.calling.test_ways import LOOKUP, ONE_BY_ONE, REGISTRY, SCORING_CAPS, flow, more, scores, writes
 
 
 @pytest.mark.parametrize("text, parts", [
@@ -46,35 +49,44 @@ def run(script, question=QUESTION):
     return Engine(REGISTRY, lambda cfg: provider, MemorySink()).run(flow("schema"), question), provider
 
 
-def test_where_no_tool_fits_the_whole_request_each_part_is_asked_about():
+def test_where_no_tool_fits_the_whole_request_one_call_matches_its_parts_to_tools():
     script = [NO, NO,  # the whole request: neither tool passes the bar
-              YES, NO,  # part 1: get_weather fits
-              NO, YES,  # part 2: get_time fits
+              '{"1": "get_weather", "2": "get_time"}',  # one question for both parts
               writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
               writes("get_time", {}), more(-11.0, -0.01),
               '{"answer": "成都小雨,现在10点"}']
     result, provider = run(script)
     notes = [s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL]
-    assert [n.split(":")[0] for n in notes[:6]] == [
-        "checked whether get_weather fits", "checked whether get_time fits",
-        "checked whether get_weather fits part 1 (成都天气怎么样)", "checked whether get_time fits part 1 (成都天气怎么样)",
-        "checked whether get_weather fits part 2 (告诉我现在几点)", "checked whether get_time fits part 2 (告诉我现在几点)"]
-    assert "User request: 告诉我现在几点" in provider.requests[5].messages[-1].content
+    assert [n.split(":")[0] for n in notes[:3]] == [
+        "checked whether get_weather fits", "checked whether get_time fits", "matched the request's parts to tools"]
+    assert notes[2].startswith("matched the request's parts to tools: part 1 (成都天气怎么样) get_weather; "
+                               "part 2 (告诉我现在几点) get_time")
+    match = provider.requests[2]
+    assert "1. 成都天气怎么样\n2. 告诉我现在几点" in match.messages[-1].content
+    assert match.response_format.json_schema["properties"]["2"] == {"enum": ["get_weather", "get_time", "none"]}
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather", "get_time"]
     # a replay reads the gate's findings from the steps' notes: each tool fits a part
     read = reading_from_notes(notes)
     assert read.parts == ["成都天气怎么样", "告诉我现在几点"] and sorted(read.fits) == ["get_time", "get_weather"]
     assert result.final_answer == "成都小雨,现在10点" and result.outcome is None
+    # the model calls of the round: the whole request's questions, one match, the calls and checks
+    assert len(notes) == 2 + 1 + 4 + 1
 
 
-def test_asked_part_by_part_every_call_is_held_to_the_tools_a_part_fits():
-    script = [NO, NO, YES, NO, NO, NO,  # only get_weather fits a part
-              writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
-              writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01), '{"answer": "小雨"}']
+def test_matched_part_by_part_every_call_is_held_to_the_matched_tools():
+    script = [NO, NO, '{"1": "get_weather", "2": "none"}',  # only get_weather matches a part
+        writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
+        writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01), '{"answer": "小雨"}']
     result, provider = run(script)
     second = next(r for r in provider.requests if r.assistant_prefix and r.assistant_prefix.endswith(", ")
                   and r.response_format is not None)
     assert second.response_format.json_schema["properties"]["name"] == {"const": "get_weather"}
+
+
+def test_a_match_that_cannot_be_read_matches_nothing():
+    result, _ = run([NO, NO, "not json", '{"answer": "我只能查天气和时间。"}'])
+    assert not [s for s in result.steps if s.kind == StepKind.TOOL_CALL]
+    assert result.outcome == "answered_without_tools"
 
 
 def test_a_request_of_one_part_is_asked_about_once():
@@ -85,6 +97,42 @@ def test_a_request_of_one_part_is_asked_about_once():
 
 
 def test_no_part_fitting_says_so_in_the_reason():
-    result, _ = run([NO] * 6 + ['{"answer": "我只能查天气和时间。"}'])
+    result, _ = run([NO, NO, '{"1": "none", "2": "none"}', '{"answer": "我只能查天气和时间。"}'])
     assert result.outcome == "answered_without_tools"
     assert any("or any of its 2 parts" in r for r in result.outcome_reasons)
+
+
+def get_forecast(city: str) -> dict:
+    """Weather for a city."""
+    return {"city": city, "weather": "小雨"}
+
+
+def add_task(title: str) -> str:
+    """Add a task to the to-do list."""
+    return f"added {title}"
+
+
+WITH_ACTION = ToolRegistry([build_tool(get_forecast, "w/v1/get_forecast", annotations=LOOKUP),
+                            build_tool(add_task, "t/v1/add_task")])  # add_task changes something
+
+
+def run_with_action(script, question):
+    provider = ScriptedProvider(script, capabilities=SCORING_CAPS, tuning=ONE_BY_ONE)
+    engine = Engine(WITH_ACTION, lambda cfg: provider, MemorySink())
+    both = flow("schema").model_copy(update={"tools": ["w/v1/get_forecast", "t/v1/add_task"]})
+    return engine.run(both, question), provider
+
+
+def test_a_tool_that_changes_something_matched_to_a_part_must_pass_the_gate_on_that_part():
+    question = "成都天气怎么样?顺便写首诗"
+    script = [NO, NO, '{"1": "get_forecast", "2": "add_task"}',
+              NO,  # add_task on part 2: no (one reading: the lower of two would need both)
+              writes("get_forecast", {"city": "成都"}), more(-11.0, -0.01), '{"answer": "成都小雨"}']
+    result, provider = run_with_action(script, question)
+    notes = [s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL]
+    assert "part 2 (写首诗) add_task, to be checked" in notes[2]
+    assert notes[3].startswith("checked whether add_task fits part 2 (写首诗): no")
+    assert "User request: 写首诗" in provider.requests[3].messages[-1].content
+    assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_forecast"]
+    read = reading_from_notes(notes)
+    assert read.fits == ["get_forecast"] and read.matched == {"成都天气怎么样": "get_forecast"}

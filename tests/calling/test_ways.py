@@ -18,6 +18,7 @@ from flowcall.core.steps import MemorySink, RunStatus, StepKind
 from flowcall.engine.loop import Engine
 from flowcall.providers.base import Capabilities
 from flowcall.providers.scripted import ScriptedProvider
+from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 
@@ -32,7 +33,9 @@ def get_time() -> str:
     return "10:00"
 
 
-REGISTRY = ToolRegistry([build_tool(get_weather, "w/v1/get_weather"), build_tool(get_time, "t/v1/get_time")])
+LOOKUP = ToolAnnotations(read_only=True, destructive=False)  # both only read: no tool here changes anything
+REGISTRY = ToolRegistry([build_tool(get_weather, "w/v1/get_weather", annotations=LOOKUP),
+                         build_tool(get_time, "t/v1/get_time", annotations=LOOKUP)])
 TOOLS = [t.spec() for t in REGISTRY.all()]
 GRAMMAR_CAPS = Capabilities(native_tools=False, json_schema_output=True, grammar=True)
 SCORING_CAPS = Capabilities(json_schema_output=True, grammar=True, scoring=True)
