@@ -1,8 +1,9 @@
 """Approval: some calls wait for a person, who approves, denies or edits them.
 
 Which: destructive tools (annotation), every tool of an MCP server not marked trusted by a
-person (a grant, flowcall/trust/consent.py), whatever the server's own annotations say, and any
-tool the flow lists in `needs_approval`. A denied call goes back to the model as
+person (a grant, flowcall/trust/consent.py), whatever the server's own annotations say, any
+tool the flow lists in `needs_approval`, and an MCP or HTTP tool whose definition changed since
+it was first accepted (`changed_tools`). A denied call goes back to the model as
 APPROVAL_DENIED; an edited one runs with the person's arguments, checked like the model's.
 
 Who answers is an Approver: the CLI asks on the terminal, the studio shows buttons. With no
@@ -20,9 +21,11 @@ from pydantic import BaseModel
 from flowcall.core.errors import ErrorCode
 from flowcall.core.messages import ToolCall
 from flowcall.core.spec import Flow
-from flowcall.core.steps import WAITING_PREFIX
+from flowcall.core.steps import WAITING_PREFIX, StepKind, StepSink
+from flowcall.engine.recorder import Recorder
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import CallOutcome
+from flowcall.tools.review import check_pins, definition, fingerprint
 
 
 class Decision(BaseModel):
@@ -89,3 +92,17 @@ def denied(call: ToolCall, tool: Tool, decision: Decision) -> CallOutcome:
     return CallOutcome(call, tool, error_code=ErrorCode.APPROVAL_DENIED,
                        error_message="a person denied this call" + (f": {decision.reason}" if decision.reason else "")
                        + "; do not call it again, answer without it")
+
+
+def changed_tools(sink: StepSink, flow: Flow, tools: dict[str, Tool], rec: Recorder) -> frozenset[str]:
+    """MCP and HTTP tools are pinned as first used; one whose definition changed since gets a
+    warning step, and its calls wait for a person this run (approving one accepts the new
+    definition). Descriptions with instructions aimed at the model get a warning step too."""
+    if not hasattr(sink, "tool_pins") or all(t.source == "python" for t in tools.values()):
+        return frozenset()  # plugins are never pinned: no read
+    check = check_pins(list(tools.values()), sink.tool_pins(flow.name))
+    for name, note, result in check.warnings:
+        rec.record(StepKind.WARNING, name=name, note=note, result=result)
+    for tool in check.first_used:
+        sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))
+    return check.changed

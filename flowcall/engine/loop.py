@@ -1,9 +1,10 @@
 """The loop: decide -> approve -> execute -> ... -> finish, emitting a step for each event.
 
-A run goes through named phases over one scope (`_Scope`): `_begin`, then rounds of
+A run goes through named phases over one scope (`Scope`): `_begin`, then rounds of
 `_decide_round` (Answered | Retry | CallsDecided), `_approve` (Approved | Paused) and
-`_execute_round` (its steps and state committed), then `_finish` (Finished). `_settle` is the one place where
-how a run ended becomes its status. The engine knows nothing about storage or UI: it hands
+`_execute_round` (its steps and state committed), then `_finish` (Finished). `settle`
+(ending.py) is the one place where how a run ended becomes its status; what the phases share
+and return is in phases.py. The engine knows nothing about storage or UI: it hands
 finished steps, with the loop state they lead to, to a StepSink and an optional callback.
 What the host checks in a decision lives in calling/vetting.py, the answer in final_answer.py.
 Providers come from a factory, so tests run the whole loop scripted.
@@ -13,77 +14,41 @@ from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, ContextManager
 
-from flowcall.calling import make_way, vetting
-from flowcall.calling.base import CallingWay
-from flowcall.calling.router import Rule
-from flowcall.core import progress, schemas, steps
+from flowcall.calling import vetting
+from flowcall.core import progress, schemas
 from flowcall.core.errors import ConfigError, ErrorCode, FlowCallError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.core.spec import Flow
-from flowcall.core.steps import ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink
+from flowcall.core.steps import ChatTurn, Run, RunStatus, Step, StepCallback, StepKind, StepSink
 from flowcall.engine import approval
 from flowcall.engine.approval import Approver, Decision
 from flowcall.engine.claims import mark_claims
+from flowcall.engine.ending import settle
 from flowcall.engine.final_answer import ANSWER_NOW, Gaps, last_word, polish, with_gaps
 from flowcall.engine.loop_state import LoopState, restored_outcome, unreadable_reason
-from flowcall.engine.model_calls import ModelCaller, RunFailed
+from flowcall.engine.model_calls import ModelCaller, RunFailed, spend_retry, way_for
 from flowcall.engine.outcome import gaps_of, judged
-from flowcall.engine.phases import Answered, Approved, CallsDecided, Finished, Paused, Retry
+from flowcall.engine.phases import (
+    Answered,
+    Approved,
+    CallsDecided,
+    Finished,
+    Models,
+    Paused,
+    Retry,
+    Scope,
+    Start,
+)
 from flowcall.engine.provenance import trace
 from flowcall.engine.recorder import Recorder
 from flowcall.providers import NotConfigured
-from flowcall.providers.base import Provider, ProviderFactory
-from flowcall.tools.base import RunContext, Tool
+from flowcall.providers.base import ProviderFactory
+from flowcall.tools.base import RunContext
 from flowcall.tools.execute import check_call, run_round
 from flowcall.tools.registry import ToolRegistry
-from flowcall.tools.review import check_pins, definition, fingerprint
-
-
-@dataclass
-class _Models:
-    """A run's providers, built once: before anything is recorded where they can be
-    (Engine._models_before_run), else inside the run."""
-
-    decider: Provider
-    polisher: Provider | None
-
-    @classmethod
-    def build(cls, flow: Flow, provider_for: ProviderFactory, *, decision_only: bool = False) -> _Models:
-        polish_model = flow.polish if not decision_only else None
-        return cls(provider_for(flow.decision), provider_for(polish_model) if polish_model is not None else None)
-
-
-@dataclass
-class _Start:
-    """What a run starts with: its flow and record, who approves, the state it goes on from
-    (None: a new one from the question), and its providers if they were built before it."""
-
-    flow: Flow
-    run: Run
-    rec: Recorder
-    approver: Approver | None
-    state: LoopState | None = None
-    models: _Models | None = None
-
-
-@dataclass
-class _Scope:
-    """Everything one run's phases share."""
-
-    flow: Flow
-    run: Run
-    rec: Recorder
-    tools: dict[str, Tool]
-    decider: ModelCaller
-    polisher: ModelCaller | None
-    context: RunContext
-    state: LoopState
-    approver: Approver | None
-    changed: frozenset[str]  # tools whose definition changed since accepted: their calls wait for a person
-    maybe_ran: frozenset[str]  # calls started before an interruption whose results were never committed
+from flowcall.tools.review import definition, fingerprint
 
 
 class Engine:
@@ -102,7 +67,7 @@ class Engine:
         `context`: the chat before the question, kept with the run (read if the flow says so)."""
         models = self._models_before_run(flow)
         run = self._new_run(flow.name, question, flow_version_id, run_id, context)
-        return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
+        return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
 
     def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any] | None, *, approver: Approver | None,
                on_step: StepCallback | None = None) -> Run:
@@ -123,7 +88,7 @@ class Engine:
         models = self._models_before_run(flow)
         self.sink.run_resumed(run)
         run.status = RunStatus.RUNNING
-        return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, state, models))
+        return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, state, models))
 
     def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
                       flow_version_id: int | None = None, on_step: StepCallback | None = None,
@@ -138,7 +103,7 @@ class Engine:
         recorder = Recorder(run, self.sink, on_step)
         for step in reused:
             recorder.record(step.kind, **step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"}))
-        return self._execute(_Start(flow, run, recorder, approver, state, models))
+        return self._execute(Start(flow, run, recorder, approver, state, models))
 
     def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
                     label: str | None = None, run: Run | None = None) -> tuple[Run, ModelTurn | None]:
@@ -158,12 +123,12 @@ class Engine:
             request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
                                    parallel_tool_calls=flow.parallel_tool_calls,
                                    temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
-            turn, _ = ModelCaller(decider, rec, _way_for(flow, decider)).decide_vetted(request, 1, flow.retry_budget)
+            turn, _ = ModelCaller(decider, rec, way_for(flow, decider)).decide_vetted(request, 1, flow.retry_budget)
             ended: Finished | BaseException = Finished(
                 {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content})
-        except BaseException as exc:  # noqa: BLE001 - _settle says what each ending means
+        except BaseException as exc:  # noqa: BLE001 - settle says what each ending means
             ended = exc
-        return self._settle(run, rec, ended), turn
+        return settle(self.sink, run, rec, ended), turn
 
     # ---------------------------------------------------------------- a run's life
     def _new_run(self, label: str, question: str, flow_version_id: int | None, run_id: str | None = None,
@@ -173,17 +138,17 @@ class Engine:
         self.sink.run_started(run)
         return run
 
-    def _models_before_run(self, flow: Flow, *, decision_only: bool = False) -> _Models | None:
+    def _models_before_run(self, flow: Flow, *, decision_only: bool = False) -> Models | None:
         """The flow's providers, or NotConfigured naming the variable to set. Any other failure
         to build one (no model file, a broken GGUF) is left to the run, which records it."""
         try:
-            return _Models.build(flow, self.provider_for, decision_only=decision_only)
+            return Models.build(flow, self.provider_for, decision_only=decision_only)
         except NotConfigured:
             raise
         except Exception:  # built again inside the run, where the failure is recorded
             return None
 
-    def _execute(self, start: _Start) -> Run:
+    def _execute(self, start: Start) -> Run:
         run = start.run
         try:
             with self._registry_for(start.flow) as registry:
@@ -192,48 +157,9 @@ class Engine:
                 if isinstance(ended, Finished):
                     traced = trace(ended.answer, scope.state.done, run.question, run.steps, offered=list(scope.tools))
                     run.provenance = mark_claims(traced, scope.state.claims)
-        except BaseException as exc:  # noqa: BLE001 - _settle says what each ending means
+        except BaseException as exc:  # noqa: BLE001 - settle says what each ending means
             ended = exc
-        return self._settle(run, start.rec, ended)
-
-    def _settle(self, run: Run, rec: Recorder, ended: Finished | Paused | BaseException) -> Run:
-        """How a run ended, as its status: the one mapping, for runs and single decisions."""
-        if isinstance(ended, Paused):
-            run.status = RunStatus.WAITING_APPROVAL
-            self.sink.run_paused(run, ended.state.checkpoint())
-            return run
-        if isinstance(ended, RunCancelled):  # cancelled by a person elsewhere, or taken over: the store says so
-            run.status, run.error, run.ended_at = RunStatus.CANCELLED, str(ended), steps.utcnow()
-            return run
-        if isinstance(ended, Finished):
-            run.final_answer, run.status = ended.answer, RunStatus.SUCCEEDED
-        elif isinstance(ended, FlowCallError):
-            run.status, run.error = RunStatus.FAILED, f"{ended.code}: {ended.message}"
-            if not isinstance(ended, RunFailed):  # a RunFailed's step is recorded already
-                rec.record_last(StepKind.ERROR, error_code=str(ended.code), error_message=ended.message)
-        elif isinstance(ended, Exception):  # a bug or an unexpected library error: keep the run, say what broke
-            run.status, run.error = RunStatus.FAILED, f"{type(ended).__name__}: {ended}"
-            rec.record_last(StepKind.ERROR, error_code=str(ErrorCode.INTERNAL), error_message=run.error)
-        else:  # Ctrl-C, the studio stopping its script: a person stopped it
-            self._stopped(run, ended)
-            raise ended
-        run.ended_at = steps.utcnow()
-        if not self.sink.run_finished(run):
-            run.status = RunStatus.CANCELLED  # cancelled between its last step and now: it stays so
-        return run
-
-    def _stopped(self, run: Run, exc: BaseException) -> None:
-        if isinstance(exc, KeyboardInterrupt):
-            reason = "stopped with Ctrl-C"
-        elif type(exc).__name__ in ("StopException", "RerunException"):  # Streamlit ends the page's script
-            reason = "stopped in the studio"
-        else:
-            reason = f"stopped ({type(exc).__name__})"
-        run.status, run.error, run.ended_at = RunStatus.CANCELLED, reason, steps.utcnow()
-        try:
-            self.sink.run_cancelled(run, reason)
-        except Exception:  # the database may be what failed; the run then reads as interrupted
-            pass
+        return settle(self.sink, run, start.rec, ended)
 
     # ---------------------------------------------------------------- the phases
     def _registry_for(self, flow: Flow) -> ContextManager[ToolRegistry]:
@@ -244,11 +170,11 @@ class Engine:
 
         return run_registry(self.registry, flow)
 
-    def _begin(self, start: _Start, registry: ToolRegistry) -> _Scope:
+    def _begin(self, start: Start, registry: ToolRegistry) -> Scope:
         """Phase 1: the run's tools, callers and state (a new one from the question, or the one
         it goes on from)."""
         flow, run, rec, state = start.flow, start.run, start.rec, start.state
-        models = start.models or _Models.build(flow, self.provider_for)  # a failure here is recorded
+        models = start.models or Models.build(flow, self.provider_for)  # a failure here is recorded
         if flow.polish is not None and flow.polish.output_schema:
             # loading a flow refuses this (spec.py); a flow copied without validation gets here
             try:
@@ -256,20 +182,20 @@ class Engine:
             except schemas.SchemaRefError as exc:
                 raise FlowCallError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
         tools = {t.name: t for t in registry.resolve(flow.tools)}
-        changed = self._check_pins(flow, tools, rec)
+        changed = approval.changed_tools(self.sink, flow, tools, rec)
         if state is None:
             state = LoopState.fresh(flow, run.question, run.context)
         else:
             state.done = [restored_outcome(o, tools) for o in state.done_records]
         # tools that keep data use the run's store; their artifacts live in the state, so they are saved with it
         context = RunContext(run_id=run.id, store=self.sink, artifacts=state.artifacts)
-        return _Scope(flow=flow, run=run, rec=rec, tools=tools,
-                      decider=ModelCaller(models.decider, rec, _way_for(flow, models.decider)),
+        return Scope(flow=flow, run=run, rec=rec, tools=tools,
+                      decider=ModelCaller(models.decider, rec, way_for(flow, models.decider)),
                       polisher=ModelCaller(models.polisher, rec) if models.polisher else None,
                       context=context, state=state, approver=start.approver, changed=changed,
                       maybe_ran=frozenset(state.running))
 
-    def _loop(self, scope: _Scope) -> Finished | Paused:
+    def _loop(self, scope: Scope) -> Finished | Paused:
         """Rounds of decide -> approve -> execute until the model answers or max_rounds, then finish."""
         state, flow = scope.state, scope.flow
         while state.pending or (state.tool_rounds < flow.max_rounds and not state.finished):
@@ -287,7 +213,7 @@ class Engine:
             self._execute_round(scope, approved)
         return self._finish(scope)
 
-    def _decide_round(self, scope: _Scope) -> Answered | Retry | CallsDecided:
+    def _decide_round(self, scope: Scope) -> Answered | Retry | CallsDecided:
         """Phase 2: one decision. The state changes only in memory here; it is committed with
         the round's tool steps, so a crash during a decision decides that round again."""
         state, flow = scope.state, scope.flow
@@ -309,7 +235,7 @@ class Engine:
             if unreadable:
                 state.unbacked.append(unreadable_reason("; ".join(turn.parse_errors)))
         if unreadable:
-            state.budget = _spend(state.budget, ErrorCode.PARSE_FAILED, unreadable, scope.rec)
+            state.budget = spend_retry(state.budget, ErrorCode.PARSE_FAILED, unreadable, scope.rec)
             state.note_unreadable(turn.content, unreadable)
             scope.rec.mark(state)  # the spent retry goes with the next step
             return Retry(unreadable)
@@ -323,7 +249,7 @@ class Engine:
         state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
         return CallsDecided(calls, repairs)
 
-    def _approve(self, scope: _Scope, decided: CallsDecided) -> Approved | Paused:
+    def _approve(self, scope: Scope, decided: CallsDecided) -> Approved | Paused:
         """Phase 3: put the calls that need a person to the approver. With no answer, the run
         pauses here with these calls pending. A call that may have run already (see
         LoopState.running) needs a person too, unless its tool is safe to repeat."""
@@ -359,7 +285,7 @@ class Engine:
             kept.append(call)
         return Approved(kept, decided.repairs, settled)
 
-    def _execute_round(self, scope: _Scope, approved: Approved) -> None:
+    def _execute_round(self, scope: Scope, approved: Approved) -> None:
         """Phase 4: run the approved calls and commit their steps with the state after them, in
         one transaction. Before any tool starts, the state naming the calls about to run is
         committed: after a crash, resume knows which calls may have run."""
@@ -375,14 +301,14 @@ class Engine:
                                 for o in outcomes], state)
         scope.maybe_ran = frozenset()
         if exhausted:
-            _spend(0, wrong.error_code, wrong.error_message or "", scope.rec)
+            spend_retry(0, wrong.error_code, wrong.error_message or "", scope.rec)
 
-    def _finish(self, scope: _Scope) -> Finished:
+    def _finish(self, scope: Scope) -> Finished:
         """Phase 5: the answer (_answer), and what it says that no tool did: the run's outcome."""
         gaps = gaps_of(scope.state, scope.flow, scope.tools)
         return Finished(judged(scope.run, scope.state, gaps, self._answer(scope, gaps), scope.tools))
 
-    def _answer(self, scope: _Scope, gaps: Gaps) -> Any:
+    def _answer(self, scope: Scope, gaps: Gaps) -> Any:
         """The polish model's answer, the decision model's own, or (no polish model, max_rounds
         reached) one more decision asked to answer without tools."""
         state, flow = scope.state, scope.flow
@@ -409,35 +335,3 @@ class Engine:
             retry = request.model_copy(update={"messages": [*state.messages, *ANSWER_NOW]})
             turn = scope.decider.decide(retry, state.round_no + 2)
             return with_gaps(last_word(turn, scope.tools, flow, state.done), gaps, scope.run.question)
-
-    def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: Recorder) -> frozenset[str]:
-        """MCP and HTTP tools are pinned as first used; one whose definition changed since gets a
-        warning step, and its calls wait for a person this run (approving one accepts the new
-        definition). Descriptions with instructions aimed at the model get a warning step too."""
-        if not hasattr(self.sink, "tool_pins") or all(t.source == "python" for t in tools.values()):
-            return frozenset()  # plugins are never pinned: no read
-        check = check_pins(list(tools.values()), self.sink.tool_pins(flow.name))
-        for name, note, result in check.warnings:
-            rec.record(StepKind.WARNING, name=name, note=note, result=result)
-        for tool in check.first_used:
-            self.sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))
-        return check.changed
-
-
-def _spend(budget: int, code: ErrorCode | None, message: str, rec: Recorder) -> int:
-    """A wrong call costs one retry; past the budget the run fails with that call's error."""
-    if budget <= 0:
-        rec.record(StepKind.ERROR, error_code=str(code), error_message=f"retry budget exhausted: {message}")
-        raise RunFailed(code or ErrorCode.INVALID_ARGUMENT, f"the model kept making wrong calls: {message}")
-    return budget - 1
-
-
-def _way_for(flow: Flow, decider: Provider) -> CallingWay:
-    """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only.
-    A provider that brings its own way uses it: a replay answers whole decisions from its
-    record (replay.py), whatever way made them."""
-    own = getattr(decider, "decision_way", None)
-    if callable(own):
-        return own()
-    rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
-    return make_way(flow.decision.calling_way, decider.capabilities, rules, getattr(decider, "tuning", None))

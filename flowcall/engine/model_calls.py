@@ -1,4 +1,5 @@
-"""A model's calls in one run, each recorded as one step (also when it fails)."""
+"""A model's calls in one run, each recorded as one step (also when it fails); the calling way
+a run's decisions go through (way_for), and what a wrong call costs (spend_retry)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from flowcall.calling import vetting
+from flowcall.calling import make_way, vetting
 from flowcall.calling.base import CallingWay
+from flowcall.calling.router import Rule
 from flowcall.core import progress
 from flowcall.core.errors import ErrorCode, FlowCallError, ProviderError
 from flowcall.core.messages import ModelRequest, ModelTurn
+from flowcall.core.spec import Flow
 from flowcall.core.steps import StepKind, utcnow
 from flowcall.engine.recorder import Recorder
 from flowcall.providers.base import Provider
@@ -90,3 +93,22 @@ def progress_label(provider: Provider, note: str | None) -> str:
     get_weather"), else the model; why `auto` chose its way stays in the step's note."""
     stage = (note or "").split("; ")[0]
     return stage if stage and not stage.startswith(("auto: ", "after fallback: ")) else f"{provider.name}/{provider.model}"
+
+
+def spend_retry(budget: int, code: ErrorCode | None, message: str, rec: Recorder) -> int:
+    """A wrong call costs one retry; past the budget the run fails with that call's error."""
+    if budget <= 0:
+        rec.record(StepKind.ERROR, error_code=str(code), error_message=f"retry budget exhausted: {message}")
+        raise RunFailed(code or ErrorCode.INVALID_ARGUMENT, f"the model kept making wrong calls: {message}")
+    return budget - 1
+
+
+def way_for(flow: Flow, decider: Provider) -> CallingWay:
+    """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only.
+    A provider that brings its own way uses it: a replay answers whole decisions from its
+    record (replay.py), whatever way made them."""
+    own = getattr(decider, "decision_way", None)
+    if callable(own):
+        return own()
+    rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
+    return make_way(flow.decision.calling_way, decider.capabilities, rules, getattr(decider, "tuning", None))

@@ -69,7 +69,7 @@ class RecordedDecisions(RecordedModel):
         super().__init__(steps, model)
         self.rounds = _rounds(steps)
 
-    def decision_way(self) -> ReplayWay:  # the engine asks a provider for its own way (engine._way_for)
+    def decision_way(self) -> ReplayWay:  # the engine asks a provider for its own way (model_calls.way_for)
         return ReplayWay(self)
 
 
