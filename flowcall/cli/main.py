@@ -486,44 +486,61 @@ def eval_group() -> None:
 def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None, split: str, provider: str, model_name: str,
               base_url: str | None, way: str, data_dir: Path | None, save: bool, as_json: bool) -> None:
     """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST checker does."""
-    from tqdm import tqdm
-
     from flowcall.core.spec import DecisionConfig
     from flowcall.core.steps import MemorySink
-    from flowcall.eval import CATEGORIES, load_cases
-    from flowcall.eval.runner import as_dicts, evaluate, summarize
-    from flowcall.providers import provider_for
+    from flowcall.eval.runner import as_dicts, summarize
 
     model_name = _model_name(provider, model_name)
-    names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
-    start = {"all": 0, "even": 0, "odd": 1}[split]
-    step = 1 if split == "all" else 2
-    cases = [case for name in names for case in load_cases(name, data_dir)[start::step][:limit]]
+    cases = _bfcl_cases(categories, split, limit, data_dir)
     decision = DecisionConfig(provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512)
     sink = _service(ctx).store if save else MemorySink()
-    # the bar goes to stderr, so it shows while stdout carries the JSON report
-    with tqdm(total=len(cases), desc=f"{provider}/{model_name} [{way}]", unit="case", file=sys.stderr) as bar:
-        def progress(outcome) -> None:
-            bar.update(1)
-            bar.set_postfix_str(f"{outcome.category} {'ok' if outcome.valid else outcome.error_type}")
-
-        outcomes = evaluate(cases, decision, provider_for, sink, on_case=progress)
+    outcomes = _evaluate_with_bar(cases, decision, sink, label=f"{provider}/{model_name} [{way}]")
     summaries = summarize(outcomes)
     if as_json:
         echo(json.dumps({"provider": provider, "model": model_name, "way": way, "summary": as_dicts(summaries),
                                "cases": as_dicts(outcomes)}, ensure_ascii=False, indent=2))
         return
+    _echo_bfcl_table(summaries)
+
+
+def _evaluate_with_bar(cases: list, decision: Any, sink: Any, *, label: str) -> list:
+    """The cases' outcomes, with a progress bar on stderr, so it shows while stdout carries the JSON report."""
+    from tqdm import tqdm
+
+    from flowcall.eval.runner import evaluate
+    from flowcall.providers import provider_for
+
+    with tqdm(total=len(cases), desc=label, unit="case", file=sys.stderr) as bar:
+        def progress(outcome) -> None:
+            bar.update(1)
+            bar.set_postfix_str(f"{outcome.category} {'ok' if outcome.valid else outcome.error_type}")
+
+        return evaluate(cases, decision, provider_for, sink, on_case=progress)
+
+
+def _bfcl_cases(categories: tuple[str, ...], split: str, limit: int | None, data_dir: Path | None) -> list:
+    """The cases asked for: each category's first `limit` of the split (even cases tune, odd are held out)."""
+    from flowcall.eval import CATEGORIES, load_cases
+
+    names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
+    start = {"all": 0, "even": 0, "odd": 1}[split]
+    step = 1 if split == "all" else 2
+    return [case for name in names for case in load_cases(name, data_dir)[start::step][:limit]]
+
+
+def _echo_bfcl_table(summaries: list) -> None:
+    """The report as a table, a row per category, then each category's commonest failures."""
     echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} "
-               f"{'tok out':>7} {'calls':>5} {'prompt%':>7} {'gen%':>5}")
+         f"{'tok out':>7} {'calls':>5} {'prompt%':>7} {'gen%':>5}")
     for row in summaries:
         valid = f"{row.schema_valid_share:.1%}" if row.schema_valid_share is not None else "-"
         split = (f"{row.prompt_eval_share:>7.0%} {row.generation_share:>5.0%}" if row.prompt_eval_share is not None
                  else f"{'-':>7} {'-':>5}")
         echo(f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
-                   f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f} "
-                   f"{row.median_model_calls:>5.0f} {split}")
+             f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f} "
+             f"{row.median_model_calls:>5.0f} {split}")
     echo("(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
-               "reading prompts / generating, local model only)")
+         "reading prompts / generating, local model only)")
     for row in summaries:
         if row.errors:
             echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
@@ -545,13 +562,7 @@ def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes:
     studio's Run page). A grant covers exactly what was shown: a changed command needs a new one."""
     service = _service(ctx)
     if list_all or revoke:
-        if revoke:
-            for gone in service.store.revoke(revoke):
-                echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
-            return
-        for grant in service.store.list_grants():
-            echo(f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
-                       f"{grant['summary']}")
+        _list_or_revoke_grants(service, revoke)
         return
     if bool(flow_ref) == bool(run_id):
         raise click.UsageError("give a flow (file or saved name), or --run RUN_ID; or use --list / --revoke KEY")
@@ -575,6 +586,17 @@ def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes:
             ctx.exit(1)
     service.grant(flow, by=os.environ.get("USER") or "cli")
     echo(f"granted {len(pending)} item(s)")
+
+
+def _list_or_revoke_grants(service: Any, revoke: str | None) -> None:
+    """`trust --revoke KEY` revokes the grants whose key starts with KEY; `trust --list` lists them all."""
+    if revoke:
+        for gone in service.store.revoke(revoke):
+            echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
+        return
+    for grant in service.store.list_grants():
+        echo(f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
+             f"{grant['summary']}")
 
 
 @cli.group("mcp")

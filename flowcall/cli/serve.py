@@ -44,17 +44,22 @@ def serve_command(ctx: click.Context, host: str, port: int, workers: int, no_aut
     settings = Settings(host=host, auth=not no_auth, max_body=max_body, rate=rate, burst=burst, concurrent=concurrent,
                         wait_s=wait_s, allow_hosts=allow_hosts, allow_origins=allow_origins)
     service = _service(ctx)
-    if not no_auth and not service.list_keys():
-        echo("note: no API key exists yet, so every request will be refused; create one with: "
-             "flowcall keys create NAME", err=True)
-    shown = f"[{host}]" if ":" in host else host
-    echo(f"serving the flows at http://{shown}:{port}/v1 (API docs: /docs; "
-         f"{'no key needed: loopback only' if no_auth else 'a key is required'})", err=True)
+    _announce(host, port, no_auth, has_keys=bool(service.list_keys()))
     if workers == 1:
         uvicorn.run(create_app(service, settings), host=host, port=port, log_level="warning")
     else:
         settings_to_env(settings, ctx.find_root().obj.get("db"))
         _serve_workers(host, port, workers)
+
+
+def _announce(host: str, port: int, no_auth: bool, *, has_keys: bool) -> None:
+    """Where the API listens and whether it wants a key, on stderr: stdout stays the server's."""
+    if not no_auth and not has_keys:
+        echo("note: no API key exists yet, so every request will be refused; create one with: "
+             "flowcall keys create NAME", err=True)
+    shown = f"[{host}]" if ":" in host else host
+    echo(f"serving the flows at http://{shown}:{port}/v1 (API docs: /docs; "
+         f"{'no key needed: loopback only' if no_auth else 'a key is required'})", err=True)
 
 
 def _serve_workers(host: str, port: int, workers: int) -> None:

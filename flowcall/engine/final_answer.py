@@ -72,12 +72,7 @@ def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutc
     note = f"{UNBACKED_NOTE}{'; '.join(gaps.unbacked)}" if gaps.unbacked is not None else None
     budget = flow.retry_budget
     while True:
-        request = ModelRequest(messages=list(messages), response_format=response_format,
-                               temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
-        try:
-            turn = polisher.call(StepKind.POLISH, 0, None, request, note=note)
-        except ProviderError as exc:
-            raise RunFailed(exc.code, exc.message) from exc
+        turn = _polish_call(flow, polisher, messages, response_format, note)
         if not schema:
             return with_gaps(turn.content or "", gaps, question)
         answer, problem = structured(turn.content, schema)
@@ -91,6 +86,18 @@ def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutc
         messages += [Message(role="assistant", content=turn.content or ""),
                      Message.note(f"That JSON is not valid against the schema: {problem}. "
                                   "Reply again with corrected JSON only.")]
+
+
+def _polish_call(flow: Flow, polisher: ModelCaller, messages: list[Message], response_format: ResponseFormat | None,
+                 note: str | None) -> ModelTurn:
+    """One call of the polish model, recorded as a step; a provider's failure ends the run."""
+    assert flow.polish is not None
+    request = ModelRequest(messages=list(messages), response_format=response_format,
+                           temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
+    try:
+        return polisher.call(StepKind.POLISH, 0, None, request, note=note)
+    except ProviderError as exc:
+        raise RunFailed(exc.code, exc.message) from exc
 
 
 def _polish_system(flow: Flow, polisher: ModelCaller, gaps: Gaps) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from flowcall.calling import make_way, vetting
 from flowcall.calling.base import CallingWay
@@ -40,26 +40,14 @@ class ModelCaller:
             with progress.step(kind.value, progress_label(provider, note)):
                 turn = provider.complete(sent)
         except ProviderError as exc:
-            request_sent = exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True)
-            self.rec.record(kind, **common, request=request_sent, error_code=str(exc.code), error_message=exc.message,
-                            request_id=exc.request_id, latency_ms=(time.perf_counter() - t0) * 1000,
-                            retries=exc.details.get("retries") or exc.retries)
+            self.rec.record(kind, **common, **_failure_fields(exc, sent, t0))
             raise
         if interpret:
             turn = interpret(turn)
         if turn.verdict:  # what a check found replaces what it asked, before why the way was chosen
             rest = [part for part in (note or "").split("; ") if part and not turn.verdict.startswith(part)]
             common["note"] = "; ".join([turn.verdict, *rest])
-        self.rec.record(
-            kind, **common, request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
-            response=turn.wire_response, rendered_prompt=turn.rendered_prompt,
-            tool_calls=[c.model_dump(mode="json") for c in turn.tool_calls],
-            result=turn.content, tokens_in=turn.usage.input_tokens, tokens_out=turn.usage.output_tokens,
-            latency_ms=turn.latency_ms or (time.perf_counter() - t0) * 1000, retries=turn.retries,
-            request_id=turn.request_id,
-            error_code=str(ErrorCode.PARSE_FAILED) if turn.parse_errors and not turn.tool_calls else None,
-            error_message="; ".join(turn.parse_errors) or None,
-        )
+        self.rec.record(kind, **common, **_turn_fields(turn, sent, t0))
         return turn
 
     def decide(self, request: ModelRequest, round_no: int) -> ModelTurn:
@@ -86,6 +74,28 @@ class ModelCaller:
             if reviewed.retry is None:
                 return reviewed.turn, budget
             reviewed = reviewed.retry.then(self.decide(reviewed.retry.request, round_no))
+
+
+def _turn_fields(turn: ModelTurn, sent: ModelRequest, t0: float) -> dict[str, Any]:
+    """A model call's step fields from its turn: what went and came back (as on the wire where
+    the provider keeps it), what it cost, and whether its calls could be read."""
+    return dict(
+        request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
+        response=turn.wire_response, rendered_prompt=turn.rendered_prompt,
+        tool_calls=[c.model_dump(mode="json") for c in turn.tool_calls],
+        result=turn.content, tokens_in=turn.usage.input_tokens, tokens_out=turn.usage.output_tokens,
+        latency_ms=turn.latency_ms or (time.perf_counter() - t0) * 1000, retries=turn.retries,
+        request_id=turn.request_id,
+        error_code=str(ErrorCode.PARSE_FAILED) if turn.parse_errors and not turn.tool_calls else None,
+        error_message="; ".join(turn.parse_errors) or None,
+    )
+
+
+def _failure_fields(exc: ProviderError, sent: ModelRequest, t0: float) -> dict[str, Any]:
+    """A failed model call's step fields: what was sent, the provider's error and its retries."""
+    return dict(request=exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True),
+                error_code=str(exc.code), error_message=exc.message, request_id=exc.request_id,
+                latency_ms=(time.perf_counter() - t0) * 1000, retries=exc.details.get("retries") or exc.retries)
 
 
 def progress_label(provider: Provider, note: str | None) -> str:

@@ -407,8 +407,6 @@ def to_svg(state: CanvasState, marks: dict[str, NodeMark] | None = None) -> str:
     ys = [v["y"] for v in views] or [0]
     left, top = min(xs) - 20, min(ys) - 20
     width, height = max(xs) - left + w + 20, max(ys) - top + h + 20
-    colors = {"question": "#8a8f9c", "answer": "#8a8f9c", "decision": "#ff4b4b", "polish": "#f0a02c",
-              "plugin": "#1c83e1", "mcp": "#803df5", "http": "#21a366"}
     where = {v["id"]: (v["x"] - left, v["y"] - top) for v in views}
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
              f'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="#ffffff"/>']
@@ -420,17 +418,26 @@ def to_svg(state: CanvasState, marks: dict[str, NodeMark] | None = None) -> str:
         parts.append(f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{b[0]:.0f}" y2="{b[1]:.0f}" '
                      'stroke="#9aa0ad" stroke-width="1.5"/>')
     for v in views:
-        x, y = where[v["id"]]
-        color = colors.get(v.get("group") or v["kind"], "#8a8f9c")
-        texts = [v["label"] + (f"  [{v['badge']}]" if v.get("badge") else ""), v.get("title", ""),
-                 v.get("subtitle", ""), *v["lines"]][:4]
-        parts.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="{w}" height="{h}" rx="8" fill="#ffffff" '
-                     f'stroke="#c9ccd6"/><rect x="{x:.0f}" y="{y:.0f}" width="6" height="{h}" fill="{color}"/>')
-        for i, text in enumerate(t for t in texts if t):
-            weight = ' font-weight="bold"' if i == 1 else ""
-            parts.append(f'<text x="{x + 14:.0f}" y="{y + 18 + i * 16:.0f}"{weight}>{xml_escape(_cut(text, 32))}</text>')
+        parts += _svg_box(v, *where[v["id"]], w, h)
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+_SVG_COLORS = {"question": "#8a8f9c", "answer": "#8a8f9c", "decision": "#ff4b4b", "polish": "#f0a02c",
+               "plugin": "#1c83e1", "mcp": "#803df5", "http": "#21a366"}
+
+
+def _svg_box(v: dict[str, Any], x: float, y: float, w: int, h: int) -> list[str]:
+    """One node in the SVG: a box with its group's color down the left, and up to four lines of text."""
+    color = _SVG_COLORS.get(v.get("group") or v["kind"], "#8a8f9c")
+    texts = [v["label"] + (f"  [{v['badge']}]" if v.get("badge") else ""), v.get("title", ""),
+             v.get("subtitle", ""), *v["lines"]][:4]
+    parts = [f'<rect x="{x:.0f}" y="{y:.0f}" width="{w}" height="{h}" rx="8" fill="#ffffff" '
+             f'stroke="#c9ccd6"/><rect x="{x:.0f}" y="{y:.0f}" width="6" height="{h}" fill="{color}"/>']
+    for i, text in enumerate(t for t in texts if t):
+        weight = ' font-weight="bold"' if i == 1 else ""
+        parts.append(f'<text x="{x + 14:.0f}" y="{y + 18 + i * 16:.0f}"{weight}>{xml_escape(_cut(text, 32))}</text>')
+    return parts
 
 
 def canonical(state: CanvasState) -> str:

@@ -79,6 +79,13 @@ def decision_panel(app: FlowCall, state: CanvasState, node: CanvasNode, key: str
     c["system_prompt"] = st.text_area("System prompt", c.get("system_prompt", ""), key=key + "prompt",
                                       help="{{today}}, {{tomorrow}}, {{now}} and {{weekday}} are filled in at run time")
     c["temperature"] = st.slider("Temperature", 0.0, 2.0, float(c.get("temperature", 0.0)), 0.1, key=key + "temp")
+    _loop_fields(c, state, key)
+    problems = _checked(DecisionConfig, c, "Decision model", ("decision",))
+    return c, problems
+
+
+def _loop_fields(c: dict[str, Any], state: CanvasState, key: str) -> None:
+    """How the loop runs, set in `c`: which tool the model must call, several calls at once, rounds and retries."""
     names = [bare_name(n.config["ref"]) for n in state.of_kind("tool") if n.attached]
     choice = c.get("tool_choice", "auto")
     choices = list(dict.fromkeys(["auto", "required", "none", *names, choice]))
@@ -92,8 +99,6 @@ def decision_panel(app: FlowCall, state: CanvasState, node: CanvasNode, key: str
                                          help="How many times the model may call tools and read the results"))
     c["retry_budget"] = int(b.number_input("Retry budget", 0, 10, int(c.get("retry_budget", 2)), key=key + "budget",
                                            help="How many wrong calls the model may correct"))
-    problems = _checked(DecisionConfig, c, "Decision model", ("decision",))
-    return c, problems
 
 
 def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -9,6 +9,7 @@ import os
 import re
 import string
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -216,47 +217,70 @@ def answer_card(answer: dict[str, Any], sources: dict[str, dict[str, Any]] | Non
     the model's text, so all of it goes through `md`. With `sources` (provenance entries by
     JSON Pointer), each value says on hover where it came from; one only the model gave is
     marked ⚠."""
-    sources = sources or {}
-
-    def origin(key: Any, where: str = at) -> str | None:  # where the value came from, on hover
-        entry = sources.get(_pointer(where, key))
-        return md(source_line(entry)) if entry is not None else None
-
-    def unbacked(key: Any, where: str = at) -> bool:  # only the model gave it: marked on the card itself
-        entry = sources.get(_pointer(where, key))
-        return entry is not None and unbacked_value(entry)
-
+    src = _Provenance(sources or {}, at)
     with st.container(border=True):
         flat = {k: v for k, v in answer.items() if not isinstance(v, (dict, list))}
-        title_key = next((k for k in ("title", "location", "name", "city") if k in flat), None)
-        if title_key:
-            title = [title_key, *(["date"] if "date" in flat else [])]
-            flag = f" {UNBACKED[0]}" if any(unbacked(k) for k in title) else ""
-            st.subheader(md(" · ".join(str(flat.pop(k)) for k in title)) + flag,
-                         help="  \n".join(filter(None, map(origin, title))) or None)
-        # metrics for numbers, yes/no and words; sentences as text (a metric cuts them off)
-        short = {k: v for k, v in flat.items() if not isinstance(v, str) or len(v) <= 10}
-        for chunk in range(0, len(short), 4):
-            cols = st.columns(4)
-            for col, (key, value) in zip(cols, list(short.items())[chunk:chunk + 4]):
-                col.metric(md(key.replace("_", " ")), _card_value(value, key), help=origin(key),
-                           delta=UNBACKED if unbacked(key) else None, delta_color="orange", delta_arrow="off")
-        for key, value in flat.items():
-            if key not in short:
-                flag = f" · *{UNBACKED}*" if unbacked(key) else ""
-                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}{flag}",
-                            help=origin(key))
-        for key, value in answer.items():
-            if isinstance(value, dict):
-                st.markdown(f"**{md(key.replace('_', ' '))}**")
-                answer_card(value, sources, _pointer(at, key))
-            elif isinstance(value, list):
-                st.markdown(f"**{md(key.replace('_', ' '))}**")
-                inner = _pointer(at, key)
-                for index, item in enumerate(value):
-                    text = md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)
-                    flag = f" · *{UNBACKED}*" if unbacked(index, inner) else ""
-                    st.markdown(f"- {text}{flag}", help=origin(index, inner))
+        _card_title(flat, src)
+        _card_fields(flat, src)
+        _card_nested(answer, src)
+
+
+@dataclass
+class _Provenance:
+    """Where a card's values came from: provenance entries by JSON Pointer, the card's own
+    pointer `at`. `origin` is said on hover; a value only the model gave is `unbacked`, and
+    marked on the card itself."""
+
+    sources: dict[str, dict[str, Any]]
+    at: str
+
+    def origin(self, key: Any, where: str | None = None) -> str | None:
+        entry = self.sources.get(_pointer(self.at if where is None else where, key))
+        return md(source_line(entry)) if entry is not None else None
+
+    def unbacked(self, key: Any, where: str | None = None) -> bool:
+        entry = self.sources.get(_pointer(self.at if where is None else where, key))
+        return entry is not None and unbacked_value(entry)
+
+
+def _card_title(flat: dict[str, Any], src: _Provenance) -> None:
+    """A title, date or name field as the card's heading (taken out of `flat`)."""
+    title_key = next((k for k in ("title", "location", "name", "city") if k in flat), None)
+    if title_key:
+        title = [title_key, *(["date"] if "date" in flat else [])]
+        flag = f" {UNBACKED[0]}" if any(src.unbacked(k) for k in title) else ""
+        st.subheader(md(" · ".join(str(flat.pop(k)) for k in title)) + flag,
+                     help="  \n".join(filter(None, map(src.origin, title))) or None)
+
+
+def _card_fields(flat: dict[str, Any], src: _Provenance) -> None:
+    """The flat fields: metrics for numbers, yes/no and words; sentences as text (a metric cuts them off)."""
+    short = {k: v for k, v in flat.items() if not isinstance(v, str) or len(v) <= 10}
+    for chunk in range(0, len(short), 4):
+        cols = st.columns(4)
+        for col, (key, value) in zip(cols, list(short.items())[chunk:chunk + 4]):
+            col.metric(md(key.replace("_", " ")), _card_value(value, key), help=src.origin(key),
+                       delta=UNBACKED if src.unbacked(key) else None, delta_color="orange", delta_arrow="off")
+    for key, value in flat.items():
+        if key not in short:
+            flag = f" · *{UNBACKED}*" if src.unbacked(key) else ""
+            st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}{flag}",
+                        help=src.origin(key))
+
+
+def _card_nested(answer: dict[str, Any], src: _Provenance) -> None:
+    """Nested objects as cards of their own, lists as bullets."""
+    for key, value in answer.items():
+        if isinstance(value, dict):
+            st.markdown(f"**{md(key.replace('_', ' '))}**")
+            answer_card(value, src.sources, _pointer(src.at, key))
+        elif isinstance(value, list):
+            st.markdown(f"**{md(key.replace('_', ' '))}**")
+            inner = _pointer(src.at, key)
+            for index, item in enumerate(value):
+                text = md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)
+                flag = f" · *{UNBACKED}*" if src.unbacked(index, inner) else ""
+                st.markdown(f"- {text}{flag}", help=src.origin(index, inner))
 
 
 def show_outcome(run: Run) -> None:

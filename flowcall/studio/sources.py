@@ -329,19 +329,24 @@ def _rows(key: str, field: str, title: str, noun: str, placeholder: str, *, pair
     st.markdown(f"**{title}**", help=help)
     for number, rid in enumerate(ids, 1):
         with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-            if pair:
-                st.text_input(f"{noun} {number}: name", key=_f(key, field, rid, "name"), placeholder="NAME",
-                              label_visibility="collapsed", persist_state="page")
-                st.text_input(f"{noun} {number}: value", key=_f(key, field, rid, "value"),
-                              placeholder="$NAME, or a value that is no secret", label_visibility="collapsed",
-                              persist_state="page")
-            else:
-                st.text_input(f"{noun} {number}", key=_f(key, field, rid), placeholder=placeholder,
-                              label_visibility="collapsed", persist_state="page")
+            _row(key, field, rid, f"{noun} {number}", placeholder, pair=pair)
             st.button(":material/close:", key=_b(key, field, rid, "remove"), help=f"Remove this {noun}",
                       on_click=_remove_row, args=(key, field, rid))
     st.button(f"Add {'a' if noun[0] not in 'aeiou' else 'an'} {noun}", key=_b(key, field, "add"),
               on_click=_add_row, args=(key, field, pair))
+
+
+def _row(key: str, field: str, rid: int, label: str, placeholder: str, *, pair: bool) -> None:
+    """One row's inputs: a text, or a NAME and its value."""
+    if pair:
+        st.text_input(f"{label}: name", key=_f(key, field, rid, "name"), placeholder="NAME",
+                      label_visibility="collapsed", persist_state="page")
+        st.text_input(f"{label}: value", key=_f(key, field, rid, "value"),
+                      placeholder="$NAME, or a value that is no secret", label_visibility="collapsed",
+                      persist_state="page")
+    else:
+        st.text_input(label, key=_f(key, field, rid), placeholder=placeholder,
+                      label_visibility="collapsed", persist_state="page")
 
 
 def _row_values(key: str, field: str) -> list[str]:
@@ -387,25 +392,36 @@ def mcp_server_form(server: dict[str, Any] | None, key: str) -> Checked:
                   help="Lowercase letters, digits, - and _; its tools are attached as <name>/mcp/<tool>")
     transport = st.radio("How FlowCall reaches it", [STDIO, URL], key=_f(key, "transport"), horizontal=True,
                          persist_state="page")
-    raw: dict[str, Any] = {}
-    problem = None
     if transport == STDIO:
-        st.text_input("Command (the program to start)", key=_f(key, "program"), placeholder="uvx",
-                      persist_state="page", help="Found on PATH, or a full path. A grant binds the program it finds "
-                      "and the scripts it names: a changed script needs a new grant.")
-        _rows(key, "args", "Arguments", "argument", "mcp-server-time")
-        _rows(key, "env", "Environment", "variable", "", pair=True,
-              help="NAME = value, handed to the program. Write a secret as a reference ($GITHUB_TOKEN): it is read "
-                   "from this machine's environment when the server starts, so the flow file never holds it.")
-        args = [a for a in _row_values(key, "args") if a.strip()]  # an empty row is no argument
-        env, problem = _pairs(key)
-        raw["command"] = [st.session_state[_f(key, "program")].strip(), *args]
-        raw["env"] = env
+        reach, problem = _stdio_fields(key)
     else:
         st.text_input("URL (streamable HTTP)", key=_f(key, "url"), placeholder="http://127.0.0.1:8765/mcp",
                       persist_state="page")
-        raw["url"] = st.session_state[_f(key, "url")].strip()
-        raw["env"] = {}
+        reach, problem = {"url": st.session_state[_f(key, "url")].strip(), "env": {}}, None
+    _mcp_options(key)
+    state = st.session_state
+    raw = {"name": state[_f(key, "name")].strip(), **reach, "trusted": bool(state[_f(key, "trusted")]),
+           "startup_timeout_s": float(state[_f(key, "startup_timeout_s")]),
+           "call_timeout_s": float(state[_f(key, "call_timeout_s")])}
+    return _finish(key, "mcp", raw, problem)
+
+
+def _stdio_fields(key: str) -> tuple[dict[str, Any], str | None]:
+    """A server started as a program: its command and environment as JSON-ready data, and a row's problem."""
+    st.text_input("Command (the program to start)", key=_f(key, "program"), placeholder="uvx",
+                  persist_state="page", help="Found on PATH, or a full path. A grant binds the program it finds "
+                  "and the scripts it names: a changed script needs a new grant.")
+    _rows(key, "args", "Arguments", "argument", "mcp-server-time")
+    _rows(key, "env", "Environment", "variable", "", pair=True,
+          help="NAME = value, handed to the program. Write a secret as a reference ($GITHUB_TOKEN): it is read "
+               "from this machine's environment when the server starts, so the flow file never holds it.")
+    args = [a for a in _row_values(key, "args") if a.strip()]  # an empty row is no argument
+    env, problem = _pairs(key)
+    return {"command": [st.session_state[_f(key, "program")].strip(), *args], "env": env}, problem
+
+
+def _mcp_options(key: str) -> None:
+    """Whether the server is trusted, and how long it may take to start and to answer a call."""
     st.checkbox("Trusted: run its tools in a flow without asking a person", key=_f(key, "trusted"),
                 persist_state="page", help="A flow's first run asks you to grant this, on the Run page.")
     left, right = st.columns(2)
@@ -413,11 +429,6 @@ def mcp_server_form(server: dict[str, Any] | None, key: str) -> Checked:
                       persist_state="page")
     right.number_input("Call timeout (s)", 0.0, 600.0, key=_f(key, "call_timeout_s"), step=5.0,
                        persist_state="page")
-    state = st.session_state
-    raw = {"name": state[_f(key, "name")].strip(), **raw, "trusted": bool(state[_f(key, "trusted")]),
-           "startup_timeout_s": float(state[_f(key, "startup_timeout_s")]),
-           "call_timeout_s": float(state[_f(key, "call_timeout_s")])}
-    return _finish(key, "mcp", raw, problem)
 
 
 def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
@@ -427,25 +438,7 @@ def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
     HTTPToolSource, None) or (None, a sentence naming the field and what to do); the rest as
     `mcp_server_form`."""
     _begin(key, "http", source)
-    st.text_input("Name", key=_f(key, "name"), placeholder="things", persist_state="page",
-                  help="Lowercase letters, digits, - and _; its tools are attached as <name>/http/<operationId>")
-    st.text_input("OpenAPI document (a file path or an http(s) URL)", key=_f(key, "openapi"), persist_state="page",
-                  placeholder="https://api.example.com/openapi.json",
-                  help="A file is granted by its path and content: a changed file needs a new grant.")
-    st.text_input("Base URL (optional: instead of the document's servers)", key=_f(key, "base_url"),
-                  placeholder="https://api.example.com", persist_state="page")
-    _rows(key, "operations", "Only these operations (operationIds; none listed: all)", "operation", "getThing")
-    _rows(key, "headers", "Headers", "header", "", pair=True,
-          help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a reference, "
-               "$NAME or Bearer $NAME: it is read from this machine's environment when a request is made, so the "
-               "flow file never holds it.")
-    _rows(key, "allow_hosts", "Allowed internal hosts", "host", "127.0.0.1",
-          help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach once you "
-               "grant it, for this document only.")
-    left, right = st.columns(2)
-    left.number_input("Timeout (s)", 0.0, 300.0, key=_f(key, "timeout_s"), step=5.0, persist_state="page")
-    right.number_input("Response size cap (bytes)", 1, 50_000_000, key=_f(key, "max_response_bytes"), step=100_000,
-                       persist_state="page")
+    _http_inputs(key)
     state = st.session_state
     raw: dict[str, Any] = {"name": state[_f(key, "name")].strip(), "openapi": state[_f(key, "openapi")].strip()}
     if base_url := state[_f(key, "base_url")].strip():
@@ -459,6 +452,34 @@ def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
     raw["timeout_s"] = float(state[_f(key, "timeout_s")])
     raw["max_response_bytes"] = int(state[_f(key, "max_response_bytes")])
     return _finish(key, "http", raw, problem)
+
+
+def _http_inputs(key: str) -> None:
+    """The HTTP source's inputs; http_source_form reads what they hold."""
+    st.text_input("Name", key=_f(key, "name"), placeholder="things", persist_state="page",
+                  help="Lowercase letters, digits, - and _; its tools are attached as <name>/http/<operationId>")
+    st.text_input("OpenAPI document (a file path or an http(s) URL)", key=_f(key, "openapi"), persist_state="page",
+                  placeholder="https://api.example.com/openapi.json",
+                  help="A file is granted by its path and content: a changed file needs a new grant.")
+    st.text_input("Base URL (optional: instead of the document's servers)", key=_f(key, "base_url"),
+                  placeholder="https://api.example.com", persist_state="page")
+    _http_rows(key)
+    left, right = st.columns(2)
+    left.number_input("Timeout (s)", 0.0, 300.0, key=_f(key, "timeout_s"), step=5.0, persist_state="page")
+    right.number_input("Response size cap (bytes)", 1, 50_000_000, key=_f(key, "max_response_bytes"), step=100_000,
+                       persist_state="page")
+
+
+def _http_rows(key: str) -> None:
+    """The HTTP source's rows: the operations to keep, the headers, and the internal hosts allowed."""
+    _rows(key, "operations", "Only these operations (operationIds; none listed: all)", "operation", "getThing")
+    _rows(key, "headers", "Headers", "header", "", pair=True,
+          help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a reference, "
+               "$NAME or Bearer $NAME: it is read from this machine's environment when a request is made, so the "
+               "flow file never holds it.")
+    _rows(key, "allow_hosts", "Allowed internal hosts", "host", "127.0.0.1",
+          help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach once you "
+               "grant it, for this document only.")
 
 
 def _finish(key: str, kind: Kind, raw: dict[str, Any], row_problem: str | None) -> Checked:

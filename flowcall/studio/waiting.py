@@ -92,16 +92,27 @@ def show_waiting(app: FlowCall, where: Literal["sidebar", "page"] = "sidebar", *
         return 0
     count = f"{len(runs)}+" if len(runs) >= LISTED else str(len(runs))
     if where == "sidebar":
-        with st.sidebar:
-            st.markdown(f"**Waiting for you ({count})**",
-                        help="Runs paused until you approve, deny or edit a tool call. Open one to answer it.")
-            for waiting in runs[:SIDEBAR_SHOWN]:
-                st.page_link(run_page, label=md(f"{short(waiting['flow_name'], 24)} · {_what(waiting)}"),
-                             query_params={"run": waiting["run_id"]}, icon=":material/front_hand:",
-                             help=md(f"{short(waiting['question'], 200)} (waiting {waiting_for(waiting['since'])})"))
-            if len(runs) > SIDEBAR_SHOWN:
-                st.caption(f"and {len(runs) - SIDEBAR_SHOWN} more: see Runs & inspector, status waiting_approval")
-        return len(runs)
+        _in_sidebar(runs, count, run_page)
+    else:
+        _in_page(runs, count, run_page)
+    return len(runs)
+
+
+def _in_sidebar(runs: list[dict[str, Any]], count: str, run_page: Any) -> None:
+    """The first SIDEBAR_SHOWN waiting runs as links in the sidebar, then how many more wait."""
+    with st.sidebar:
+        st.markdown(f"**Waiting for you ({count})**",
+                    help="Runs paused until you approve, deny or edit a tool call. Open one to answer it.")
+        for waiting in runs[:SIDEBAR_SHOWN]:
+            st.page_link(run_page, label=md(f"{short(waiting['flow_name'], 24)} · {_what(waiting)}"),
+                         query_params={"run": waiting["run_id"]}, icon=":material/front_hand:",
+                         help=md(f"{short(waiting['question'], 200)} (waiting {waiting_for(waiting['since'])})"))
+        if len(runs) > SIDEBAR_SHOWN:
+            st.caption(f"and {len(runs) - SIDEBAR_SHOWN} more: see Runs & inspector, status waiting_approval")
+
+
+def _in_page(runs: list[dict[str, Any]], count: str, run_page: Any) -> None:
+    """Every waiting run in a box in the page: its flow, what waits, since when, its question, and a link."""
     with st.container(border=True):
         st.markdown(f"**Waiting for you ({count})**: these runs are paused until you approve, deny or edit "
                     "a tool call.")
@@ -112,4 +123,3 @@ def show_waiting(app: FlowCall, where: Literal["sidebar", "page"] = "sidebar", *
             with link:
                 st.page_link(run_page, label="Open", query_params={"run": waiting["run_id"]},
                              icon=":material/front_hand:", help=md(f"Run {waiting['run_id'][:8]}"))
-    return len(runs)

@@ -196,18 +196,7 @@ def amap_weather(
     known = find_city(location, load_cities())
     query = (known or {}).get("adcode") or location.strip()
     params = {"city": query, "key": key, "extensions": extensions, "output": "JSON"}
-    try:
-        with httpx.Client(timeout=AMAP_TIMEOUT_S, transport=transport or AMAP_TRANSPORT) as client:
-            response = client.get(AMAP_URL, params=params)
-        if response.status_code != 200:
-            raise WeatherServiceError(f"AMap weather API answered HTTP {response.status_code}; try again later")
-        reply = response.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        detail = str(exc).replace(key, "***") or type(exc).__name__
-        raise WeatherServiceError(
-            f"AMap weather request failed ({detail}); check the network, or unset AMAP_API_KEY "
-            "to use the offline sample"
-        ) from exc
+    reply = _amap_get(params, key, transport)
     if not isinstance(reply, dict) or reply.get("status") != "1":
         info = reply.get("info", "no info") if isinstance(reply, dict) else "not a JSON object"
         code = reply.get("infocode", "?") if isinstance(reply, dict) else "?"
@@ -217,7 +206,27 @@ def amap_weather(
         raise WeatherServiceError(
             f"AMap has no weather for '{location}'; AMap covers China only, give a Chinese city such as 成都 or 北京"
         )
-    row = rows[0]
+    return _amap_shape(rows[0], extensions)
+
+
+def _amap_get(params: dict[str, str], key: str, transport: httpx.BaseTransport | None) -> Any:
+    """AMap's reply as JSON; a failed request says so without the key in it."""
+    try:
+        with httpx.Client(timeout=AMAP_TIMEOUT_S, transport=transport or AMAP_TRANSPORT) as client:
+            response = client.get(AMAP_URL, params=params)
+        if response.status_code != 200:
+            raise WeatherServiceError(f"AMap weather API answered HTTP {response.status_code}; try again later")
+        return response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        detail = str(exc).replace(key, "***") or type(exc).__name__
+        raise WeatherServiceError(
+            f"AMap weather request failed ({detail}); check the network, or unset AMAP_API_KEY "
+            "to use the offline sample"
+        ) from exc
+
+
+def _amap_shape(row: dict[str, Any], extensions: str) -> dict[str, Any]:
+    """One row of AMap's reply in this tool's shape: the weather now, or the coming days."""
     header = {"location": _text(row.get("city")), "province": _text(row.get("province")),
               "adcode": _text(row.get("adcode")), "source": "amap", "unit": "℃"}
     if extensions == "base":

@@ -180,16 +180,7 @@ TOOLS = known_tools()
 
 def palette() -> None:
     st.markdown("**Add to the flow**")
-    if st.button("+ Decision model", key=key + "add_decision", disabled=state.node("decision") is not None,
-                use_container_width=True):
-        change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
-        draft["selected"] = "decision"
-        st.rerun()
-    if st.button("+ Polish model", key=key + "add_polish", disabled=state.node("polish") is not None,
-                use_container_width=True):
-        change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
-        draft["selected"] = "polish"
-        st.rerun()
+    model_buttons()
     query = st.text_input("Search tools", key=key + "search", placeholder="weather, csv, git…").strip().lower()
     on_canvas = {n.config["ref"] for n in state.of_kind("tool")}
     shown = 0
@@ -202,23 +193,41 @@ def palette() -> None:
         st.caption(title)
         for item in sorted(items, key=lambda i: i["ref"])[:40]:
             shown += 1
-            with st.container(border=True):
-                st.markdown(f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · "
-                            f"{md(item['ref'].rsplit('/', 1)[0])}",
-                            help=md(item["description"]) if item["description"] else None)
-                st.caption(md((fg._cut(item["description"], 90) + " · " if item["description"] else "")
-                              + " · ".join(item["annotations"]) + f" · {item['tokens']} tokens"))
-                added = item["ref"] in on_canvas
-                if st.button("On the canvas" if added else "Add", key=key + "add:" + item["ref"], disabled=added,
-                             use_container_width=True):
-                    change(draft, fg.add_node(state, "tool", {"ref": item["ref"]}))
-                    draft["selected"] = fg.tool_id(item["ref"])
-                    st.rerun()
+            tool_card(item, added=item["ref"] in on_canvas)
     if not shown:
         st.caption("No tool matches." if query else "No tools yet: add a plugin, an MCP server or an HTTP source.")
     for source_name, why_not in unlisted:
         st.caption(md(f"{source_name}: its tools show here once it is granted ({why_not})."))
     tool_sources()
+
+
+def model_buttons() -> None:
+    """Buttons that add the decision and the polish model; each flow has at most one of each."""
+    if st.button("+ Decision model", key=key + "add_decision", disabled=state.node("decision") is not None,
+                use_container_width=True):
+        change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
+        draft["selected"] = "decision"
+        st.rerun()
+    if st.button("+ Polish model", key=key + "add_polish", disabled=state.node("polish") is not None,
+                use_container_width=True):
+        change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
+        draft["selected"] = "polish"
+        st.rerun()
+
+
+def tool_card(item: dict[str, Any], *, added: bool) -> None:
+    """One tool in the palette: its name, source, what it costs, and a button that puts it on the canvas."""
+    with st.container(border=True):
+        st.markdown(f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · "
+                    f"{md(item['ref'].rsplit('/', 1)[0])}",
+                    help=md(item["description"]) if item["description"] else None)
+        st.caption(md((fg._cut(item["description"], 90) + " · " if item["description"] else "")
+                      + " · ".join(item["annotations"]) + f" · {item['tokens']} tokens"))
+        if st.button("On the canvas" if added else "Add", key=key + "add:" + item["ref"], disabled=added,
+                     use_container_width=True):
+            change(draft, fg.add_node(state, "tool", {"ref": item["ref"]}))
+            draft["selected"] = fg.tool_id(item["ref"])
+            st.rerun()
 
 
 def tool_sources() -> None:
@@ -311,24 +320,10 @@ def node_panel(node_id: str | None, panel_key: str) -> list[str]:
 def save_bar(problems: list[str]) -> None:
     """Save, with what stops it in plain sentences; Discard goes back to the saved flow."""
     current_state: fg.CanvasState = draft["state"]
-    blockers = list(problems)
-    if current_state.node("decision") is None:
-        blockers.append("The flow has no decision model yet: add one from the palette.")
-    else:
-        try:
-            fg.to_flow(current_state)
-        except ConfigError as exc:
-            blockers.append(str(exc))
-    for blocker in dict.fromkeys(blockers):
+    blockers = save_blockers(current_state, problems)
+    for blocker in blockers:
         st.error(md(blocker))
-    servers, sources = current_state.settings.get("mcp_servers", []), current_state.settings.get("http_tools", [])
-    lines = reach_lines([MCPServerConfig.model_validate(s) for s in servers],
-                        [HTTPToolSource.model_validate(s) for s in sources])
-    if lines:
-        risky = any(s.get("trusted") for s in servers) or any(s.get("allow_hosts") for s in sources)
-        (st.warning if risky else st.info)(
-            "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
-            + "\n".join(f"- {md(line)}" for line in lines))
+    reach_note(current_state)
     status = ("Not saved yet" if draft.get("new") else "Unsaved changes" if dirty(draft)
               else f"Saved · version {draft['version']}")
     a, b, c = st.columns([1, 1, 2])
@@ -346,6 +341,31 @@ def save_bar(problems: list[str]) -> None:
     if not draft.get("new"):
         c.page_link("pages/run.py", label="Run this flow", icon=":material/play_arrow:",
                     query_params={"start": name})
+
+
+def save_blockers(current_state: fg.CanvasState, problems: list[str]) -> list[str]:
+    """What stops the flow from being saved, each said once: the panels' problems, then the flow's own."""
+    blockers = list(problems)
+    if current_state.node("decision") is None:
+        blockers.append("The flow has no decision model yet: add one from the palette.")
+    else:
+        try:
+            fg.to_flow(current_state)
+        except ConfigError as exc:
+            blockers.append(str(exc))
+    return list(dict.fromkeys(blockers))
+
+
+def reach_note(current_state: fg.CanvasState) -> None:
+    """What the flow would start or reach, as a warning where a server is trusted or hosts are allowed."""
+    servers, sources = current_state.settings.get("mcp_servers", []), current_state.settings.get("http_tools", [])
+    lines = reach_lines([MCPServerConfig.model_validate(s) for s in servers],
+                        [HTTPToolSource.model_validate(s) for s in sources])
+    if lines:
+        risky = any(s.get("trusted") for s in servers) or any(s.get("allow_hosts") for s in sources)
+        (st.warning if risky else st.info)(
+            "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
+            + "\n".join(f"- {md(line)}" for line in lines))
 
 
 # ------------------------------------------------------------------ the canvas view

@@ -115,17 +115,9 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
     problem = None
     try:
         with st.status(label, expanded=True) as status:
-            def on_step(step: Step) -> None:
-                made_here(step.run_id)  # a stopped run is still shown
-                st.text(describe_step(step))
-                seen.append(step)
-                partial = Run(id=step.run_id, flow_name=drawn.name if drawn else "", question="", trace_id="",
-                              steps=seen)
-                graph.image(svg_of_run(drawn, partial))
-
             try:
                 with progress.watching(WritingBox()):  # the running step's text, as it is written
-                    run = work(on_step)
+                    run = work(step_shower(graph, seen, drawn))
             except TrustRequired:
                 status.update(label="Nothing was run: it needs your grant", state="error", expanded=True)
                 if consent_for[0] is not None:
@@ -136,12 +128,7 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
                 status.update(label="Could not run", state="error", expanded=True)
                 problem = md(exc)
             else:
-                warned = run.outcome is not None  # answered without tools, or partly done: amber, not green
-                state = {"succeeded": "error" if warned else "complete", "failed": "error",
-                         "cancelled": "error"}.get(run.status.value, "running")
-                status.update(label=f"Run {status_text(run)} · {len(run.steps)} steps · "
-                                    f"{run_seconds(run):.1f} s",
-                              state=state, expanded=run.status != RunStatus.SUCCEEDED or warned)
+                show_ended(status, run)
     finally:
         stop.empty()
     if problem is not None:  # the reason in the open, not inside a box that may close
@@ -149,6 +136,31 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
         return None
     made_here(run.id)
     return run
+
+
+def step_shower(graph, seen: list[Step], drawn: Flow | None) -> Callable[[Step], None]:
+    """The engine's on_step for a run watched here: each ended step as a line of text in the
+    status box, and the run so far on the flow's graph."""
+    def on_step(step: Step) -> None:
+        made_here(step.run_id)  # a stopped run is still shown
+        st.text(describe_step(step))
+        seen.append(step)
+        partial = Run(id=step.run_id, flow_name=drawn.name if drawn else "", question="", trace_id="",
+                      steps=seen)
+        graph.image(svg_of_run(drawn, partial))
+
+    return on_step
+
+
+def show_ended(status, run: Run) -> None:
+    """The status box once the run ended: its status, steps and time, amber where the answer
+    has no tool result behind it or a part was not done, open unless it simply succeeded."""
+    warned = run.outcome is not None  # answered without tools, or partly done: amber, not green
+    state = {"succeeded": "error" if warned else "complete", "failed": "error",
+             "cancelled": "error"}.get(run.status.value, "running")
+    status.update(label=f"Run {status_text(run)} · {len(run.steps)} steps · "
+                        f"{run_seconds(run):.1f} s",
+                  state=state, expanded=run.status != RunStatus.SUCCEEDED or warned)
 
 
 def start(asked, flow_version_id: int, text: str) -> None:

@@ -58,6 +58,11 @@ def _dataset_tables() -> None:
 
 def _experiment_tables() -> None:
     """An experiment (a dataset version run through a flow version), and one row per item and attempt."""
+    _experiments_table()
+    _experiment_items_table()
+
+
+def _experiments_table() -> None:
     op.create_table(
         "experiments",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -79,6 +84,9 @@ def _experiment_tables() -> None:
         sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("summary", sa.JSON(), nullable=True),
     )
+
+
+def _experiment_items_table() -> None:
     op.create_table(
         "experiment_items",
         sa.Column("id", sa.Integer(), primary_key=True),
