@@ -14,6 +14,10 @@ CHECKED = ["flowcall", "pages", "plugins", "tests", "benchmarks", "scripts", "ap
 
 
 def test_pyflakes_and_import_order_find_nothing():
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "F,I", "--output-format", "concise",
-                           *CHECKED], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--select", "F,I", "--output-format", "concise", *CHECKED],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -4,11 +4,16 @@ from flowcall.core.tool_calls import parse_tool_calls
 
 
 def test_qwen_tool_call_tags_several():
-    text = ('<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>\n'
-            '<tool_call>\n{"name": "get_weather", "arguments": {"location": "北京"}}\n</tool_call>')
+    text = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "北京"}}\n</tool_call>'
+    )
     parsed = parse_tool_calls(text)
     assert parsed.found_in == "tag"
-    assert [(n, a) for n, a, _ in parsed.calls] == [("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})]
+    assert [(n, a) for n, a, _ in parsed.calls] == [
+        ("get_weather", {"location": "成都"}),
+        ("get_weather", {"location": "北京"}),
+    ]
 
 
 def test_unclosed_tag_and_trailing_comma_are_repaired():

@@ -15,10 +15,18 @@ from flowcall.core.spec import load_flow
 
 def reach_options(command: Any) -> Any:
     """--allow-host and --allow-origin, for a command that serves over HTTP (exposure.py)."""
-    command = click.option("--allow-origin", "allow_origins", multiple=True,
-                           help="One more browser Origin allowed, e.g. https://app.example.com; repeatable.")(command)
-    return click.option("--allow-host", "allow_hosts", multiple=True,
-                        help="One more Host name callers may use (a DNS name, a NAT address); repeatable.")(command)
+    command = click.option(
+        "--allow-origin",
+        "allow_origins",
+        multiple=True,
+        help="One more browser Origin allowed, e.g. https://app.example.com; repeatable.",
+    )(command)
+    return click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        help="One more Host name callers may use (a DNS name, a NAT address); repeatable.",
+    )(command)
 
 
 def echo(message: Any = None, **kwargs: Any) -> None:

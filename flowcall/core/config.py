@@ -82,8 +82,10 @@ def embedded_model(name: str | None = None) -> embedded_models.EmbeddedModel:
     if name not in embedded_models.MODELS:
         from flowcall.core.errors import ConfigError
 
-        raise ConfigError(f"no embedded model named {name!r}; choose one of {', '.join(embedded_models.MODELS)} "
-                          "(FLOWCALL_MODEL), or set FLOWCALL_MODEL_PATH to a GGUF file")
+        raise ConfigError(
+            f"no embedded model named {name!r}; choose one of {', '.join(embedded_models.MODELS)} "
+            "(FLOWCALL_MODEL), or set FLOWCALL_MODEL_PATH to a GGUF file"
+        )
     return embedded_models.MODELS[name]
 
 
@@ -141,7 +143,9 @@ def _megabytes(variable: str, default: int) -> int:
     if not value.isdigit():
         from flowcall.core.errors import ConfigError
 
-        raise ConfigError(f"{variable} must be a whole number of megabytes (0 turns the cache off), not {value!r}")
+        raise ConfigError(
+            f"{variable} must be a whole number of megabytes (0 turns the cache off), not {value!r}"
+        )
     return int(value)
 
 
@@ -222,8 +226,13 @@ def _url_identity(url: str) -> tuple[str, str, int, str, str] | None:
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         return None
-    return (scheme, parts.hostname.lower().rstrip("."), port or _DEFAULT_PORTS[scheme],
-            parts.path.rstrip("/"), parts.query)
+    return (
+        scheme,
+        parts.hostname.lower().rstrip("."),
+        port or _DEFAULT_PORTS[scheme],
+        parts.path.rstrip("/"),
+        parts.query,
+    )
 
 
 def same_base_url(a: str | None, b: str | None) -> bool:

@@ -58,9 +58,11 @@ def deny_all(call: ToolCall, tool: Tool) -> Decision:
     return Decision(action="deny", reason="denied by policy", by="deny-all")
 
 
-MAYBE_RAN_NOTE = (f"{WAITING_PREFIX}: this call was started before the run was interrupted and its result "
-                  "was never recorded, so it may have run already: approve to run it again, or deny to go on "
-                  "without it")
+MAYBE_RAN_NOTE = (
+    f"{WAITING_PREFIX}: this call was started before the run was interrupted and its result "
+    "was never recorded, so it may have run already: approve to run it again, or deny to go on "
+    "without it"
+)
 WAITING_NOTE = f"{WAITING_PREFIX} to approve, deny or edit"
 
 
@@ -75,23 +77,36 @@ def as_decided(call: ToolCall, decision: Decision) -> ToolCall:
     """The call as it will run: an edited one with the person's arguments."""
     if decision.action != "edit":
         return call
-    return call.model_copy(update={"arguments": decision.arguments,
-                                   "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False)})
+    return call.model_copy(
+        update={
+            "arguments": decision.arguments,
+            "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False),
+        }
+    )
 
 
 def decision_step(call: ToolCall, decision: Decision) -> dict[str, Any]:
     """The approval step's fields for a person's decision on `call`."""
-    return dict(name=call.name, tool_call_id=call.id, arguments=call.arguments,
-                result={"action": decision.action, "by": decision.by, "reason": decision.reason or None},
-                note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
-                error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None)
+    return dict(
+        name=call.name,
+        tool_call_id=call.id,
+        arguments=call.arguments,
+        result={"action": decision.action, "by": decision.by, "reason": decision.reason or None},
+        note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
+        error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None,
+    )
 
 
 def denied(call: ToolCall, tool: Tool, decision: Decision) -> CallOutcome:
     """A denied call's outcome: the model reads why, and that it must not ask again."""
-    return CallOutcome(call, tool, error_code=ErrorCode.APPROVAL_DENIED,
-                       error_message="a person denied this call" + (f": {decision.reason}" if decision.reason else "")
-                       + "; do not call it again, answer without it")
+    return CallOutcome(
+        call,
+        tool,
+        error_code=ErrorCode.APPROVAL_DENIED,
+        error_message="a person denied this call"
+        + (f": {decision.reason}" if decision.reason else "")
+        + "; do not call it again, answer without it",
+    )
 
 
 def changed_tools(sink: StepSink, flow: Flow, tools: dict[str, Tool], rec: Recorder) -> frozenset[str]:

@@ -58,9 +58,17 @@ class Engine:
         self.sink = sink
 
     # ---------------------------------------------------------------- public
-    def run(self, flow: Flow, question: str, *, flow_version_id: int | None = None,
-            on_step: StepCallback | None = None, approver: Approver | None = None, run_id: str | None = None,
-            context: list[ChatTurn] | None = None) -> Run:
+    def run(
+        self,
+        flow: Flow,
+        question: str,
+        *,
+        flow_version_id: int | None = None,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
         """Run the flow. A provider missing a setting (an API key not set) raises NotConfigured
         before anything is recorded: it is the person's to fix, not a failed run. `run_id`: the
         id to record it under, for a caller that names the run before it starts (the HTTP API);
@@ -69,8 +77,15 @@ class Engine:
         run = self._new_run(flow.name, question, flow_version_id, run_id, context)
         return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
 
-    def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any] | None, *, approver: Approver | None,
-               on_step: StepCallback | None = None) -> Run:
+    def resume(
+        self,
+        run: Run,
+        flow: Flow,
+        checkpoint: dict[str, Any] | None,
+        *,
+        approver: Approver | None,
+        on_step: StepCallback | None = None,
+    ) -> Run:
         """Go on with a run that waited for approval or was interrupted, from its last committed
         state: pending calls are put to `approver` (calls that may have run already wait for a
         person unless safe to repeat), then the loop continues. An interrupted run with no
@@ -83,16 +98,27 @@ class Engine:
         its providers (NotConfigured, as in run()): the run is left as it was, unclaimed."""
         state = LoopState.restore(checkpoint) if checkpoint else None
         if state is None and any(s.kind == StepKind.TOOL_CALL for s in run.steps):
-            raise ConfigError(f"run {run.id[:8]} ran tools but has no saved state (it was recorded by an older "
-                              "FlowCall or imported); re-run it from a step instead: `flowcall runs rerun`")
+            raise ConfigError(
+                f"run {run.id[:8]} ran tools but has no saved state (it was recorded by an older "
+                "FlowCall or imported); re-run it from a step instead: `flowcall runs rerun`"
+            )
         models = self._models_before_run(flow)
         self.sink.run_resumed(run)
         run.status = RunStatus.RUNNING
         return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, state, models))
 
-    def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
-                      flow_version_id: int | None = None, on_step: StepCallback | None = None,
-                      approver: Approver | None = None, context: list[ChatTurn] | None = None) -> Run:
+    def continue_from(
+        self,
+        flow: Flow,
+        question: str,
+        checkpoint: dict[str, Any],
+        reused: list[Step],
+        *,
+        flow_version_id: int | None = None,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
         """A new run that starts from a loop state instead of from the question: re-running
         from a step. `reused` are the earlier run's steps that led there; they are recorded
         first (marked as reused), so the new run reads whole in the inspector. Their tokens
@@ -105,8 +131,15 @@ class Engine:
             recorder.record(step.kind, **step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"}))
         return self._execute(Start(flow, run, recorder, approver, state, models))
 
-    def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
-                    label: str | None = None, run: Run | None = None) -> tuple[Run, ModelTurn | None]:
+    def decide_only(
+        self,
+        flow: Flow,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        *,
+        label: str | None = None,
+        run: Run | None = None,
+    ) -> tuple[Run, ModelTurn | None]:
         """One decision, nothing executed: for evaluations, where the tools exist only as
         definitions. Still a recorded run, so each case can be opened in the inspector. `run`,
         if given, is a queued run to claim (sink.run_resumed) and make this decision in."""
@@ -119,22 +152,44 @@ class Engine:
             run.status = RunStatus.RUNNING
         rec, turn = Recorder(run, self.sink, None), None
         try:
-            decider = models.decider if models else self.provider_for(flow.decision)  # a failure here is recorded
-            request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
-                                   parallel_tool_calls=flow.parallel_tool_calls,
-                                   temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
-            turn, _ = ModelCaller(decider, rec, way_for(flow, decider)).decide_vetted(request, 1, flow.retry_budget)
+            decider = (
+                models.decider if models else self.provider_for(flow.decision)
+            )  # a failure here is recorded
+            request = ModelRequest(
+                messages=messages,
+                tools=tools,
+                tool_choice=flow.tool_choice,
+                parallel_tool_calls=flow.parallel_tool_calls,
+                temperature=flow.decision.temperature,
+                max_tokens=flow.decision.max_tokens,
+            )
+            turn, _ = ModelCaller(decider, rec, way_for(flow, decider)).decide_vetted(
+                request, 1, flow.retry_budget
+            )
             ended: Finished | BaseException = Finished(
-                {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content})
+                {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content}
+            )
         except BaseException as exc:  # noqa: BLE001 - settle says what each ending means
             ended = exc
         return settle(self.sink, run, rec, ended), turn
 
     # ---------------------------------------------------------------- a run's life
-    def _new_run(self, label: str, question: str, flow_version_id: int | None, run_id: str | None = None,
-                 context: list[ChatTurn] | None = None) -> Run:
-        run = Run(id=run_id or str(uuid.uuid4()), flow_name=label, context=context or [], flow_version_id=flow_version_id, question=question,
-                  trace_id=uuid.uuid4().hex)
+    def _new_run(
+        self,
+        label: str,
+        question: str,
+        flow_version_id: int | None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
+        run = Run(
+            id=run_id or str(uuid.uuid4()),
+            flow_name=label,
+            context=context or [],
+            flow_version_id=flow_version_id,
+            question=question,
+            trace_id=uuid.uuid4().hex,
+        )
         self.sink.run_started(run)
         return run
 
@@ -155,7 +210,9 @@ class Engine:
                 scope = self._begin(start, registry)
                 ended: Finished | Paused | BaseException = self._loop(scope)
                 if isinstance(ended, Finished):
-                    traced = trace(ended.answer, scope.state.done, run.question, run.steps, offered=list(scope.tools))
+                    traced = trace(
+                        ended.answer, scope.state.done, run.question, run.steps, offered=list(scope.tools)
+                    )
                     run.provenance = mark_claims(traced, scope.state.claims)
         except BaseException as exc:  # noqa: BLE001 - settle says what each ending means
             ended = exc
@@ -189,11 +246,19 @@ class Engine:
             state.done = [restored_outcome(o, tools) for o in state.done_records]
         # tools that keep data use the run's store; their artifacts live in the state, so they are saved with it
         context = RunContext(run_id=run.id, store=self.sink, artifacts=state.artifacts)
-        return Scope(flow=flow, run=run, rec=rec, tools=tools,
-                      decider=ModelCaller(models.decider, rec, way_for(flow, models.decider)),
-                      polisher=ModelCaller(models.polisher, rec) if models.polisher else None,
-                      context=context, state=state, approver=start.approver, changed=changed,
-                      maybe_ran=frozenset(state.running))
+        return Scope(
+            flow=flow,
+            run=run,
+            rec=rec,
+            tools=tools,
+            decider=ModelCaller(models.decider, rec, way_for(flow, models.decider)),
+            polisher=ModelCaller(models.polisher, rec) if models.polisher else None,
+            context=context,
+            state=state,
+            approver=start.approver,
+            changed=changed,
+            maybe_ran=frozenset(state.running),
+        )
 
     def _loop(self, scope: Scope) -> Finished | Paused:
         """Rounds of decide -> approve -> execute until the model answers or max_rounds, then finish."""
@@ -218,10 +283,15 @@ class Engine:
         the round's tool steps, so a crash during a decision decides that round again."""
         state, flow = scope.state, scope.flow
         state.round_no += 1
-        choice = flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
+        choice = (
+            flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
+        )
         request = ModelRequest(
-            messages=list(state.messages), tools=[t.spec() for t in scope.tools.values()], tool_choice=choice,
-            parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
+            messages=list(state.messages),
+            tools=[t.spec() for t in scope.tools.values()],
+            tool_choice=choice,
+            parallel_tool_calls=flow.parallel_tool_calls,
+            temperature=flow.decision.temperature,
             max_tokens=flow.decision.max_tokens,
         )
         turn, state.budget = scope.decider.decide_vetted(request, state.round_no, state.budget)
@@ -258,28 +328,41 @@ class Engine:
         def maybe_ran(call: ToolCall) -> bool:
             return call.id in scope.maybe_ran and not approval.safe_to_repeat(tools[call.name])
 
-        gated = [c for c in decided.calls if check_call(c, tools) is None
-                 and (approval.needs_approval(tools[c.name], scope.flow, scope.changed) or maybe_ran(c))]
+        gated = [
+            c
+            for c in decided.calls
+            if check_call(c, tools) is None
+            and (approval.needs_approval(tools[c.name], scope.flow, scope.changed) or maybe_ran(c))
+        ]
         decisions: dict[str, Decision] = {}
         for call in gated:
             decision = scope.approver(call, tools[call.name]) if scope.approver else None
             if decision is None:
                 state.pending, state.pending_repairs = decided.calls, decided.repairs
                 for waiting in gated:
-                    scope.rec.record(StepKind.APPROVAL, round=state.round_no, name=waiting.name,
-                                     tool_call_id=waiting.id, arguments=waiting.arguments,
-                                     note=approval.MAYBE_RAN_NOTE if maybe_ran(waiting) else approval.WAITING_NOTE)
+                    scope.rec.record(
+                        StepKind.APPROVAL,
+                        round=state.round_no,
+                        name=waiting.name,
+                        tool_call_id=waiting.id,
+                        arguments=waiting.arguments,
+                        note=approval.MAYBE_RAN_NOTE if maybe_ran(waiting) else approval.WAITING_NOTE,
+                    )
                 return Paused(state)
             decisions[call.id] = decision
             tool = tools[call.name]
             if decision.action != "deny" and tool.version in scope.changed:
-                self.sink.pin_tool(scope.flow.name, tool.version, fingerprint(tool), definition(tool))  # accepted as it is now
+                self.sink.pin_tool(
+                    scope.flow.name, tool.version, fingerprint(tool), definition(tool)
+                )  # accepted as it is now
         kept, settled = [], {}
         for call in decided.calls:
             decision = decisions.get(call.id)
             if decision is not None:
                 call = approval.as_decided(call, decision)
-                scope.rec.record(StepKind.APPROVAL, round=state.round_no, **approval.decision_step(call, decision))
+                scope.rec.record(
+                    StepKind.APPROVAL, round=state.round_no, **approval.decision_step(call, decision)
+                )
                 if decision.action == "deny":
                     settled[call.id] = approval.denied(call, tools[call.name], decision)
             kept.append(call)
@@ -294,11 +377,14 @@ class Engine:
         state.running = [c.id for c in approved.calls if c.id not in settled and check_call(c, tools) is None]
         if state.running:
             scope.rec.save(state)
-        with progress.step(StepKind.TOOL_CALL.value, ", ".join(c.name for c in approved.calls if c.id not in settled)):
+        with progress.step(
+            StepKind.TOOL_CALL.value, ", ".join(c.name for c in approved.calls if c.id not in settled)
+        ):
             outcomes = run_round(approved.calls, tools, scope.context, scope.flow.tool_timeout_s, settled)
         _, wrong, exhausted = state.apply_round(outcomes, tools)
-        scope.rec.record_round([(StepKind.TOOL_CALL, o.step_fields(state.round_no, approved.repairs))
-                                for o in outcomes], state)
+        scope.rec.record_round(
+            [(StepKind.TOOL_CALL, o.step_fields(state.round_no, approved.repairs)) for o in outcomes], state
+        )
         scope.maybe_ran = frozenset()
         if exhausted:
             spend_retry(0, wrong.error_code, wrong.error_message or "", scope.rec)
@@ -313,17 +399,31 @@ class Engine:
         reached) one more decision asked to answer without tools."""
         state, flow = scope.state, scope.flow
         if scope.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
-            return polish(flow, scope.polisher, scope.run.question, state.done,
-                          state.last_text if state.finished else None, gaps)
+            return polish(
+                flow,
+                scope.polisher,
+                scope.run.question,
+                state.done,
+                state.last_text if state.finished else None,
+                gaps,
+            )
         if state.finished and state.last_text:
             return with_gaps(state.last_text, gaps, scope.run.question)
         if not state.finished:
-            scope.rec.record(StepKind.ERROR, round=state.round_no, error_code=str(ErrorCode.MAX_ROUNDS),
-                             error_message=f"the decision model still called tools after {flow.max_rounds} rounds "
-                                           "and there is no polish model; asking it to answer without tools")
+            scope.rec.record(
+                StepKind.ERROR,
+                round=state.round_no,
+                error_code=str(ErrorCode.MAX_ROUNDS),
+                error_message=f"the decision model still called tools after {flow.max_rounds} rounds "
+                "and there is no polish model; asking it to answer without tools",
+            )
         # No polish model and no answer yet: ask the decision model once more, without tools.
-        request = ModelRequest(messages=list(state.messages), tool_choice="none",
-                               temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
+        request = ModelRequest(
+            messages=list(state.messages),
+            tool_choice="none",
+            temperature=flow.decision.temperature,
+            max_tokens=flow.decision.max_tokens,
+        )
         turn = scope.decider.decide(request, state.round_no + 1)
         if state.finished:
             return with_gaps(turn.content or "", gaps, scope.run.question)

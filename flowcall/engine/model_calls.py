@@ -29,13 +29,25 @@ class ModelCaller:
     rec: Recorder
     way: CallingWay | None = None  # the decision model's calling way; None for the polish model
 
-    def call(self, kind: StepKind, round_no: int, way_name: str | None, sent: ModelRequest,
-             interpret: Callable[[ModelTurn], ModelTurn] | None = None, note: str | None = None) -> ModelTurn:
+    def call(
+        self,
+        kind: StepKind,
+        round_no: int,
+        way_name: str | None,
+        sent: ModelRequest,
+        interpret: Callable[[ModelTurn], ModelTurn] | None = None,
+        note: str | None = None,
+    ) -> ModelTurn:
         """One provider call, recorded as one step (also when it fails, then re-raised)."""
         provider = self.provider
         started_at, t0 = utcnow(), time.perf_counter()
-        common = dict(round=round_no, name=f"{provider.name}/{provider.model}", calling_way=way_name, note=note,
-                      started_at=started_at)
+        common = dict(
+            round=round_no,
+            name=f"{provider.name}/{provider.model}",
+            calling_way=way_name,
+            note=note,
+            started_at=started_at,
+        )
         try:
             with progress.step(kind.value, progress_label(provider, note)):
                 turn = provider.complete(sent)
@@ -54,8 +66,12 @@ class ModelCaller:
         """One decision in the calling way, its model calls recorded; a provider's failure ends the run."""
         assert self.way is not None, "only the decision model decides"
 
-        def call(way_name: str, sent: ModelRequest, interpret: Callable[[ModelTurn], ModelTurn] | None = None,
-                 note: str | None = None) -> ModelTurn:
+        def call(
+            way_name: str,
+            sent: ModelRequest,
+            interpret: Callable[[ModelTurn], ModelTurn] | None = None,
+            note: str | None = None,
+        ) -> ModelTurn:
             return self.call(StepKind.MODEL_CALL, round_no, way_name, sent, interpret, note)
 
         try:
@@ -81,10 +97,14 @@ def _turn_fields(turn: ModelTurn, sent: ModelRequest, t0: float) -> dict[str, An
     the provider keeps it), what it cost, and whether its calls could be read."""
     return dict(
         request=turn.wire_request or sent.model_dump(mode="json", exclude_none=True),
-        response=turn.wire_response, rendered_prompt=turn.rendered_prompt,
+        response=turn.wire_response,
+        rendered_prompt=turn.rendered_prompt,
         tool_calls=[c.model_dump(mode="json") for c in turn.tool_calls],
-        result=turn.content, tokens_in=turn.usage.input_tokens, tokens_out=turn.usage.output_tokens,
-        latency_ms=turn.latency_ms or (time.perf_counter() - t0) * 1000, retries=turn.retries,
+        result=turn.content,
+        tokens_in=turn.usage.input_tokens,
+        tokens_out=turn.usage.output_tokens,
+        latency_ms=turn.latency_ms or (time.perf_counter() - t0) * 1000,
+        retries=turn.retries,
         request_id=turn.request_id,
         error_code=str(ErrorCode.PARSE_FAILED) if turn.parse_errors and not turn.tool_calls else None,
         error_message="; ".join(turn.parse_errors) or None,
@@ -93,16 +113,25 @@ def _turn_fields(turn: ModelTurn, sent: ModelRequest, t0: float) -> dict[str, An
 
 def _failure_fields(exc: ProviderError, sent: ModelRequest, t0: float) -> dict[str, Any]:
     """A failed model call's step fields: what was sent, the provider's error and its retries."""
-    return dict(request=exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True),
-                error_code=str(exc.code), error_message=exc.message, request_id=exc.request_id,
-                latency_ms=(time.perf_counter() - t0) * 1000, retries=exc.details.get("retries") or exc.retries)
+    return dict(
+        request=exc.details.get("wire_request") or sent.model_dump(mode="json", exclude_none=True),
+        error_code=str(exc.code),
+        error_message=exc.message,
+        request_id=exc.request_id,
+        latency_ms=(time.perf_counter() - t0) * 1000,
+        retries=exc.details.get("retries") or exc.retries,
+    )
 
 
 def progress_label(provider: Provider, note: str | None) -> str:
     """What a watcher sees while a model call runs: a stage's own label ("relevance of
     get_weather"), else the model; why `auto` chose its way stays in the step's note."""
     stage = (note or "").split("; ")[0]
-    return stage if stage and not stage.startswith(("auto: ", "after fallback: ")) else f"{provider.name}/{provider.model}"
+    return (
+        stage
+        if stage and not stage.startswith(("auto: ", "after fallback: "))
+        else f"{provider.name}/{provider.model}"
+    )
 
 
 def spend_retry(budget: int, code: ErrorCode | None, message: str, rec: Recorder) -> int:

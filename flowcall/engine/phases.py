@@ -33,7 +33,9 @@ class Models:
     @classmethod
     def build(cls, flow: Flow, provider_for: ProviderFactory, *, decision_only: bool = False) -> Models:
         polish_model = flow.polish if not decision_only else None
-        return cls(provider_for(flow.decision), provider_for(polish_model) if polish_model is not None else None)
+        return cls(
+            provider_for(flow.decision), provider_for(polish_model) if polish_model is not None else None
+        )
 
 
 @dataclass

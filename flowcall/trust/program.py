@@ -22,8 +22,24 @@ from flowcall.core import config
 from flowcall.core.errors import ConfigError
 
 # files whose content is what runs: hashed, so a changed script needs a new grant
-SCRIPT_SUFFIXES = {".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl", ".php", ".lua",
-                   ".json", ".yaml", ".yml", ".toml"}
+SCRIPT_SUFFIXES = {
+    ".py",
+    ".pyw",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".ts",
+    ".sh",
+    ".bash",
+    ".rb",
+    ".pl",
+    ".php",
+    ".lua",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+}
 MAX_HASHED_BYTES = 50_000_000
 
 
@@ -43,13 +59,18 @@ class Resolved:
     files: dict[str, str] = field(default_factory=dict)  # absolute path -> sha256
 
     def subject(self) -> dict[str, Any]:
-        return {"argv": self.argv, "program_target": self.program_target, "files": dict(sorted(self.files.items()))}
+        return {
+            "argv": self.argv,
+            "program_target": self.program_target,
+            "files": dict(sorted(self.files.items())),
+        }
 
 
 def file_sha256(path: Path) -> str:
     if path.stat().st_size > MAX_HASHED_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_HASHED_BYTES:,} bytes; FlowCall will not grant a script that "
-                          "large")
+        raise ConfigError(
+            f"{path} is larger than {MAX_HASHED_BYTES:,} bytes; FlowCall will not grant a script that large"
+        )
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -65,8 +86,10 @@ def resolve(argv: list[str], base: Path | None = None) -> Resolved:
     found = str(base / name) if os.sep in name and not os.path.isabs(name) else name
     program = shutil.which(found)
     if program is None:
-        raise ConfigError(f"the program {name!r} was not found (not on PATH, or not executable); install it or give "
-                          "its full path in the flow's command")
+        raise ConfigError(
+            f"the program {name!r} was not found (not on PATH, or not executable); install it or give "
+            "its full path in the flow's command"
+        )
     program = os.path.abspath(program)
     args, files = [], {}
     for arg in argv[1:]:
