@@ -13,39 +13,21 @@ from flowcall.providers.scripted import ScriptedProvider
 from tests.calling.test_ways import ONE_BY_ONE, REGISTRY, SCORING_CAPS, flow, more, scores, writes
 
 
-@pytest.mark.parametrize(
-    "text, parts",
-    [
-        (
-            "What's the weather in Beijing today, and what time is it there?",
-            ["What's the weather in Beijing today", "what time is it there"],
-        ),
-        ("成都天气怎么样?顺便告诉我现在几点", ["成都天气怎么样", "告诉我现在几点"]),
-        ("查下杭州天气,再看看今天星期几", ["查下杭州天气", "看看今天星期几"]),
-        (
-            "weather in Shanghai + current time in New York",
-            ["weather in Shanghai", "current time in New York"],
-        ),
-        (
-            "Look up Kenji's email and then add a task: call him",
-            ["Look up Kenji's email", "add a task: call him"],
-        ),
-    ],
-)
+@pytest.mark.parametrize("text, parts", [
+    ("What's the weather in Beijing today, and what time is it there?",
+     ["What's the weather in Beijing today", "what time is it there"]),
+    ("成都天气怎么样?顺便告诉我现在几点", ["成都天气怎么样", "告诉我现在几点"]),
+    ("查下杭州天气,再看看今天星期几", ["查下杭州天气", "看看今天星期几"]),
+    ("weather in Shanghai + current time in New York", ["weather in Shanghai", "current time in New York"]),
+    ("Look up Kenji's email and then add a task: call him", ["Look up Kenji's email", "add a task: call him"]),
+])
 def test_a_request_splits_at_its_punctuation_and_joining_words(text, parts):
     assert request_parts(text) == parts
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Tell me a joke",
-        "2+2 等于几",
-        "把这句话翻译成英文:明天北京会下雨",
-        "Is 3.5 km far e.g. for a walk",
-        "再见",
-    ],
-)
+@pytest.mark.parametrize("text", [
+    "Tell me a joke", "2+2 等于几", "把这句话翻译成英文:明天北京会下雨", "Is 3.5 km far e.g. for a walk", "再见",
+])
 def test_one_ask_stays_whole(text):
     assert request_parts(text + "?") == [text]
 
@@ -65,60 +47,33 @@ def run(script, question=QUESTION):
 
 
 def test_where_no_tool_fits_the_whole_request_each_part_is_asked_about():
-    script = [
-        NO,
-        NO,  # the whole request: neither tool passes the bar
-        YES,
-        NO,  # part 1: get_weather fits
-        NO,
-        YES,  # part 2: get_time fits
-        writes("get_weather", {"location": "成都"}),
-        more(-3.0, -0.1),
-        writes("get_time", {}),
-        more(-11.0, -0.01),
-        '{"answer": "成都小雨,现在10点"}',
-    ]
+    script = [NO, NO,  # the whole request: neither tool passes the bar
+              YES, NO,  # part 1: get_weather fits
+              NO, YES,  # part 2: get_time fits
+              writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
+              writes("get_time", {}), more(-11.0, -0.01),
+              '{"answer": "成都小雨,现在10点"}']
     result, provider = run(script)
     notes = [s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL]
     assert [n.split(":")[0] for n in notes[:6]] == [
-        "checked whether get_weather fits",
-        "checked whether get_time fits",
-        "checked whether get_weather fits part 1 (成都天气怎么样)",
-        "checked whether get_time fits part 1 (成都天气怎么样)",
-        "checked whether get_weather fits part 2 (告诉我现在几点)",
-        "checked whether get_time fits part 2 (告诉我现在几点)",
-    ]
+        "checked whether get_weather fits", "checked whether get_time fits",
+        "checked whether get_weather fits part 1 (成都天气怎么样)", "checked whether get_time fits part 1 (成都天气怎么样)",
+        "checked whether get_weather fits part 2 (告诉我现在几点)", "checked whether get_time fits part 2 (告诉我现在几点)"]
     assert "User request: 告诉我现在几点" in provider.requests[5].messages[-1].content
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather", "get_time"]
     # a replay reads the gate's findings from the steps' notes: each tool fits a part
     read = reading_from_notes(notes)
-    assert read.parts == ["成都天气怎么样", "告诉我现在几点"] and sorted(read.fits) == [
-        "get_time",
-        "get_weather",
-    ]
+    assert read.parts == ["成都天气怎么样", "告诉我现在几点"] and sorted(read.fits) == ["get_time", "get_weather"]
     assert result.final_answer == "成都小雨,现在10点" and result.outcome is None
 
 
 def test_asked_part_by_part_every_call_is_held_to_the_tools_a_part_fits():
-    script = [
-        NO,
-        NO,
-        YES,
-        NO,
-        NO,
-        NO,  # only get_weather fits a part
-        writes("get_weather", {"location": "成都"}),
-        more(-3.0, -0.1),
-        writes("get_weather", {"location": "重庆"}),
-        more(-11.0, -0.01),
-        '{"answer": "小雨"}',
-    ]
+    script = [NO, NO, YES, NO, NO, NO,  # only get_weather fits a part
+              writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
+              writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01), '{"answer": "小雨"}']
     result, provider = run(script)
-    second = next(
-        r
-        for r in provider.requests
-        if r.assistant_prefix and r.assistant_prefix.endswith(", ") and r.response_format is not None
-    )
+    second = next(r for r in provider.requests if r.assistant_prefix and r.assistant_prefix.endswith(", ")
+                  and r.response_format is not None)
     assert second.response_format.json_schema["properties"]["name"] == {"const": "get_weather"}
 
 
