@@ -30,7 +30,8 @@ def row(report: dict, keep: set[str] | None) -> str:
     timed = [c for c in cases if c.get("prompt_eval_ms") is not None]
     total = sum(c["latency_ms"] for c in timed)
     split = (
-        f"{sum(c['prompt_eval_ms'] for c in timed) / total:.0%} / {sum(c['generation_ms'] for c in timed) / total:.0%}"
+        f"{sum(c['prompt_eval_ms'] for c in timed) / total:.0%} / "
+        f"{sum(c['generation_ms'] for c in timed) / total:.0%}"
         if timed and total
         else "-"
     )

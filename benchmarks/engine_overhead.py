@@ -157,8 +157,9 @@ def commute(runs: int) -> None:
     )
     p, g = statistics.median(prompt_ms) / 1000, statistics.median(gen_ms) / 1000
     print(
-        f"  inside the model: reading prompts {p:.2f}s ({p / model:.0%}), generating {g:.2f}s ({g / model:.0%}), "
-        f"sampling/grammar and the rest {model - p - g:.2f}s ({(model - p - g) / model:.0%})"
+        f"  inside the model: reading prompts {p:.2f}s ({p / model:.0%}), generating {g:.2f}s "
+        f"({g / model:.0%}), sampling/grammar and the rest {model - p - g:.2f}s "
+        f"({(model - p - g) / model:.0%})"
     )
 
 
@@ -179,7 +180,8 @@ def main() -> None:
         others = agents_overhead(args.iterations, args.rounds)
         m, q = statistics.median(memory), statistics.median(sqlite)
         print(
-            f"engine overhead per loop iteration (scripted model, {args.iterations} runs x {args.rounds} rounds):"
+            "engine overhead per loop iteration (scripted model, "
+            f"{args.iterations} runs x {args.rounds} rounds):"
         )
         print(f"  in-memory sink: median {m:.0f} µs")
         print(f"  SQLite store:   median {q:.0f} µs ({q / m:.1f}x; each step is committed as it ends)")

@@ -2,14 +2,14 @@
 
 Runs every flow in flows/ on each of its phrasings in benchmarks/data/example_phrasings.json
 through the product's service (as `flowcall run` does), on a fresh SQLite database, and checks
-each run with tests/support/example_checks.py. Prints per flow the pass rate `flow: k/10` (also
-per split: the
-calibration phrasings, looked at while the flows were tuned, and the held-out ones, only
-scored), the share of answer values traced to a tool result or the question (provenance.py)
-and the runs that answered without tools, every failure with what failed, and the median wall
-time of a run; the last line sums it up. With --repeat N each phrasing runs N times, each repeat's pass rate is printed too, and a
-phrasing whose runs differ (in outcome or in the calls made) is named: temperature 0 and a
-fixed seed should make runs repeat.
+each run with tests/support/example_checks.py. Prints per flow the pass rate `flow: k/10`
+(also per split: the calibration phrasings, looked at while the flows were tuned, and the
+held-out ones, only scored), the share of answer values traced to a tool result or the
+question (provenance.py) and the runs that answered without tools, every failure with what
+failed, and the median wall time of a run; the last line sums it up. With --repeat N each
+phrasing runs N times, each repeat's pass rate is printed too, and a phrasing whose runs
+differ (in outcome or in the calls made) is named: temperature 0 and a fixed seed should make
+runs repeat.
 
     .venv/bin/python benchmarks/example_flows.py [--flows commute_weather,clean_data] [--limit 10]
         [--repeat 1] [--split calibration|held_out] [--ids cw1,cw2] [--show]

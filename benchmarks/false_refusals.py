@@ -111,9 +111,10 @@ def gate_table(items: list[Item], gate: dict[str, dict[str, Any]], veto: float |
         vetoed = sum(m(i) <= veto_bar for i in need)
         total = vetoed if name == "all" else total
         print(
-            f"  {name:12} {vetoed:>12}/{len(need):<9} {sum(m(i) <= call for i in need):>4}/{len(need):<5}"
-            f" {sum(m(i) > veto_bar for i in free):>9}/{len(free):<6} {sum(m(i) > call for i in free):>3}/{len(free):<5}"
-            f"   {sum(m(i) <= veto_bar for i in auto)}/{len(auto)}"
+            f"  {name:12} {vetoed:>12}/{len(need):<9} {sum(m(i) <= call for i in need):>4}/{len(need):<5} "
+            f"{sum(m(i) > veto_bar for i in free):>9}/{len(free):<6} "
+            f"{sum(m(i) > call for i in free):>3}/{len(free):<5}   "
+            f"{sum(m(i) <= veto_bar for i in auto)}/{len(auto)}"
         )
     return total
 

@@ -201,8 +201,9 @@ def main() -> None:
             last = warm[-1]
             floor_s = last["new"] / pp + last["written"] / tg
             print(
-                f"{key:<16} {cold['wall']:>7.2f} {median:>7.2f} {next_process['wall']:>15.2f} {last['read']:>6} "
-                f"{last['written']:>8} {last['new']:>11} {floor_s:>8.2f} {median / floor_s:>10.1f}"
+                f"{key:<16} {cold['wall']:>7.2f} {median:>7.2f} {next_process['wall']:>15.2f} "
+                f"{last['read']:>6} {last['written']:>8} {last['new']:>11} "
+                f"{floor_s:>8.2f} {median / floor_s:>10.1f}"
             )
             if key == "commute_weather":
                 commute = (median, floor_s)
@@ -211,7 +212,8 @@ def main() -> None:
             print(line)
     if commute:
         print(
-            f"commute warm median {commute[0]:.2f} s, floor {commute[1]:.2f} s, ratio {commute[0] / commute[1]:.1f}"
+            f"commute warm median {commute[0]:.2f} s, floor "
+            f"{commute[1]:.2f} s, ratio {commute[0] / commute[1]:.1f}"
         )
 
 

@@ -247,7 +247,8 @@ def report(rows: list[dict[str, Any]], model: str, args: argparse.Namespace) -> 
             or "no call"
         )
         print(
-            f"  WRONG {r['id']:16} {r['category']:8} {calls[:110]}  | {r['question'][:60]}{'  ' + r['error'][:80] if r['error'] else ''}"
+            f"  WRONG {r['id']:16} {r['category']:8} {calls[:110]}  | "
+            f"{r['question'][:60]}{'  ' + r['error'][:80] if r['error'] else ''}"
         )
     if args.json and not args.rescore:
         args.json.write_text(

@@ -77,8 +77,9 @@ def main() -> None:
     if len(runs) > 1:
         a, b = runs[0], runs[1]
         print(
-            f"{names[0]} -> {names[1]}: pass->fail {sum(a[k]['passed'] and not b[k]['passed'] for k in keys)}, "
-            f"fail->pass {sum(not a[k]['passed'] and b[k]['passed'] for k in keys)}"
+            f"{names[0]} -> {names[1]}: pass->fail "
+            f"{sum(a[k]['passed'] and not b[k]['passed'] for k in keys)}, fail->pass "
+            f"{sum(not a[k]['passed'] and b[k]['passed'] for k in keys)}"
         )
 
 

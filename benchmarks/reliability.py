@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             kill = kill_and_resume(url, args.kills, args.model_kills, random.Random(args.seed))
             print(file=sys.stderr)
             print(
-                f"kill -9: {kill.kills} kills, {kill.resumes} resumes, {kill.steps_lost} committed steps lost, "
-                f"{kill.unfinished} runs unfinished after resume, {kill.answers_differ} answers differ",
+                f"kill -9: {kill.kills} kills, {kill.resumes} resumes, {kill.steps_lost} committed steps "
+                f"lost, {kill.unfinished} runs unfinished after resume, {kill.answers_differ} answers differ",
                 flush=True,
             )
             for problem in kill.problems:

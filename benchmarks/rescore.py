@@ -59,7 +59,8 @@ def main() -> None:
             if extra := unnamed_arguments(item, seen.calls, tools):
                 beyond += 1
                 print(
-                    f"  {row['item_key']}: beyond the expectation {json.dumps(extra, ensure_ascii=False)[:300]}",
+                    f"  {row['item_key']}: beyond the expectation "
+                    f"{json.dumps(extra, ensure_ascii=False)[:300]}",
                     file=sys.stderr,
                 )
         row["verdicts"] = [v.model_dump(mode="json") for v in verdicts]

@@ -116,8 +116,10 @@ def main() -> None:
         print(
             f"{count:>5} {statistics.median(c['wall'] for c in cold):>7.2f} {warm_at[count]:>7.2f} "
             f"{statistics.median(a['wall'] for a in again):>7.2f} "
-            f"{statistics.median(w['calls'] for w in warm):>11.0f} {statistics.median(w['read'] for w in warm):>11.0f} "
-            f"{statistics.median(w['evaluated'] for w in warm):>9.0f} {sum(w['right'] for w in warm):>3}/{len(warm)}"
+            f"{statistics.median(w['calls'] for w in warm):>11.0f} "
+            f"{statistics.median(w['read'] for w in warm):>11.0f} "
+            f"{statistics.median(w['evaluated'] for w in warm):>9.0f} "
+            f"{sum(w['right'] for w in warm):>3}/{len(warm)}"
         )
     if 4 in warm_at and 64 in warm_at:
         print(f"tools 64/4 warm ratio {warm_at[64] / warm_at[4]:.1f}")

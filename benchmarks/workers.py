@@ -170,8 +170,8 @@ def main() -> None:
             figures = experiment_figures(runs)
             last = (count, rate / base, percentile(idle, 95))
             print(
-                f"{count:>7} {wall:>7.1f} {rate:>8.2f} {rate / base:>7.2f}x  {p50_p95(figures['waits']):>22}  "
-                f"{p50_p95(figures['gaps']):>27}  {p50_p95(figures['overhead']):>33}  {p50_p95(idle):>29}",
+                f"{count:>7} {wall:>7.1f} {rate:>8.2f} {rate / base:>7.2f}x  {p50_p95(figures['waits']):>22} "
+                f" {p50_p95(figures['gaps']):>27}  {p50_p95(figures['overhead']):>33}  {p50_p95(idle):>29}",
                 flush=True,
             )
         app.store.close()

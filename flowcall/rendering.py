@@ -70,7 +70,8 @@ def describe_step(step: Step) -> str:
                 f"{short(loop.get('copies'))} times; kept the first copy)"
             )
     elif step.kind == StepKind.TOOL_CALL:
-        body = f"{step.name}({short(step.arguments or {}, 60)}) -> {short(step.result) if step.result is not None else ''}"
+        result = short(step.result) if step.result is not None else ""
+        body = f"{step.name}({short(step.arguments or {}, 60)}) -> {result}"
         dropped = (step.response or {}).get("dropped_ungrounded")
         if dropped:
             body += f"  (dropped, not in the conversation: {short(dropped, 60)})"
@@ -97,7 +98,10 @@ def answer_text(answer: Any) -> str:
 
 def run_line(run: Run) -> str:
     """One line per run, for `runs list`."""
-    return f"{run.id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {status_text(run):<9}  {run.flow_name:<20}  {short(run.question, 50)}"
+    return (
+        f"{run.id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {status_text(run):<9}  {run.flow_name:<20}  "
+        f"{short(run.question, 50)}"
+    )
 
 
 def run_totals(run: Run) -> str:

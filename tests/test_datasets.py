@@ -123,7 +123,8 @@ def test_an_empty_file_and_an_unknown_suffix_are_refused(tmp_path: Path):
 def test_csv_reads_text_cells_as_text_json_cells_as_json_and_flags_as_booleans():
     text = (
         "question,expect_calls,ordered,answer_equals,max_latency_s,answer_regex\n"
-        '"Where, exactly?","[{""name"": ""f"", ""arguments"": {""a"": 1}}, {""name"": ""g""}]",true,Paris,2.5,^P\n'
+        '"Where, exactly?","[{""name"": ""f"", ""arguments"": {""a"": 1}}, {""name"": ""g""}]",'
+        "true,Paris,2.5,^P\n"
         "two,,,42,,\n"
         '"multi\nline question",,,"""quoted""",,\n'
     )

@@ -52,13 +52,13 @@ def refused(data: dict | str, source: str = "flow.json") -> str:
         ),
         (
             {"name": "x", "mcp_servers": [{"name": "Git", "url": "http://127.0.0.1/mcp"}]},
-            "MCP server 'Git' › name: use 1 to 40 lowercase letters, digits, '-' and '_', starting with a letter or "
-            "digit; 'Git' has 'G'.",
+            "MCP server 'Git' › name: use 1 to 40 lowercase letters, digits, '-' and '_', starting with a "
+            "letter or digit; 'Git' has 'G'.",
         ),
         (
             {"name": "x", "mcp_servers": [{"name": "-git", "url": "http://127.0.0.1/mcp"}]},
-            "MCP server '-git' › name: use 1 to 40 lowercase letters, digits, '-' and '_', starting with a letter or "
-            "digit; '-git' starts with '-'.",
+            "MCP server '-git' › name: use 1 to 40 lowercase letters, digits, '-' and '_', starting with a "
+            "letter or digit; '-git' starts with '-'.",
         ),
         (
             {"name": "x", "http_tools": [{"name": "shop", "openapi": "shop.json", "base_url": "ftp://shop"}]},
@@ -82,7 +82,8 @@ def refused(data: dict | str, source: str = "flow.json") -> str:
         # literal_error: the choices
         (
             {"name": "x", "decision": {"provider": "gpt"}},
-            "Decision model › provider: pick one of local, openai, dashscope, openai-compatible, scripted (it is 'gpt').",
+            "Decision model › provider: pick one of local, openai, "
+            "dashscope, openai-compatible, scripted (it is 'gpt').",
         ),
         (
             {"name": "x", "decision": {"calling_way": "magic"}},
@@ -107,7 +108,8 @@ def refused(data: dict | str, source: str = "flow.json") -> str:
         ),
         (
             {"name": "x", "mcp_servers": [{"name": "git", "command": []}]},
-            'MCP server \'git\' › command: must not be empty; give the program and its arguments, e.g. ["uvx", "mcp-server-git"].',
+            "MCP server 'git' › command: must not be empty; give the "
+            'program and its arguments, e.g. ["uvx", "mcp-server-git"].',
         ),
         # *_type
         ({"name": 5}, "Flow name: must be text, in quotes (it is 5)."),
@@ -138,13 +140,13 @@ def refused(data: dict | str, source: str = "flow.json") -> str:
         # value_error: the validator's own sentence, under the field it checks
         (
             {"name": "x", "tools": ["a"], "router_rules": [{"pattern": "(", "tool": "a"}]},
-            "Router rule 1 › pattern: pattern '(' is not a valid regular expression: missing ), unterminated subpattern "
-            "at position 0.",
+            "Router rule 1 › pattern: pattern '(' is not a valid regular expression: missing ), "
+            "unterminated subpattern at position 0.",
         ),
         (
             {"name": "x", "polish": {"output_schema": {"type": "strin"}}},
-            "Polish model › output schema: output_schema is not a valid JSON Schema: 'strin' is not valid under any of "
-            "the given schemas.",
+            "Polish model › output schema: output_schema is not a valid JSON Schema: 'strin' is not valid "
+            "under any of the given schemas.",
         ),
         # ... and a model's own check, which names what it checks: said once, not twice
         (
@@ -153,7 +155,8 @@ def refused(data: dict | str, source: str = "flow.json") -> str:
         ),
         (
             {"name": "x", "tool_choice": "zz"},
-            "tool_choice names 'zz', which is not among the attached tools []; attach it or use auto, required or none.",
+            "tool_choice names 'zz', which is not among the attached "
+            "tools []; attach it or use auto, required or none.",
         ),
     ],
 )
@@ -174,11 +177,13 @@ def test_each_error_is_a_sentence_naming_the_field_and_what_to_do(data, sentence
         ),
         (
             {"name": "x", "decision": {"temprature": 1}},
-            "Decision model: 'temprature' is not one of its settings; did you mean 'temperature'? Otherwise remove it.",
+            "Decision model: 'temprature' is not one of its settings; "
+            "did you mean 'temperature'? Otherwise remove it.",
         ),
         (
             {"name": "x", "mcp_servers": [{"name": "git", "command": ["srv"], "args": ["-v"]}]},
-            "MCP server 'git': 'args' is not one of its settings; remove it (they are: name, command, url, env,",
+            "MCP server 'git': 'args' is not one of its settings; "
+            "remove it (they are: name, command, url, env,",
         ),
     ],
 )
@@ -189,14 +194,14 @@ def test_an_unknown_setting_is_named_with_the_one_meant_or_the_ones_there_are(da
 
 def test_the_unknown_settings_of_one_object_are_one_sentence():
     assert sentences({"name": "x", "grants": 1, "max_round": 2, "tools": [], "nme": "y"}) == [
-        "'grants', 'max_round' and 'nme' are not flow settings; fix the spelling ('max_round' → 'max_rounds', "
-        "'nme' → 'name') or remove them."
+        "'grants', 'max_round' and 'nme' are not flow settings; fix the spelling ('max_round' → "
+        "'max_rounds', 'nme' → 'name') or remove them."
     ]
     with pytest.raises(ValidationError) as caught:
         Flow.model_validate(data := {"name": "x", "decision": {"a": 1, "b": 2}})
     assert plain_errors(caught.value, data, paths=True, model=Flow) == [
-        "Decision model: 'a' and 'b' are not its settings (decision.a, decision.b); remove them (they are: provider, "
-        "model, base_url, system_prompt, temperature, max_tokens, calling_way)."
+        "Decision model: 'a' and 'b' are not its settings (decision.a, decision.b); remove them (they are: "
+        "provider, model, base_url, system_prompt, temperature, max_tokens, calling_way)."
     ]
 
 
@@ -242,8 +247,8 @@ def test_a_list_of_servers_checked_on_its_own_is_named_as_in_the_flow():
         TypeAdapter(list[MCPServerConfig]).validate_python(data)
     assert plain_errors(caught.value, data, at=("mcp_servers",), paths=True, model=Flow) == [
         "MCP server 'git' needs exactly one of command (stdio) or url (streamable HTTP).",
-        "MCP server 'b' › command (mcp_servers[1].command): must not be empty; give the program and its arguments, "
-        'e.g. ["uvx", "mcp-server-git"].',
+        "MCP server 'b' › command (mcp_servers[1].command): must not be empty; give the program and its "
+        'arguments, e.g. ["uvx", "mcp-server-git"].',
     ]
     with pytest.raises(ValidationError) as caught:
         MCPServerConfig(name="x", url="ftp://x")

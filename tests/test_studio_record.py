@@ -229,7 +229,7 @@ def test_a_reused_step_says_reused_from_its_run_not_the_time_again():
     assert " 25." not in shown(header)
 
 
-# ------------------------------------------------------------------ 4 and 5. Stop only while running; reasons in the open
+# ------------------------------------------ 4 and 5. Stop only while running; reasons in the open
 
 
 def test_stop_shows_only_while_a_run_runs():

@@ -8,7 +8,8 @@ both readings, and what two rules would decide: the mean over the bar (today), a
 readings over the bar (the lower of the two): which correct action calls each keeps and which
 unrequested ones each lets through. No threshold is fitted: the bar is the model's own.
 
-    FLOWCALL_MODEL=qwen2.5-coder-1.5b .venv/bin/python benchmarks/calibrate/action_readings.py --half calibration
+    FLOWCALL_MODEL=qwen2.5-coder-1.5b \\
+        .venv/bin/python benchmarks/calibrate/action_readings.py --half calibration
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ real users' requests against real tool docs. It prints both sources' separation 
 and the threshold that maximises the mean of the two balanced accuracies, so that neither
 source outweighs the other (issue 14, point 2).
 
-    .venv/bin/python benchmarks/calibrate/calibrate_call_margin.py --realworld [--per-category 12 --irrelevance 48]
+    .venv/bin/python benchmarks/calibrate/calibrate_call_margin.py --realworld \\
+        [--per-category 12 --irrelevance 48]
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def product(provider: LocalProvider) -> None:
         calls = [r[3] for r in mine if r[1] == "call"]
         quiet = [r[3] for r in mine if r[1] == "quiet"]
         print(
-            f"{language}: at call_margin {threshold}: calls on {sum(m > threshold for m in calls)}/{len(calls)} that need a tool, "
-            f"keeps quiet on {sum(m <= threshold for m in quiet)}/{len(quiet)} that do not"
+            f"{language}: at call_margin {threshold}: calls on "
+            f"{sum(m > threshold for m in calls)}/{len(calls)} that need a tool, keeps quiet on "
+            f"{sum(m <= threshold for m in quiet)}/{len(quiet)} that do not"
         )
 
 
@@ -131,12 +133,13 @@ def main() -> None:
         key=lambda t: sum(m <= t for m in quiet) / len(quiet) + sum(m > t for m in call) / len(call),
     )
     print(
-        f"irrelevance margins: median {statistics.median(quiet):.2f}; relevant: median {statistics.median(call):.2f}"
+        f"irrelevance margins: median {statistics.median(quiet):.2f}; "
+        f"relevant: median {statistics.median(call):.2f}"
     )
     for t in sorted(set([best] + [x / 10 for x in range(0, 25, 2)])):
         print(
-            f"  threshold {t:5.2f}: keeps quiet on {sum(m <= t for m in quiet) / len(quiet):.1%} of irrelevance, "
-            f"calls on {sum(m > t for m in call) / len(call):.1%} of relevant"
+            f"  threshold {t:5.2f}: keeps quiet on {sum(m <= t for m in quiet) / len(quiet):.1%} of "
+            f"irrelevance, calls on {sum(m > t for m in call) / len(call):.1%} of relevant"
             + ("   <- best balanced accuracy" if t == best else "")
         )
     for name, values in margins.items():
@@ -156,7 +159,8 @@ def main() -> None:
             set([best, mixed, provider.tuning.call_margin] + [x / 10 for x in range(-10, 31, 5)])
         ):
             row = [
-                f"{sum(m <= t for m in q) / len(q):.0%} / {sum(m > t for m in c) / len(c):.0%} / {balanced(q, c, t):.1%}"
+                f"{sum(m <= t for m in q) / len(q):.0%} / "
+                f"{sum(m > t for m in c) / len(c):.0%} / {balanced(q, c, t):.1%}"
                 for q, c in ((quiet, call), (rw_quiet, rw_call))
             ]
             mark = (

@@ -10,7 +10,8 @@ sources' balanced accuracies) and, at each threshold, how many cases would get e
 right number of calls. Changes nothing.
 
     .venv/bin/python benchmarks/calibrate/calibrate_more_calls.py [--per-category 30] [--no-realworld]
-    .venv/bin/python benchmarks/calibrate/calibrate_more_calls.py --from-log RESULTS.txt   # the margins a run printed
+    # the margins a run printed:
+    .venv/bin/python benchmarks/calibrate/calibrate_more_calls.py --from-log RESULTS.txt
 
 With real-world items, the bar is also fitted with one real-world family left out (and every
 BFCL case kept) and scored on that family, for every family in turn: the cross-validated

@@ -74,9 +74,9 @@ def main() -> None:
     for source in ("bfcl", "real-world"):
         if tally[(source, "items")]:
             print(
-                f"{source}: {tally[(source, 'items')]} items, {tally[(source, 'retried')]} asked once more; passed: "
-                f"the second decision stands {tally[(source, 'before')]}, calls with a required doc value not made "
-                f"{tally[(source, 'after')]} ({tally[(source, 'calls dropped')]} calls)"
+                f"{source}: {tally[(source, 'items')]} items, {tally[(source, 'retried')]} asked once more; "
+                f"passed: the second decision stands {tally[(source, 'before')]}, calls with a required doc "
+                f"value not made {tally[(source, 'after')]} ({tally[(source, 'calls dropped')]} calls)"
             )
 
 

@@ -1,7 +1,8 @@
 """Score every way of asking "does a tool fit?" on the tuning data, once, and keep the numbers,
 so that ways of deciding can be compared offline (issue 14, point 2). Changes nothing.
 
-    .venv/bin/python benchmarks/calibrate/relevance_features.py collect OUT.jsonl [--per-category 20 --irrelevance 80]
+    .venv/bin/python benchmarks/calibrate/relevance_features.py collect OUT.jsonl \\
+        [--per-category 20 --irrelevance 80]
     .venv/bin/python benchmarks/calibrate/relevance_features.py analyze OUT.jsonl
 
 Tuning data only: BFCL's even split and the real-world CALIBRATION half (never the report half).
@@ -776,18 +777,20 @@ def analyze(path: Path) -> None:
         f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families"
     )
     print(
-        f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal"
+        f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free "
+        "(0): bfcl q/c/bal | real q/c/bal"
     )
     for m in methods:
         qb = scores_at(bfcl, m, 0.0)
         qr = scores_at(real, m, 0.0)
         print(
-            f"{m:8} {auc(bfcl, m):8.3f} {auc(real, m):8.3f} {top_pick(bfcl, m):9.2f} {top_pick(real, m):9.2f}  "
-            f"{qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%} | {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
+            f"{m:8} {auc(bfcl, m):8.3f} {auc(real, m):8.3f} {top_pick(bfcl, m):9.2f} "
+            f"{top_pick(real, m):9.2f}  {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%} | "
+            f"{qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
         )
     print(
-        "\nleave-one-family-out: threshold fitted on BFCL even + the other families, scored on the one left out"
-        " (pooled over families); and BFCL-only threshold scored on all real-world"
+        "\nleave-one-family-out: threshold fitted on BFCL even + the other families, scored on the one left "
+        "out (pooled over families); and BFCL-only threshold scored on all real-world"
     )
     for m in methods:
         held = []  # (kind, score, threshold)
@@ -800,21 +803,25 @@ def analyze(path: Path) -> None:
         tb = best_threshold(bfcl, m)
         qr = scores_at(real, m, tb)
         print(
-            f"  {m:8} LOFO real q/c/bal {sum(quiet) / len(quiet):.0%}/{sum(call) / len(call):.0%}/"
-            f"{(sum(quiet) / len(quiet) + sum(call) / len(call)) / 2:.1%}   BFCL-fit t={tb:5.2f}: real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
-            f"   medians quiet/call real {statistics.median(item_score(r, m) for r in real if r['kind'] == 'quiet'):.2f}/"
-            f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f}"
-            f"   LOFO bars {min(t for _, t in held):.2f}..{max(t for _, t in held):.2f}"
+            f"  {m:8} LOFO real q/c/bal "
+            f"{sum(quiet) / len(quiet):.0%}/{sum(call) / len(call):.0%}/"
+            f"{(sum(quiet) / len(quiet) + sum(call) / len(call)) / 2:.1%} "
+            f"  BFCL-fit t={tb:5.2f}: real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}   medians quiet/call real "
+            f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'quiet'):.2f}/"
+            f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f} "
+            f"  LOFO bars {min(t for _, t in held):.2f}..{max(t for _, t in held):.2f}"
         )
     print(
-        "\nthe bar on the whole mix: the best mean of the two sources' balanced accuracies (how call_margin is chosen)"
+        "\nthe bar on the whole mix: the best mean of the two "
+        "sources' balanced accuracies (how call_margin is chosen)"
     )
     for m in methods:
         candidates = sorted(set(round(item_score(r, m), 2) for r in data))
         t = max(candidates, key=lambda c: (scores_at(bfcl, m, c)[2] + scores_at(real, m, c)[2]) / 2)
         qb, qr = scores_at(bfcl, m, t), scores_at(real, m, t)
         print(
-            f"  {m:8} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
+            f"  {m:8} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real "
+            f"{qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
         )
 
 
@@ -853,8 +860,8 @@ def band(data: list[dict]) -> None:
         lq = sum(q * n for q, n in held_q) / sum(n for _, n in held_q)
         lc = sum(c * n for c, n in held_c) / sum(n for _, n in held_c)
         print(
-            f"  {base:6} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
-            f"   family left out {lq:.0%}/{lc:.0%}/{(lq + lc) / 2:.1%}"
+            f"  {base:6} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real "
+            f"{qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}   family left out {lq:.0%}/{lc:.0%}/{(lq + lc) / 2:.1%}"
         )
 
 

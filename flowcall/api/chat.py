@@ -233,6 +233,7 @@ async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: s
         yield _chunk(run_id, model, {}, "stop")
         yield "data: [DONE]\n\n"
     except Exception as exc:  # noqa: BLE001 - the stream has started: the error goes in it
-        yield f"data: {json.dumps(error_body('INTERNAL', f'the run could not go on ({type(exc).__name__})'))}\n\n"
+        failed = error_body("INTERNAL", f"the run could not go on ({type(exc).__name__})")
+        yield f"data: {json.dumps(failed)}\n\n"
     finally:
         api.limits.end_run(who)

@@ -56,7 +56,10 @@ class Guard:
         scheme, _, authority = origin.partition("://")
         if scheme.lower() in ("http", "https") and host_name(authority) in self.names:
             return None
-        return "requests from a page on another site are refused (start the server with --allow-origin to allow one)"
+        return (
+            "requests from a page on another site are refused "
+            "(start the server with --allow-origin to allow one)"
+        )
 
 
 async def _read_capped(receive: Any, limit: int) -> bytes | None:

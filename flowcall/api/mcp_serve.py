@@ -49,7 +49,8 @@ def check_exposure(host: str, token: str | None) -> None:
 
 
 def error_code(run: Run) -> str:
-    """The code part of run.error ("PROVIDER_ERROR: ..." -> "PROVIDER_ERROR"); the rest may hold paths or URLs."""
+    """The code part of run.error ("PROVIDER_ERROR: ..." -> "PROVIDER_ERROR"); the rest may hold
+    paths or URLs."""
     code = (run.error or "").split(":", 1)[0].strip()
     return code if _CODE.match(code) else "RUN_FAILED"
 
@@ -81,7 +82,8 @@ def build_server(service: FlowCall, flow: Flow, *, remote: bool = True, max_conc
                 f"busy: this server already runs {max_concurrent} calls at once; try again in a moment"
             )
         try:
-            # the engine is synchronous; the thread is not abandoned on cancel, so the slot is held until it ends
+            # the engine is synchronous; the thread is not abandoned on cancel, so the slot is held
+            # until it ends
             run = await anyio.to_thread.run_sync(service.run, flow, question)
         except Exception as exc:  # the run could not even start (a missing tool, a bad config)
             logger.exception("flow '%s' could not run", flow.name)

@@ -1,6 +1,7 @@
 """What the `flowcall` command groups share: the service behind them, flows given as a file
-or a saved name, and `echo`, which every line they print goes through. Its own module so that command groups in other modules (cli_datasets.py,
-cli_experiments.py) reach them without importing cli.py, which imports them."""
+or a saved name, and `echo`, which every line they print goes through. Its own module so
+that command groups in other modules (cli_datasets.py, cli_experiments.py) reach them without
+importing cli.py, which imports them."""
 
 from __future__ import annotations
 
@@ -49,5 +50,6 @@ def flow_from_ref(service: Any, flow_ref: str) -> Any:
     """A flow JSON file, or the name of a saved flow."""
     if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file():
         return load_flow(flow_ref)
-    service.seed_examples()  # a new installation knows the example flows by name (flowcall run commute-weather ...)
+    # a new installation knows the example flows by name (flowcall run commute-weather ...)
+    service.seed_examples()
     return service.store.get_flow(flow_ref)[0]

@@ -57,7 +57,8 @@ def keys_list(ctx: click.Context, as_json: bool) -> None:
     for key in found:
         revoked = f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "-"
         echo(
-            f"{key.name:<24} fc_{key.prefix:<9} {key.created_at:%Y-%m-%d %H:%M} {revoked:<17} {_flows_text(key)}"
+            f"{key.name:<24} fc_{key.prefix:<9} "
+            f"{key.created_at:%Y-%m-%d %H:%M} {revoked:<17} {_flows_text(key)}"
         )
 
 

@@ -577,7 +577,8 @@ def eval_group() -> None:
     type=click.Choice(["all", "even", "odd"]),
     default="all",
     show_default=True,
-    help="Even-numbered cases tune the local model's thresholds (benchmarks/calibrate/); odd ones are held out.",
+    help="Even-numbered cases tune the local model's thresholds "
+    "(benchmarks/calibrate/); odd ones are held out.",
 )
 @click.option(
     "--provider",
@@ -619,7 +620,8 @@ def eval_bfcl(
     save: bool,
     as_json: bool,
 ) -> None:
-    """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST checker does."""
+    """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST
+    checker does."""
     from flowcall.core.spec import DecisionConfig
     from flowcall.core.steps import MemorySink
     from flowcall.eval.runner import as_dicts, summarize
@@ -651,7 +653,8 @@ def eval_bfcl(
 
 
 def _evaluate_with_bar(cases: list, decision: Any, sink: Any, *, label: str) -> list:
-    """The cases' outcomes, with a progress bar on stderr, so it shows while stdout carries the JSON report."""
+    """The cases' outcomes, with a progress bar on stderr, so it shows while stdout carries the
+    JSON report."""
     from tqdm import tqdm
 
     from flowcall.eval.runner import evaluate
@@ -691,8 +694,8 @@ def _echo_bfcl_table(summaries: list) -> None:
         )
         echo(
             f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
-            f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f} "
-            f"{row.median_model_calls:>5.0f} {split}"
+            f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} "
+            f"{row.median_tokens_out:>7.0f} {row.median_model_calls:>5.0f} {split}"
         )
     echo(
         "(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
@@ -847,7 +850,8 @@ def mcp_serve(
     if transport == "http":
         auth = "bearer token required" if token else "no token: loopback only"
         echo(
-            f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
+            f"serving flow '{flow.name}' as MCP tool "
+            f"'{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
             err=True,
         )
     serve(
@@ -924,7 +928,8 @@ def model_list() -> None:
         state = local_model.status(config.home() / "models" / item.file)
         have = "verified" if state["verified"] else "present" if state["present"] else "not fetched"
         echo(
-            f"{'*' if item.name == current else ' '} {item.name:<20} {item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}"
+            f"{'*' if item.name == current else ' '} {item.name:<20} "
+            f"{item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}"
         )
 
 
@@ -938,7 +943,8 @@ def _profile_lines(profile: Any) -> list[str]:
     lines = [f"{profile.provider}/{profile.model}{where}  probed {profile.probed_at:%Y-%m-%d %H:%M:%S}"]
     for check in profile.checks:
         lines.append(
-            f"  {check.outcome:<12} {check.name:<20} {check.latency_ms / 1000:6.2f}s  {short(check.detail, 90)}"
+            f"  {check.outcome:<12} {check.name:<20} "
+            f"{check.latency_ms / 1000:6.2f}s  {short(check.detail, 90)}"
         )
     return lines
 

@@ -27,7 +27,8 @@ def studio_command(ctx: click.Context, host: str, port: int) -> None:
         env["FLOWCALL_DATABASE_URL"] = ctx.find_root().obj["db"]
     if not os.environ.get("FLOWCALL_MODEL_PATH") and not local_model.status()["present"]:
         echo(
-            "note: the embedded model is not here yet; fetch it on the Models page or with: flowcall model fetch",
+            "note: the embedded model is not here yet; fetch "
+            "it on the Models page or with: flowcall model fetch",
             err=True,
         )
     shown = f"[{host}]" if ":" in host else host

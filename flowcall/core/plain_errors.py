@@ -3,7 +3,8 @@ wrong with its value and what to do.
 
     Flow name: use only letters, digits, spaces, '-', '_' and '.'; 'my/flow' has '/'.
     Max rounds: must be between 1 and 50 (it is 0).
-    Decision model › provider: pick one of local, openai, dashscope, openai-compatible, scripted (it is 'gpt').
+    Decision model › provider: pick one of local, openai, dashscope, openai-compatible, scripted
+    (it is 'gpt').
 
 The field's words come from where the error sits in a flow (Flow's fields, walked through its
 nested models); the limits and choices from the field itself, so a sentence says both ends of
@@ -379,9 +380,12 @@ def _extra(
     if not (at + parent):
         said = f"{shown} {'is not a flow setting' if one else 'are not flow settings'}"
     else:
-        said = f"{_words(parent, data, at)}: {shown} {'is not one of its settings' if one else 'are not its settings'}"
+        said = f"{_words(parent, data, at)}: {shown} " + (
+            "is not one of its settings" if one else "are not its settings"
+        )
         if paths:
-            said += f" ({', '.join(_path(at + parent + (key,)) for key in keys[:3])}{', …' if len(keys) > 3 else ''})"
+            named = ", ".join(_path(at + parent + (key,)) for key in keys[:3])
+            said += f" ({named}{', …' if len(keys) > 3 else ''})"
     close = [
         (key, match[0])
         for key in keys
@@ -443,7 +447,8 @@ def _problem(kind: str, error: dict[str, Any], field: Any, loc: Loc) -> str:
     if kind in _TYPE_WORDS:
         return _TYPE_WORDS[kind] + _is_value(error)
     if kind == "json_invalid":
-        return f"is not valid JSON ({_clean(_cut(str(ctx.get('error', '')), 80))}); check its quotes, commas and brackets"
+        why = _clean(_cut(str(ctx.get("error", "")), 80))
+        return f"is not valid JSON ({why}); check its quotes, commas and brackets"
     if kind == "recursion_loop":
         return "refers to itself; write it out without the loop"
     return _plain_fallback(error.get("msg", "")) + _is_value(error)

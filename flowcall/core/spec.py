@@ -118,7 +118,8 @@ _HARMLESS_VALUES = frozenset({"", "true", "false", "yes", "no", "on", "off", "no
 
 # values that are credentials whatever their name: well-known key formats ...
 _KEY_FORMATS = re.compile(
-    r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-|ant-)?(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"  # OpenAI & co
+    # OpenAI & co
+    r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-|ant-)?(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"
     r"|(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
     r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
@@ -247,8 +248,8 @@ class HTTPToolSource(BaseModel):
         default_factory=dict,
         max_length=20,
         description=(
-            "Sent with every request. A secret is written as a reference, $NAME or 'Bearer $NAME', read from the "
-            "environment when the request is made."
+            "Sent with every request. A secret is written as a reference, $NAME or 'Bearer $NAME', read "
+            "from the environment when the request is made."
         ),
     )
 

@@ -244,7 +244,8 @@ class Engine:
             state = LoopState.fresh(flow, run.question, run.context)
         else:
             state.done = [restored_outcome(o, tools) for o in state.done_records]
-        # tools that keep data use the run's store; their artifacts live in the state, so they are saved with it
+        # tools that keep data use the run's store; their artifacts live in the state, so they are
+        # saved with it
         context = RunContext(run_id=run.id, store=self.sink, artifacts=state.artifacts)
         return Scope(
             flow=flow,

@@ -138,7 +138,8 @@ WIND_DIRECTIONS: dict[str, tuple[str, ...]] = {
 # share a word that remains ("local_time" and "get_current_time" share "time").
 _GENERIC = frozenset(
     "get set list create add current info information data value the a an of for by to in on at and or is "
-    "are fetch query search find lookup look update delete remove make new my all api tool result detail".split()
+    "are fetch query search find lookup look update delete remove make new my all api tool result "
+    "detail".split()
 )
 # Keys that hold a place: "city" in an answer and "location" in a call hold the same kind of value.
 _PLACE_WORDS = frozenset("city location place town region province country area district address".split())

@@ -121,9 +121,9 @@ class LocalProvider:
             return None
         info = self.path.stat()
         identity = (
-            f"{self.path.resolve()}|{info.st_size}|{info.st_mtime_ns}|llama-cpp-python {llama_cpp.__version__}|"
-            f"{llama_cpp.llama_print_system_info().decode(errors='replace')}|n_ctx {n_ctx}|threads {threads}|"
-            f"chunk {CHUNK}"
+            f"{self.path.resolve()}|{info.st_size}|{info.st_mtime_ns}|llama-cpp-python "
+            f"{llama_cpp.__version__}|{llama_cpp.llama_print_system_info().decode(errors='replace')}|n_ctx "
+            f"{n_ctx}|threads {threads}|chunk {CHUNK}"
         )
         return DiskStates(config.prompt_cache_folder(), megabytes * 2**20, identity)
 
@@ -187,9 +187,9 @@ class LocalProvider:
         room = self.llm.n_ctx()
         if len(tokens) + (max_tokens or 0) > room:
             raise ProviderError(
-                f"the prompt is {len(tokens)} tokens and the answer may take {max_tokens or 0}, but the local "
-                f"model's context holds {room}: attach fewer or shorter tools, shorten the conversation, "
-                "or lower max_tokens",
+                f"the prompt is {len(tokens)} tokens and the answer may take {max_tokens or 0}, but the "
+                f"local model's context holds {room}: attach fewer or shorter tools, shorten the "
+                "conversation, or lower max_tokens",
                 code=ErrorCode.PROVIDER_ERROR,
             )
 
@@ -324,8 +324,8 @@ class LocalProvider:
         if stopped:
             raise ProviderError(
                 f"the local model's answer took longer than {limit_s:g} s and was stopped after "
-                f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise FLOWCALL_LOCAL_TIMEOUT_S "
-                "on a slow machine",
+                f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise "
+                "FLOWCALL_LOCAL_TIMEOUT_S on a slow machine",
                 code=ErrorCode.PROVIDER_ERROR,
             )
         return out, looping

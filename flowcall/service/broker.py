@@ -34,9 +34,9 @@ def require_broker(database_dialect: str) -> str:
     url = config.broker_url()
     if not url:
         raise ConfigError(
-            "runs on workers (--queue, `flowcall worker`) need a broker: set FLOWCALL_BROKER_URL (e.g. redis://127.0.0.1:6379/0), "
-            "use PostgreSQL (FLOWCALL_DATABASE_URL) and start workers with `flowcall worker`; "
-            "without --queue the run goes on in this process"
+            "runs on workers (--queue, `flowcall worker`) need a broker: set FLOWCALL_BROKER_URL (e.g. "
+            "redis://127.0.0.1:6379/0), use PostgreSQL (FLOWCALL_DATABASE_URL) and start workers with "
+            "`flowcall worker`; without --queue the run goes on in this process"
         )
     if database_dialect != "postgresql":
         raise ConfigError(

@@ -84,7 +84,8 @@ def openai_python(base: str, flow: str, question: str) -> str:
         [
             "from openai import OpenAI",
             "",
-            f"client = OpenAI(base_url={_literal(base_url(base) + '/v1')}, api_key={_literal(KEY_PLACEHOLDER)})",
+            f"client = OpenAI(base_url={_literal(base_url(base) + '/v1')}, "
+            f"api_key={_literal(KEY_PLACEHOLDER)})",
             "reply = client.chat.completions.create(",
             f"    model={_literal(flow)},",
             f'    messages=[{{"role": "user", "content": {_literal(question)}}}],',

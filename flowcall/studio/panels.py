@@ -128,7 +128,8 @@ def decision_panel(
 
 
 def _loop_fields(c: dict[str, Any], state: CanvasState, key: str) -> None:
-    """How the loop runs, set in `c`: which tool the model must call, several calls at once, rounds and retries."""
+    """How the loop runs, set in `c`: which tool the model must call, several calls at once,
+    rounds and retries."""
     names = [bare_name(n.config["ref"]) for n in state.of_kind("tool") if n.attached]
     choice = c.get("tool_choice", "auto")
     choices = list(dict.fromkeys(["auto", "required", "none", *names, choice]))
@@ -236,8 +237,8 @@ def tool_panel(state: CanvasState, node: CanvasNode, tool: Tool | None, key: str
     ref = node.config["ref"]
     group, source = tool_source(ref, state.settings)
     st.markdown(
-        f"**{md(bare_name(ref))}** · {md({'plugin': 'Python plugin', 'mcp': 'MCP server', 'http': 'HTTP tool'}[group])} "
-        f"{md(source)}"
+        f"**{md(bare_name(ref))}** · "
+        f"{md({'plugin': 'Python plugin', 'mcp': 'MCP server', 'http': 'HTTP tool'}[group])} {md(source)}"
     )
     approval = list(state.settings.get("needs_approval", []))
     if tool is None:
@@ -290,15 +291,15 @@ def question_panel(state: CanvasState, key: str) -> dict[str, Any]:
         "Read the earlier messages of a chat",
         bool(s.get("conversation")),
         key=key + "conversation",
-        help="When a program calls this flow through the HTTP API's chat completions, the decision model also "
-        "reads the messages before the question. Off: only the last user message.",
+        help="When a program calls this flow through the HTTP API's chat completions, the decision model "
+        "also reads the messages before the question. Off: only the last user message.",
     )
     s["answers_without_tools"] = st.checkbox(
         "Answers without tools are fine here",
         bool(s.get("answers_without_tools")),
         key=key + "no_tools_ok",
-        help="For small-talk flows, or flows whose tools are optional. Off: a run that ends with no tool result "
-        "behind its answer is marked 'answered without tools' and shown amber, not green.",
+        help="For small-talk flows, or flows whose tools are optional. Off: a run that ends with no tool "
+        "result behind its answer is marked 'answered without tools' and shown amber, not green.",
     )
     return s
 

@@ -166,11 +166,17 @@ def _shape_problem(kind: Kind, raw: dict[str, Any]) -> str | None:
         if command is not None and url is not None:
             return "Transport: give either a command or a URL, not both."
         if isinstance(command, list) and (not command or command[0] == ""):
-            return "Command: give the program to start, e.g. uvx or python; its arguments go in the rows below it."
+            return (
+                "Command: give the program to start, e.g. uvx or python; its arguments go in the rows "
+                "below it."
+            )
         if url == "":
             return "URL: give the server's streamable HTTP address, e.g. http://127.0.0.1:8765/mcp."
         if url is not None and raw.get("env"):
-            return "Env: a server reached by URL takes no environment; remove env, or start the server from a command."
+            return (
+                "Env: a server reached by URL takes no environment; remove env, or start the server "
+                "from a command."
+            )
         return None
     if raw.get("openapi") == "":
         return "OpenAPI document: give the document's file path or its http(s) URL."
@@ -617,9 +623,9 @@ def _http_rows(key: str) -> None:
         "header",
         "",
         pair=True,
-        help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a reference, "
-        "$NAME or Bearer $NAME: it is read from this machine's environment when a request is made, so the "
-        "flow file never holds it.",
+        help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a "
+        "reference, $NAME or Bearer $NAME: it is read from this machine's environment when a request is "
+        "made, so the flow file never holds it.",
     )
     _rows(
         key,
@@ -627,8 +633,8 @@ def _http_rows(key: str) -> None:
         "Allowed internal hosts",
         "host",
         "127.0.0.1",
-        help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach once you "
-        "grant it, for this document only.",
+        help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach "
+        "once you grant it, for this document only.",
     )
 
 

@@ -53,8 +53,8 @@ TEMPLATES = [
     Template(
         key="lookup",
         title="Look something up",
-        description="A decision model with one tool, and a polish model that turns what the tool returned into "
-        "a short answer in the user's language. Replace the tool with your own. " + WHY_DEFAULTS,
+        description="A decision model with one tool, and a polish model that turns what the tool returned "
+        "into a short answer in the user's language. Replace the tool with your own. " + WHY_DEFAULTS,
         tools=["weather/v1/get_weather"],
         polish={
             **POLISH_DEFAULTS,

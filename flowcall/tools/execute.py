@@ -114,8 +114,8 @@ def cap_result(result: Any, limit: int = STORED_RESULT_CHARS) -> Any:
         TRUNCATED: {
             "original_chars": len(text),
             "kept_chars": limit,
-            "note": f"the tool returned {len(text):,} characters of {kind}; FlowCall keeps the first {limit:,} "
-            f"and cut the rest ({len(text) - limit:,} characters)",
+            "note": f"the tool returned {len(text):,} characters of {kind}; FlowCall keeps the first "
+            f"{limit:,} and cut the rest ({len(text) - limit:,} characters)",
         },
         "head": text[:limit],
     }

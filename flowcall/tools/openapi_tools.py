@@ -152,7 +152,8 @@ def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
             )
     if not tools:
         raise ConfigError(
-            f"{source.openapi} has no operations{' named ' + str(source.operations) if source.operations else ''}"
+            f"{source.openapi} has no "
+            f"operations{' named ' + str(source.operations) if source.operations else ''}"
         )
     return tools
 

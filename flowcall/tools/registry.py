@@ -49,7 +49,8 @@ class ToolRegistry:
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
             raise ConfigError(
-                f"a flow cannot attach two tools named {sorted(duplicates)}; the model could not tell them apart"
+                "a flow cannot attach two tools named "
+                f"{sorted(duplicates)}; the model could not tell them apart"
             )
         return tools
 

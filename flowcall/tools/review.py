@@ -131,7 +131,8 @@ def what_changed(old: dict, new: dict) -> list[str]:
 
 @dataclass
 class PinCheck:
-    """A run's tools against the definitions first accepted for its flow (see engine.approval.changed_tools)."""
+    """A run's tools against the definitions first accepted for its flow (see
+    engine.approval.changed_tools)."""
 
     first_used: list[Tool] = field(default_factory=list)  # to pin now
     changed: frozenset[str] = frozenset()  # versions whose definition changed: their calls wait for a person

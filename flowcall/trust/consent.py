@@ -62,8 +62,8 @@ class TrustRequired(ConfigError):
         listing = "; ".join(f"({i}) {item.summary}" for i, item in enumerate(items, 1))
         super().__init__(
             f"flow {flow_name!r} would {listing}, and nobody on this machine has granted "
-            f"{'that' if len(items) == 1 else 'these'}. Nothing was started or sent. Read the flow, then grant with: "
-            f"{grant_command}"
+            f"{'that' if len(items) == 1 else 'these'}. Nothing was started "
+            f"or sent. Read the flow, then grant with: {grant_command}"
         )
 
 

@@ -111,7 +111,8 @@ def what_changed(granted: dict[str, Any], now: Resolved) -> str | None:
     """How `now` differs from a granted resolution, in words; None if it does not."""
     was_argv, was_files = granted.get("argv") or [], granted.get("files") or {}
     if was_argv[:1] != now.argv[:1] or granted.get("program_target") != now.program_target:
-        return f"{Path(now.argv[0]).name} now resolves to {now.program_target}, not {granted.get('program_target')}"
+        was = granted.get("program_target")
+        return f"{Path(now.argv[0]).name} now resolves to {now.program_target}, not {was}"
     for path, digest in now.files.items():
         if path in was_files and was_files[path] != digest:
             return f"{Path(path).name} in {Path(path).parent} is not the file granted: its content changed"

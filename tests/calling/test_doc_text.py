@@ -30,9 +30,9 @@ STRIPE_REFUND = ToolSpec(
 
 def test_html_docs_are_read_as_their_text():
     assert plain(STRIPE_REFUND.description) == (
-        "When you create a new refund, you must specify a Charge or a PaymentIntent object on which to create it. "
-        "Creating a new refund will refund a charge that has previously been created but not yet refunded. "
-        "See refunds & disputes."
+        "When you create a new refund, you must specify a Charge or a PaymentIntent object on which to "
+        "create it. Creating a new refund will refund a charge that has previously been created but not yet "
+        "refunded. See refunds & disputes."
     )
     assert plain("line one<br>line two") == "line one line two"
 

@@ -225,7 +225,8 @@ def test_transport_can_be_passed_directly(plugin_module) -> None:
         (FakeAmap(["not", "an", "object"]), "not a JSON object"),
         (
             FakeAmap(error=httpx.ConnectError(f"cannot reach https://restapi.amap.com/?key={KEY}")),
-            r"AMap weather request failed \(cannot reach .*key=\*\*\*\); check the network, or unset AMAP_API_KEY",
+            r"AMap weather request failed \(cannot reach .*key=\*\*\*\); "
+            r"check the network, or unset AMAP_API_KEY",
         ),
         (FakeAmap(error=httpx.ReadTimeout("timed out")), "timed out"),
     ],

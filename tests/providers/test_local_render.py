@@ -46,8 +46,8 @@ def test_tool_calls_and_results_render_as_qwen_expects(provider):
     assert '<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>' in prompt
     # consecutive tool results share one user turn, each in its own <tool_response>
     assert (
-        '<|im_start|>user\n<tool_response>\n{"weather": "小雨"}\n</tool_response>\n<tool_response>\n{"weather": "晴"}\n</tool_response><|im_end|>'
-        in prompt
+        '<|im_start|>user\n<tool_response>\n{"weather": '
+        '"小雨"}\n</tool_response>\n<tool_response>\n{"weather": "晴"}\n</tool_response><|im_end|>' in prompt
     )
     assert prompt.endswith("<|im_start|>assistant\n")
 

@@ -88,7 +88,8 @@ def test_a_hung_tool_times_out_and_does_not_keep_the_process_alive(tmp_path) -> 
             return "late"
 
         tool = build_tool(sleepy, "test/v1/sleepy")
-        [outcome] = run_calls([(ToolCall(id="c", name="sleepy", arguments={}), tool)], RunContext(run_id="r"), 0.5)
+        call = ToolCall(id="c", name="sleepy", arguments={})
+        [outcome] = run_calls([(call, tool)], RunContext(run_id="r"), 0.5)
         print(outcome.error_code, outcome.error_message)
     """)
     )

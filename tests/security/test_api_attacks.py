@@ -118,7 +118,8 @@ def test_hostile_text_in_a_question_cannot_forge_an_event_or_reach_a_terminal(se
     attack.tried(
         "a question carrying terminal escapes, Markdown and a forged SSE event",
         expected=(
-            "one run event, the real one; the question stored and returned exactly; no raw control byte on the wire"
+            "one run event, the real one; the question stored "
+            "and returned exactly; no raw control byte on the wire"
         ),
     )
     with httpx.stream(

@@ -321,7 +321,8 @@ def test_running_a_flow_file_never_changes_the_saved_flow_of_that_name(tmp_path,
 def test_importing_a_run_never_changes_the_saved_flow_of_that_name(tmp_path, attack):
     attack.tried(
         "importing a run export whose flow has a saved flow's name but other content",
-        expected="the saved flow is unchanged; the run's flow is stored under a new name, and the person is told",
+        expected="the saved flow is unchanged; the run's flow is "
+        "stored under a new name, and the person is told",
     )
     service = scripted_service(["ok"])
     mine = parse_flow({"name": "payroll", "description": "mine", "decision": {"provider": "scripted"}})
@@ -389,7 +390,8 @@ def test_mcp_serve_refuses_a_flow_with_ungranted_items(tmp_path, attack):
 
 def test_an_allow_hosts_grant_covers_its_own_openapi_source_only(attack, tmp_path):
     attack.tried(
-        "flow A's OpenAPI source granted allow_hosts 10.0.0.5; flow B, another document, asks for the same host",
+        "flow A's OpenAPI source granted allow_hosts 10.0.0.5; "
+        "flow B, another document, asks for the same host",
         expected="flow B's allow_host item is not granted: the grant is scoped to A's document and host",
     )
     service = FlowCall.open(f"sqlite:///{tmp_path / 'g.db'}")

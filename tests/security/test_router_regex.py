@@ -76,13 +76,14 @@ def test_a_routed_run_with_a_catastrophic_rule_finishes(attack):
             \"\"\"The current time.\"\"\"
             return "10:00"
 
-        flow = Flow(name="r", tools=["t/v1/get_time"], router_rules=[RouterRule(pattern={PATTERN!r}, tool="get_time")],
+        rule = RouterRule(pattern={PATTERN!r}, tool="get_time")
+        flow = Flow(name="r", tools=["t/v1/get_time"], router_rules=[rule],
                     decision=DecisionConfig(provider="scripted", calling_way="router"))
         caps = Capabilities(native_tools=False, json_schema_output=True, grammar=True)
         provider = ScriptedProvider(['{{"tools": ["none"]}}', '{{"answer": "no tool"}}'], capabilities=caps)
         started = time.monotonic()
-        run = Engine(ToolRegistry([build_tool(get_time, "t/v1/get_time")]), lambda cfg: provider, MemorySink()).run(
-            flow, {TEXT!r})
+        registry = ToolRegistry([build_tool(get_time, "t/v1/get_time")])
+        run = Engine(registry, lambda cfg: provider, MemorySink()).run(flow, {TEXT!r})
         print(run.status.value, round(time.monotonic() - started, 3))
     """)
     attack.observed(f"{note}; status and seconds: {out!r}")

@@ -25,7 +25,10 @@ from tests.tools.test_mcp_client import SERVER
 
 IMAGE = "![x](http://127.0.0.1:9/x.png)"
 LINK = "[link](http://evil.example)"
-PAYLOAD = f"{IMAGE} {LINK} <http://evil.example/auto> http://evil.example/bare www.evil.example [js](javascript:alert(1))"
+PAYLOAD = (
+    f"{IMAGE} {LINK} <http://evil.example/auto> http://evil.example/bare www.evil.example "
+    "[js](javascript:alert(1))"
+)
 # the element kinds whose value Streamlit renders as Markdown (labels and help texts always are)
 MARKDOWN_VALUES = {
     "markdown",
@@ -430,7 +433,7 @@ def test_a_grant_missing_at_run_time_shows_the_panel_not_a_traceback(attack, tmp
     assert any(b.label == "Grant and run" for b in app.button)
 
 
-# ------------------------------------------------------------------ (g) the editor keeps what it does not show
+# ---------------------------------------------------------- (g) the editor keeps what it does not show
 
 
 def test_saving_in_the_editor_keeps_every_field(attack):

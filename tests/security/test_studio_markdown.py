@@ -2,8 +2,9 @@
 
 Streamlit renders Markdown in labels, captions and messages, so a run id, flow name, tool
 description or model name from a shared file (`:red[XX]`, a link, an image) would render as
-its author wrote it. This test reads every module of flowcall/studio/ (the pages, the entry, what they share) and fails on any
-Streamlit call given an f-string whose run, flow, tool, step or model data is not escaped."""
+its author wrote it. This test reads every module of flowcall/studio/ (the pages, the entry,
+what they share) and fails on any Streamlit call given an f-string whose run, flow, tool, step
+or model data is not escaped."""
 
 from __future__ import annotations
 

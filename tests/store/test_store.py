@@ -386,7 +386,8 @@ def test_claiming_a_paused_run_is_one_compare_and_set(open_stores: Callable[[], 
         second.run_resumed(seen_by_second)
     with pytest.raises(
         ConfigError,
-        match=r"already being resumed \(or finished\).*\(it is running: only a run that waits for approval or was interrupted goes on\)",
+        match=r"already being resumed \(or finished\).*"
+        r"\(it is running: only a run that waits for approval or was interrupted goes on\)",
     ):
         second.get_checkpoint(run.id)
 

@@ -181,8 +181,8 @@ def check_commute_weather(
             f"get_weather looked up {call.arguments.get('location')!r} "
             f"({result.get('location')}), not {expect['city']}"
         )
-    # the forecast was asked for (get_weather: extensions "all"; get_day_weather: a date): checked below, where the
-    # result must hold tomorrow's forecast
+    # the forecast was asked for (get_weather: extensions "all"; get_day_weather: a date): checked
+    # below, where the result must hold tomorrow's forecast
     card = run.final_answer
     assert flow.polish is not None and flow.polish.output_schema is not None
     try:

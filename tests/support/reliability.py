@@ -117,7 +117,8 @@ def concurrency_flow(rounds: int) -> dict[str, Any]:
     return {
         "format": "flowcall.flow/v1",
         "name": "reliability-concurrency",
-        "description": "Concurrent runs: each round creates a task (a write to the database) and reads the weather.",
+        "description": "Concurrent runs: each round creates a task (a "
+        "write to the database) and reads the weather.",
         "decision": {"provider": "scripted", "model": "schema", "calling_way": "native"},
         "tools": ["task/v1/create_task", "weather/v1/get_weather"],
         "parallel_tool_calls": True,
@@ -197,10 +198,11 @@ class ConcurrencyFigures:
 
     def line(self) -> str:
         return (
-            f"concurrency {self.backend}: {self.processes} processes: runs succeeded {self.runs_ok}/{self.processes}, "
-            f"steps reported {self.steps_reported}, stored {self.steps_stored}, lost {self.steps_lost}, "
-            f"lock errors {self.lock_errors}, other errors {len(self.other_errors)}, tasks {self.tasks_stored}/"
-            f"{self.tasks_expected}, studio reads {self.reader_reads}, {self.seconds:.1f} s"
+            f"concurrency {self.backend}: {self.processes} processes: runs succeeded "
+            f"{self.runs_ok}/{self.processes}, steps reported {self.steps_reported}, stored "
+            f"{self.steps_stored}, lost {self.steps_lost}, lock errors {self.lock_errors}, other errors "
+            f"{len(self.other_errors)}, tasks {self.tasks_stored}/{self.tasks_expected}, studio reads "
+            f"{self.reader_reads}, {self.seconds:.1f} s"
         )
 
 
@@ -565,7 +567,8 @@ def _judge(
     if problems:
         return FaultFigure(name, False, "; ".join(problems), result.seconds)
     assert run is not None and step is not None
-    what = f"run {run.status}, step {step.seq} {step.kind.value} {step.error_code}: {(step.error_message or '')[:110]}"
+    said = (step.error_message or "")[:110]
+    what = f"run {run.status}, step {step.seq} {step.kind.value} {step.error_code}: {said}"
     return FaultFigure(name, True, what, result.seconds)
 
 
@@ -954,8 +957,8 @@ class FuzzFigure:
 
     def line(self) -> str:
         return (
-            f"fuzz {self.name}: {self.examples} inputs, {self.accepted} accepted, {self.refused} refused with a "
-            f"clear error, crashes {self.crashes}, partial writes {self.partial_writes}"
+            f"fuzz {self.name}: {self.examples} inputs, {self.accepted} accepted, {self.refused} refused "
+            f"with a clear error, crashes {self.crashes}, partial writes {self.partial_writes}"
         )
 
     def fail(self, kind: str, value: Any, exc: BaseException | None = None) -> None:

@@ -35,7 +35,8 @@ def _children() -> set[int]:
         try:
             pids |= {int(p) for p in (task / "children").read_text().split()}
         except FileNotFoundError:
-            continue  # a thread that ended between the listing and the read (seen in a CI run) has no children
+            # a thread that ended between the listing and the read (seen in a CI run) has no children
+            continue
     return pids
 
 

@@ -85,7 +85,8 @@ def test_connections_cut_by_the_database_lose_nothing_and_repeat_no_call(
             assert run.status == RunStatus.SUCCEEDED, (run.id, run.status, run.error)
             assert counts.get(run.id) == 1
     print(
-        f"\ndatabase cuts: {cuts} sessions ended; {sum(r.status == RunStatus.SUCCEEDED for r in runs.values())} "
-        f"of {ITEMS} runs succeeded, {sum(r.status == RunStatus.WAITING_APPROVAL for r in runs.values())} wait "
-        f"for a person; tool executions {sum(counts.values())}, repeated 0"
+        f"\ndatabase cuts: {cuts} sessions ended; "
+        f"{sum(r.status == RunStatus.SUCCEEDED for r in runs.values())} of {ITEMS} runs succeeded, "
+        f"{sum(r.status == RunStatus.WAITING_APPROVAL for r in runs.values())} wait for a person; tool "
+        f"executions {sum(counts.values())}, repeated 0"
     )

@@ -50,8 +50,8 @@ def get_current_time(timezone: str = "Asia/Shanghai") -> dict[str, Any]:
         "weekday": WEEKDAYS[now.weekday()],
         "time": now.strftime("%H:%M:%S"),
         # the answer written out: a small model turns "05:43" into "5:43 PM" or 下午 if left to convert
-        "text_zh": f"{_place_zh(zone)}{now.year}年{now.month}月{now.day}日 {WEEKDAYS[now.weekday()].split()[0]} "
-        f"{now:%H:%M}({_day_part_zh(now.hour)})",
+        "text_zh": f"{_place_zh(zone)}{now.year}年{now.month}月{now.day}日 "
+        f"{WEEKDAYS[now.weekday()].split()[0]} {now:%H:%M}({_day_part_zh(now.hour)})",
         "text_en": f"{WEEKDAYS[now.weekday()].split()[1]}, {now:%B} {now.day}, {now.year}, {now:%H:%M} "
         f"({now:%I:%M %p}) in {zone}",
     }

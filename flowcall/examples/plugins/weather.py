@@ -227,7 +227,8 @@ def amap_weather(
     rows = reply.get("lives" if extensions == "base" else "forecasts") or []
     if not rows:
         raise WeatherServiceError(
-            f"AMap has no weather for '{location}'; AMap covers China only, give a Chinese city such as 成都 or 北京"
+            f"AMap has no weather for '{location}'; AMap covers "
+            "China only, give a Chinese city such as 成都 or 北京"
         )
     return _amap_shape(rows[0], extensions)
 

@@ -41,7 +41,8 @@ EXAMPLE = (
     '{"id": "age", "question": "张三今年多大了?", "expect_calls": [{"name": "lookup_employee"}]}\n'
     '{"question": "你好", "expect_no_call": true}'
 )
-ITEM_HELP = """Each item is a `question` (required) and what its run must show; leave out what does not matter.
+ITEM_HELP = """Each item is a `question` (required) and what its run must show; leave out what does
+not matter.
 
 | field | what the run must show |
 |---|---|
@@ -304,8 +305,8 @@ with tab_results:
         if experiment.status.value == "running" and st.button(
             "Resume it here",
             key=f"resume:{experiment.id}",
-            help="If the process that ran it stopped (closed, killed, a restart): the scored items are kept, a "
-            "run cut off goes on from its last step, the rest run here",
+            help="If the process that ran it stopped (closed, killed, a restart): the scored items are "
+            "kept, a run cut off goes on from its last step, the rest run here",
         ):
             left = sum(item.passed is None for item in experiment.items)
             progress = Progress(st.progress(0.0, text=f"{left} runs left…"))

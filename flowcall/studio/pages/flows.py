@@ -452,8 +452,8 @@ def reach_note(current_state: fg.CanvasState) -> None:
     if lines:
         risky = any(s.get("trusted") for s in servers) or any(s.get("allow_hosts") for s in sources)
         (st.warning if risky else st.info)(
-            "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
-            + "\n".join(f"- {md(line)}" for line in lines)
+            "What this flow would start or reach (the Run page "
+            "asks you to grant each before the first run):\n\n" + "\n".join(f"- {md(line)}" for line in lines)
         )
 
 

@@ -42,7 +42,10 @@ def check_rows(checks: list[Check]) -> list[dict[str, Any]]:
 def check_line(check: Check) -> str:
     icon = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}[check.outcome]
     # the detail quotes the model server's answer or error: text, not Markdown
-    return f"{icon} **{md(check.name)}** · {check.outcome} · {check.latency_ms / 1000:.1f} s · {md(check.detail)}"
+    return (
+        f"{icon} **{md(check.name)}** · {check.outcome} · {check.latency_ms / 1000:.1f} s · "
+        f"{md(check.detail)}"
+    )
 
 
 st.title("Models")
@@ -155,7 +158,8 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
     if profile is not None and profile.learned_anything():  # stored by the service
         passed = sum(c.passed for c in profile.checks)
         box.update(
-            label=f"{md(profile.provider)}/{md(profile.model)}: {passed} of {len(profile.checks)} checks passed",
+            label=f"{md(profile.provider)}/{md(profile.model)}: "
+            f"{passed} of {len(profile.checks)} checks passed",
             state="complete",
             expanded=False,
         )
@@ -181,7 +185,8 @@ except ConfigError as exc:
     st.stop()
 if not stored:
     st.info(
-        "No model has been probed yet: pick one above and run the probe, or `flowcall profiles probe --provider local`."
+        "No model has been probed yet: pick one above and run "
+        "the probe, or `flowcall profiles probe --provider local`."
     )
 else:
     st.dataframe(

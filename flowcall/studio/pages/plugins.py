@@ -1,8 +1,8 @@
 """Plugins: every tool FlowCall can attach, what it costs the model, trying one by hand, and
 attaching an MCP server's tools to a saved flow. Reaches tools and the database only through
-the service (flowcall/service/front.py). Tool names, descriptions and results come from plugins and MCP servers,
-so they are shown as text (`md`), never as Markdown. Starting a server from a typed command is
-off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
+the service (flowcall/service/front.py). Tool names, descriptions and results come from plugins
+and MCP servers, so they are shown as text (`md`), never as Markdown. Starting a server from a
+typed command is off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
 
 from __future__ import annotations
 
@@ -219,9 +219,9 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
             return
         st.success(
             md(
-                f"Added '{server.name}' and {len(picked)} of its tools to {target}, now version {version}. Its first run asks "
-                "you (Run page) to grant starting or reaching the server; calls of its tools wait for "
-                "approval unless the flow marks the server trusted."
+                f"Added '{server.name}' and {len(picked)} of its tools to {target}, now version {version}. "
+                "Its first run asks you (Run page) to grant starting or reaching the server; calls of its "
+                "tools wait for approval unless the flow marks the server trusted."
             )
         )
         if skipped:

@@ -362,9 +362,9 @@ if run_id := st.session_state.get("run_id"):
     elif run.status == RunStatus.INTERRUPTED:
         done = sum(1 for s in run.steps if s.kind == StepKind.TOOL_CALL)
         st.warning(
-            f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} steps "
-            f"({done} tool calls). Resume goes on from its last committed step; a call that may have run "
-            "already, and changes something, waits for your approval first."
+            f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} "
+            f"steps ({done} tool calls). Resume goes on from its last committed step; a call that may have "
+            "run already, and changes something, waits for your approval first."
         )
         c1, c2, _ = st.columns([1, 1, 5])
         if c1.button("Resume", type="primary", key=f"resume:{run.id}"):

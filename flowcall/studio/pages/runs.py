@@ -108,8 +108,8 @@ if run.context:
             st.markdown(f"**{turn.role}**: {md(turn.content)}")
 if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.RUNNING):
     why = {
-        RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go on "
-        "from its last committed step.",
+        RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go "
+        "on from its last committed step.",
         RunStatus.WAITING_APPROVAL: "waits for a person to approve a tool call.",
         RunStatus.RUNNING: "is running in another process or tab.",
     }[run.status]
