@@ -113,8 +113,9 @@ def sequential(server: Server, requests: int, bar: tqdm) -> Load:
         for n in range(requests):
             started = time.perf_counter()
             try:
-                answer: httpx.Response | httpx.HTTPError = http.post(f"/v1/flows/{FLOW}/runs",
-                                                                     json={"question": f"sequential {n}"})
+                answer: httpx.Response | httpx.HTTPError = http.post(
+                    f"/v1/flows/{FLOW}/runs", json={"question": f"sequential {n}"}
+                )
             except httpx.HTTPError as exc:
                 answer = exc
             _count(load, started, answer)
@@ -143,8 +144,9 @@ def concurrent(server: Server, clients: int, requests: int, bar: tqdm, prefix: s
                 question = f"{prefix} client {c} request {r}"
                 started = time.perf_counter()
                 try:
-                    answer: httpx.Response | httpx.HTTPError = await http.post(f"/v1/flows/{FLOW}/runs",
-                                                                               json={"question": question})
+                    answer: httpx.Response | httpx.HTTPError = await http.post(
+                        f"/v1/flows/{FLOW}/runs", json={"question": question}
+                    )
                 except httpx.HTTPError as exc:
                     answer = exc
                 _count(load, started, answer)
@@ -168,8 +170,9 @@ def recorded(server: Server, prefix: str, expected: int) -> str:
     twice = sum(1 for n in mine.values() if n > 1)
     running = sum(1 for r in runs if r.status in (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL))
     shown = ", ".join(f"{status} {n}" for status, n in sorted(statuses.items()))
-    return (f"runs recorded {len(mine)} of {expected} ({shown}), recorded twice {twice}, "
-            f"left running {running}")
+    return (
+        f"runs recorded {len(mine)} of {expected} ({shown}), recorded twice {twice}, left running {running}"
+    )
 
 
 def workers_name(workers: int) -> str:
@@ -202,31 +205,42 @@ def serve(tmp: Path, workers: int, args: argparse.Namespace, in_process_p50: flo
 
 def report(name: str, args: argparse.Namespace, alone: Load, load: Load, in_process_p50: float) -> None:
     alone_p50 = percentile(alone.latencies_ms, 50)
-    print(f"{name}: sequential, 1 client: {alone.requests} requests, errors {sum(alone.errors.values())}, "
-          f"p50 {alone_p50:.2f} ms, p95 {percentile(alone.latencies_ms, 95):.2f} ms; "
-          f"overhead at p50 {alone_p50 - in_process_p50:.2f} ms")
-    print(f"{name}: {args.clients} clients x {args.requests} requests: {load.requests} requests, "
-          f"errors {sum(load.errors.values())}, p50 {percentile(load.latencies_ms, 50):.1f} ms, "
-          f"p95 {percentile(load.latencies_ms, 95):.1f} ms, "
-          f"throughput {load.requests / load.wall_s:.0f} req/s ({load.wall_s:.1f} s; "
-          f"the clients' own CPU {load.client_cpu_s:.1f} s)")
+    print(
+        f"{name}: sequential, 1 client: {alone.requests} requests, errors {sum(alone.errors.values())}, "
+        f"p50 {alone_p50:.2f} ms, p95 {percentile(alone.latencies_ms, 95):.2f} ms; "
+        f"overhead at p50 {alone_p50 - in_process_p50:.2f} ms"
+    )
+    print(
+        f"{name}: {args.clients} clients x {args.requests} requests: {load.requests} requests, "
+        f"errors {sum(load.errors.values())}, p50 {percentile(load.latencies_ms, 50):.1f} ms, "
+        f"p95 {percentile(load.latencies_ms, 95):.1f} ms, "
+        f"throughput {load.requests / load.wall_s:.0f} req/s ({load.wall_s:.1f} s; "
+        f"the clients' own CPU {load.client_cpu_s:.1f} s)"
+    )
 
 
 def summary(alone: Load, load: Load, in_process_p50: float) -> str:
-    return (f"{load.requests} requests, errors {sum(load.errors.values())}, "
-            f"p50 {percentile(load.latencies_ms, 50):.1f} ms, "
-            f"p95 {percentile(load.latencies_ms, 95):.1f} ms, "
-            f"overhead {percentile(alone.latencies_ms, 50) - in_process_p50:.1f} ms")
+    return (
+        f"{load.requests} requests, errors {sum(load.errors.values())}, "
+        f"p50 {percentile(load.latencies_ms, 50):.1f} ms, "
+        f"p95 {percentile(load.latencies_ms, 95):.1f} ms, "
+        f"overhead {percentile(alone.latencies_ms, 50) - in_process_p50:.1f} ms"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50, help="concurrent clients in the load")
     parser.add_argument("--requests", type=int, default=20, help="requests per client in the load")
-    parser.add_argument("--workers-list", default="1,2",
-                        help="uvicorn workers of each server start, comma-separated")
-    parser.add_argument("--sequential", type=int, default=200,
-                        help="sequential runs in process, and requests per server, for the overhead")
+    parser.add_argument(
+        "--workers-list", default="1,2", help="uvicorn workers of each server start, comma-separated"
+    )
+    parser.add_argument(
+        "--sequential",
+        type=int,
+        default=200,
+        help="sequential runs in process, and requests per server, for the overhead",
+    )
     args = parser.parse_args()
     workers_list = [int(w) for w in args.workers_list.split(",") if w.strip()]
 
@@ -236,10 +250,14 @@ def main() -> None:
         with tqdm(total=args.sequential, desc="in process", file=sys.stderr, unit="run") as bar:
             own = in_process(tmp, args.sequential, bar)
         own_p50 = percentile(own, 50)
-        print(f"flow {FLOW!r} (no tools, scripted schema model), SQLite in a temporary folder, "
-              f"{os.cpu_count()} CPUs shared by client and server")
-        print(f"in process: FlowCall.run, {len(own)} sequential runs: p50 {own_p50:.2f} ms, "
-              f"p95 {percentile(own, 95):.2f} ms")
+        print(
+            f"flow {FLOW!r} (no tools, scripted schema model), SQLite in a temporary folder, "
+            f"{os.cpu_count()} CPUs shared by client and server"
+        )
+        print(
+            f"in process: FlowCall.run, {len(own)} sequential runs: p50 {own_p50:.2f} ms, "
+            f"p95 {percentile(own, 95):.2f} ms"
+        )
         results = {w: serve(tmp, w, args, own_p50) for w in workers_list}
 
     reported = min(workers_list)

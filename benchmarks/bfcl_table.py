@@ -29,8 +29,12 @@ def row(report: dict, keep: set[str] | None) -> str:
     median = statistics.median(c["latency_ms"] for c in cases) / 1000
     timed = [c for c in cases if c.get("prompt_eval_ms") is not None]
     total = sum(c["latency_ms"] for c in timed)
-    split = (f"{sum(c['prompt_eval_ms'] for c in timed) / total:.0%} / {sum(c['generation_ms'] for c in timed) / total:.0%}"
-             if timed and total else "-")
+    split = (
+        f"{sum(c['prompt_eval_ms'] for c in timed) / total:.0%} / "
+        f"{sum(c['generation_ms'] for c in timed) / total:.0%}"
+        if timed and total
+        else "-"
+    )
     return f"| {report['way']} | " + " | ".join(cells) + f" | {valid}/{produced} | {median:.1f} | {split} |"
 
 
@@ -41,7 +45,11 @@ def main() -> None:
     args = parser.parse_args()
     reports = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.reports]
     keep = set.intersection(*({c["id"] for c in r["cases"]} for r in reports)) if args.same_cases else None
-    print("| way | " + " | ".join(CATEGORIES) + " | schema-valid calls | median s/case | prompt / generation time |")
+    print(
+        "| way | "
+        + " | ".join(CATEGORIES)
+        + " | schema-valid calls | median s/case | prompt / generation time |"
+    )
     print("|---" * (len(CATEGORIES) + 4) + "|")
     for report in reports:
         print(row(report, keep))

@@ -43,8 +43,12 @@ def overhead(iterations: int, rounds: int, sink) -> list[float]:
     is the model's own next turn, as in agents_overhead: with max_rounds at `rounds` the engine
     would record a MAX_ROUNDS error first and ask again without tools."""
     registry = ToolRegistry([build_tool(echo, "bench/v1/echo")])
-    flow = Flow(name="bench", tools=["bench/v1/echo"], max_rounds=rounds + 1,
-                decision=DecisionConfig(provider="scripted"))
+    flow = Flow(
+        name="bench",
+        tools=["bench/v1/echo"],
+        max_rounds=rounds + 1,
+        decision=DecisionConfig(provider="scripted"),
+    )
     samples = []
     for i in range(iterations):
         script = [[("echo", {"text": f"{i}-{r}"})] for r in range(rounds)] + ["done"]
@@ -85,12 +89,25 @@ def agents_overhead(iterations: int, rounds: int) -> list[float] | None:
         async def get_response(self, *args, **kwargs) -> ModelResponse:  # noqa: ANN002, ANN003
             r, self.turn = self.turn, self.turn + 1
             if r < rounds:
-                output = [ResponseFunctionToolCall(type="function_call", id=f"fc_{r}", call_id=f"call_{r}",
-                                                   name="echo_tool", arguments=json.dumps({"text": f"{self.run_no}-{r}"}))]
+                output = [
+                    ResponseFunctionToolCall(
+                        type="function_call",
+                        id=f"fc_{r}",
+                        call_id=f"call_{r}",
+                        name="echo_tool",
+                        arguments=json.dumps({"text": f"{self.run_no}-{r}"}),
+                    )
+                ]
             else:
-                output = [ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed",
-                                                content=[ResponseOutputText(type="output_text", text="done",
-                                                                            annotations=[])])]
+                output = [
+                    ResponseOutputMessage(
+                        id="msg",
+                        type="message",
+                        role="assistant",
+                        status="completed",
+                        content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+                    )
+                ]
             return ModelResponse(output=output, usage=Usage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
@@ -127,15 +144,23 @@ def commute(runs: int) -> None:
         timings = [s.response["timings"] for s in model_steps if s.response and "timings" in s.response]
         prompt_ms.append(sum(t["prompt_eval_ms"] for t in timings))
         gen_ms.append(sum(t["generation_ms"] for t in timings))
-        print(f"  run {run.id[:8]} {run.status.value}: wall {walls[-1]:.2f}s, in model {inside[-1]:.2f}s, "
-              f"{prompt_tok[-1]} prompt + {gen_tok[-1]} generated tokens", flush=True)
+        print(
+            f"  run {run.id[:8]} {run.status.value}: wall {walls[-1]:.2f}s, in model {inside[-1]:.2f}s, "
+            f"{prompt_tok[-1]} prompt + {gen_tok[-1]} generated tokens",
+            flush=True,
+        )
     wall, model = statistics.median(walls), statistics.median(inside)
-    print(f"commute flow, embedded model, median of {runs}: wall {wall:.2f}s, inside the model {model:.2f}s "
-          f"({model / wall:.1%}), outside {1000 * (wall - model):.0f} ms; "
-          f"tokens {statistics.median(prompt_tok):.0f} prompt / {statistics.median(gen_tok):.0f} generated")
+    print(
+        f"commute flow, embedded model, median of {runs}: wall {wall:.2f}s, inside the model {model:.2f}s "
+        f"({model / wall:.1%}), outside {1000 * (wall - model):.0f} ms; "
+        f"tokens {statistics.median(prompt_tok):.0f} prompt / {statistics.median(gen_tok):.0f} generated"
+    )
     p, g = statistics.median(prompt_ms) / 1000, statistics.median(gen_ms) / 1000
-    print(f"  inside the model: reading prompts {p:.2f}s ({p / model:.0%}), generating {g:.2f}s ({g / model:.0%}), "
-          f"sampling/grammar and the rest {model - p - g:.2f}s ({(model - p - g) / model:.0%})")
+    print(
+        f"  inside the model: reading prompts {p:.2f}s ({p / model:.0%}), generating {g:.2f}s "
+        f"({g / model:.0%}), sampling/grammar and the rest {model - p - g:.2f}s "
+        f"({(model - p - g) / model:.0%})"
+    )
 
 
 def main() -> None:
@@ -154,12 +179,17 @@ def main() -> None:
         sqlite = overhead(args.iterations, args.rounds, store)  # side by side, same process
         others = agents_overhead(args.iterations, args.rounds)
         m, q = statistics.median(memory), statistics.median(sqlite)
-        print(f"engine overhead per loop iteration (scripted model, {args.iterations} runs x {args.rounds} rounds):")
+        print(
+            "engine overhead per loop iteration (scripted model, "
+            f"{args.iterations} runs x {args.rounds} rounds):"
+        )
         print(f"  in-memory sink: median {m:.0f} µs")
         print(f"  SQLite store:   median {q:.0f} µs ({q / m:.1f}x; each step is committed as it ends)")
         if others is not None:
             a = statistics.median(others)
-            print(f"  openai-agents Runner.run, in memory: median {a:.0f} µs (SQLite store {q / a:.2f}x of it)")
+            print(
+                f"  openai-agents Runner.run, in memory: median {a:.0f} µs (SQLite store {q / a:.2f}x of it)"
+            )
         if args.commute_runs:
             commute(args.commute_runs)
         agents = f"{statistics.median(others):.0f}" if others is not None else "(not installed)"

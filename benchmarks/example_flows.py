@@ -2,14 +2,14 @@
 
 Runs every flow in flows/ on each of its phrasings in benchmarks/data/example_phrasings.json
 through the product's service (as `flowcall run` does), on a fresh SQLite database, and checks
-each run with tests/support/example_checks.py. Prints per flow the pass rate `flow: k/10` (also
-per split: the
-calibration phrasings, looked at while the flows were tuned, and the held-out ones, only
-scored), the share of answer values traced to a tool result or the question (provenance.py)
-and the runs that answered without tools, every failure with what failed, and the median wall
-time of a run; the last line sums it up. With --repeat N each phrasing runs N times, each repeat's pass rate is printed too, and a
-phrasing whose runs differ (in outcome or in the calls made) is named: temperature 0 and a
-fixed seed should make runs repeat.
+each run with tests/support/example_checks.py. Prints per flow the pass rate `flow: k/10`
+(also per split: the calibration phrasings, looked at while the flows were tuned, and the
+held-out ones, only scored), the share of answer values traced to a tool result or the
+question (provenance.py) and the runs that answered without tools, every failure with what
+failed, and the median wall time of a run; the last line sums it up. With --repeat N each
+phrasing runs N times, each repeat's pass rate is printed too, and a phrasing whose runs
+differ (in outcome or in the calls made) is named: temperature 0 and a fixed seed should make
+runs repeat.
 
     .venv/bin/python benchmarks/example_flows.py [--flows commute_weather,clean_data] [--limit 10]
         [--repeat 1] [--split calibration|held_out] [--ids cw1,cw2] [--show]
@@ -56,8 +56,10 @@ def machine() -> str:
 
     from flowcall.core import config
 
-    return (f"{cpu} ({flags}, {os.cpu_count()} cores), llama-cpp-python {llama_cpp.__version__}, "
-            f"model {config.model_path().name}")
+    return (
+        f"{cpu} ({flags}, {os.cpu_count()} cores), llama-cpp-python {llama_cpp.__version__}, "
+        f"model {config.model_path().name}"
+    )
 
 
 def pick(args: argparse.Namespace) -> list[Case]:
@@ -93,14 +95,25 @@ def run_all(cases: list[Case], repeat: int, show: bool, flows_dir: Path, db: str
                     except Exception as exc:  # a crash is a failure of that phrasing, not of the benchmark
                         run, answer, failures = None, None, [f"crashed: {type(exc).__name__}: {exc}"]
                     wall = time.perf_counter() - started
-                    rows.append({"case": c, "attempt": attempt, "failures": failures, "wall_s": wall,
-                                 "answer": answer, "calls": _calls(run),
-                                 "traced": traced_share(run.provenance) if run is not None else (0, 0),
-                                 "unbacked": run is not None and run.outcome is not None})
+                    rows.append(
+                        {
+                            "case": c,
+                            "attempt": attempt,
+                            "failures": failures,
+                            "wall_s": wall,
+                            "answer": answer,
+                            "calls": _calls(run),
+                            "traced": traced_share(run.provenance) if run is not None else (0, 0),
+                            "unbacked": run is not None and run.outcome is not None,
+                        }
+                    )
                     if show:
-                        tqdm.write(f"{'ok  ' if not failures else 'FAIL'} {c.id} {wall:5.1f}s {c.question}\n"
-                                   f"     calls: {_calls(run)}\n     answer: {_short(answer)}"
-                                   + "".join(f"\n     - {f}" for f in failures), file=sys.stderr)
+                        tqdm.write(
+                            f"{'ok  ' if not failures else 'FAIL'} {c.id} {wall:5.1f}s {c.question}\n"
+                            f"     calls: {_calls(run)}\n     answer: {_short(answer)}"
+                            + "".join(f"\n     - {f}" for f in failures),
+                            file=sys.stderr,
+                        )
                     bar.update()
     return rows
 
@@ -108,8 +121,12 @@ def run_all(cases: list[Case], repeat: int, show: bool, flows_dir: Path, db: str
 def _calls(run) -> list[str]:
     if run is None:
         return []
-    return [f"{s.name}({json.dumps(s.arguments, ensure_ascii=False)})"
-            + (f" !{s.error_code}" if s.error_code else "") for s in run.steps if s.kind == "tool_call"]
+    return [
+        f"{s.name}({json.dumps(s.arguments, ensure_ascii=False)})"
+        + (f" !{s.error_code}" if s.error_code else "")
+        for s in run.steps
+        if s.kind == "tool_call"
+    ]
 
 
 def _short(answer, limit: int = 300) -> str:
@@ -145,8 +162,10 @@ def report(rows: list[dict], repeat: int) -> str:
         traced, values = (sum(r["traced"][i] for r in first) for i in (0, 1))
         share = f"{traced}/{values} ({traced / values:.0%})" if values else "none"
         unbacked = sum(r["unbacked"] for r in first)
-        lines.append(f"{flow}: {passed}/{count}  ({', '.join(splits)}; median {median:.1f} s/run; answer values "
-                     f"traced to tools or the question {share}; answered without tools {unbacked})")
+        lines.append(
+            f"{flow}: {passed}/{count}  ({', '.join(splits)}; median {median:.1f} s/run; answer values "
+            f"traced to tools or the question {share}; answered without tools {unbacked})"
+        )
         for attempt in range(1, repeat):
             ok, n = _rate([r for r in mine if r["attempt"] == attempt])
             lines.append(f"  run {attempt + 1}: {ok}/{n}")
@@ -163,35 +182,50 @@ def report(rows: list[dict], repeat: int) -> str:
             runs = [r for r in mine if r["case"].id == case_id]
             if len({(not r["failures"], tuple(r["calls"])) for r in runs}) > 1:
                 unstable.append(case_id)
-                lines.append(f"  UNSTABLE {case_id}: {_rate(runs)[0]}/{len(runs)} runs passed; calls: "
-                             + " | ".join("; ".join(r["calls"]) or "none" for r in runs))
+                lines.append(
+                    f"  UNSTABLE {case_id}: {_rate(runs)[0]}/{len(runs)} runs passed; calls: "
+                    + " | ".join("; ".join(r["calls"]) or "none" for r in runs)
+                )
     passed, count = _rate([r for r in rows if r["attempt"] == 0])
     split_text = ", ".join(f"{s.replace('_', '-')} {p}/{n}" for s, (p, n) in totals.items())
     lines.append("")
-    lines.append(f"summary: {passed}/{count} phrasings passed ({split_text}); "
-                 f"flows below {TARGET}/10: {', '.join(below) or 'none'}; "
-                 + (f"repeats: {_rate(rows)[0]}/{len(rows)} runs passed, phrasings whose runs differ: "
-                    f"{', '.join(unstable) or 'none'}; " if repeat > 1 else "")
-                 + f"median {statistics.median(r['wall_s'] for r in rows):.1f} s/run")
+    lines.append(
+        f"summary: {passed}/{count} phrasings passed ({split_text}); "
+        f"flows below {TARGET}/10: {', '.join(below) or 'none'}; "
+        + (
+            f"repeats: {_rate(rows)[0]}/{len(rows)} runs passed, phrasings whose runs differ: "
+            f"{', '.join(unstable) or 'none'}; "
+            if repeat > 1
+            else ""
+        )
+        + f"median {statistics.median(r['wall_s'] for r in rows):.1f} s/run"
+    )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--flows",
-                        help="comma-separated flow keys (default: all), e.g. create_task,clean_data")
+    parser.add_argument(
+        "--flows", help="comma-separated flow keys (default: all), e.g. create_task,clean_data"
+    )
     parser.add_argument("--limit", type=int, help="at most this many phrasings per flow")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="run each phrasing this many times (checks they repeat)")
-    parser.add_argument("--split", choices=["calibration", "held_out", "fresh"],
-                        help="only this half of the phrasings")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run each phrasing this many times (checks they repeat)"
+    )
+    parser.add_argument(
+        "--split", choices=["calibration", "held_out", "fresh"], help="only this half of the phrasings"
+    )
     parser.add_argument("--ids", help="only these phrasing ids, comma-separated (e.g. cw1,cw7)")
     parser.add_argument("--show", action="store_true", help="print each run's calls and answer as it ends")
-    parser.add_argument("--db", help="keep the runs in this database (SQLAlchemy URL) to inspect them; "
-                        "default: a temporary SQLite file")
+    parser.add_argument(
+        "--db",
+        help="keep the runs in this database (SQLAlchemy URL) to inspect them; "
+        "default: a temporary SQLite file",
+    )
     parser.add_argument("--rows", type=Path, help="also write every run's outcome to this JSON file")
-    parser.add_argument("--flows-dir", type=Path, default=FLOWS,
-                        help="where the flow files are (default: flows/)")
+    parser.add_argument(
+        "--flows-dir", type=Path, default=FLOWS, help="where the flow files are (default: flows/)"
+    )
     args = parser.parse_args()
     cases = pick(args)
     if not cases:
@@ -204,8 +238,11 @@ def main() -> None:
         text = json.dumps(outcomes, ensure_ascii=False, indent=1, default=str)
         args.rows.write_text(text, encoding="utf-8")
     print(f"example flows on the embedded model, {started}; {machine()}")
-    print(f"{len(cases)} phrasings x {args.repeat}" + (f", split {args.split}" if args.split else "")
-          + (f", flows from {args.flows_dir}" if args.flows_dir != FLOWS else ""))
+    print(
+        f"{len(cases)} phrasings x {args.repeat}"
+        + (f", split {args.split}" if args.split else "")
+        + (f", flows from {args.flows_dir}" if args.flows_dir != FLOWS else "")
+    )
     print()
     print(report(rows, args.repeat))
 

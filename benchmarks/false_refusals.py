@@ -52,7 +52,9 @@ def gate_margins(items: list[Item]) -> dict[str, dict[str, Any]]:
     out = {}
     for item in tqdm(items, desc=f"gate on {provider.model}", file=sys.stderr):
         text = last_user_text(item.messages)
-        margins = {t.name: tool_margin(ask, t, text, provider.tuning.relevance_with_examples) for t in item.tools}
+        margins = {
+            t.name: tool_margin(ask, t, text, provider.tuning.relevance_with_examples) for t in item.tools
+        }
         best = max(margins, key=lambda name: margins[name])
         out[item.id] = {"best_tool": best, "best_margin": margins[best], "margins": margins}
     return out
@@ -69,8 +71,12 @@ def groups(items: list[Item]) -> list[tuple[str, list[Item]]]:
     return out
 
 
-def table(title: str, items: list[Item], refused: dict[str, list[dict[str, Any]]],
-          keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> int:
+def table(
+    title: str,
+    items: list[Item],
+    refused: dict[str, list[dict[str, Any]]],
+    keep: Callable[[dict[str, Any]], bool] = lambda _: True,
+) -> int:
     """Per group: items with a refused correct call list, and the refused lists themselves.
     Returns the count over the whole set."""
     print(f"\n{title}")
@@ -91,8 +97,10 @@ def table(title: str, items: list[Item], refused: dict[str, list[dict[str, Any]]
 
 def gate_table(items: list[Item], gate: dict[str, dict[str, Any]], veto: float | None, call: float) -> int:
     print(f"\nthe gate: best relevance margin per item (veto_margin {veto}, call_margin {call})")
-    print(f"  {'':12} {'needs a tool: <= veto':>22} {'<= call':>10} {'no tool: > veto':>16} {'> call':>9}"
-          f"   (where tool_choice is auto: <= veto)")
+    print(
+        f"  {'':12} {'needs a tool: <= veto':>22} {'<= call':>10} {'no tool: > veto':>16} {'> call':>9}"
+        f"   (where tool_choice is auto: <= veto)"
+    )
     total = 0
     veto_bar = float("-inf") if veto is None else veto
     for name, members in groups(items):
@@ -102,25 +110,44 @@ def gate_table(items: list[Item], gate: dict[str, dict[str, Any]], veto: float |
         m = lambda i: gate[i.id]["best_margin"]  # noqa: E731
         vetoed = sum(m(i) <= veto_bar for i in need)
         total = vetoed if name == "all" else total
-        print(f"  {name:12} {vetoed:>12}/{len(need):<9} {sum(m(i) <= call for i in need):>4}/{len(need):<5}"
-              f" {sum(m(i) > veto_bar for i in free):>9}/{len(free):<6} {sum(m(i) > call for i in free):>3}/{len(free):<5}"
-              f"   {sum(m(i) <= veto_bar for i in auto)}/{len(auto)}")
+        print(
+            f"  {name:12} {vetoed:>12}/{len(need):<9} {sum(m(i) <= call for i in need):>4}/{len(need):<5} "
+            f"{sum(m(i) > veto_bar for i in free):>9}/{len(free):<6} "
+            f"{sum(m(i) > call for i in free):>3}/{len(free):<5}   "
+            f"{sum(m(i) <= veto_bar for i in auto)}/{len(auto)}"
+        )
     return total
 
 
-def listing(title: str, items: list[Item], refused: dict[str, list[dict[str, Any]]],
-            keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> None:
+def listing(
+    title: str,
+    items: list[Item],
+    refused: dict[str, list[dict[str, Any]]],
+    keep: Callable[[dict[str, Any]], bool] = lambda _: True,
+) -> None:
     """Each refused value once per item: what to fix."""
     rows = []
     for item in items:
         seen = set()
         for r in filter(keep, refused[item.id]):
-            key = (r["tool"], r["argument"], json.dumps(r["value"], ensure_ascii=False), r.get("required", False))
+            key = (
+                r["tool"],
+                r["argument"],
+                json.dumps(r["value"], ensure_ascii=False),
+                r.get("required", False),
+            )
             if key not in seen:
                 seen.add(key)
-                note = ("  (required: call not made)" if r.get("not_made") else
-                        "  (required; tool_choice names the tool: made after the retry)" if key[3] else "")
-                rows.append(f"  {item.id:18} {r['tool']}.{r['argument']} = {key[2]}{note}   | {item.question}")
+                note = (
+                    "  (required: call not made)"
+                    if r.get("not_made")
+                    else "  (required; tool_choice names the tool: made after the retry)"
+                    if key[3]
+                    else ""
+                )
+                rows.append(
+                    f"  {item.id:18} {r['tool']}.{r['argument']} = {key[2]}{note}   | {item.question}"
+                )
     if rows:
         print(f"\n{title}")
         print("\n".join(rows))
@@ -130,24 +157,38 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--limit", type=int, help="only the first N items")
-    parser.add_argument("--gate", action="store_true", help="also score the relevance gate on the embedded model")
+    parser.add_argument(
+        "--gate", action="store_true", help="also score the relevance gate on the embedded model"
+    )
     parser.add_argument("--json", type=Path, help="write per-item details here")
     parser.add_argument("--quiet", action="store_true", help="no per-value listing")
     args = parser.parse_args(list(argv) if argv is not None else None)
 
     items = load_items(args.questions)[: args.limit]
-    print(f"{len(items)} items ({sum(i.needs_tool for i in items)} need a tool, "
-          f"{sum(len(i.correct) for i in items)} correct call lists) from {args.questions}")
+    print(
+        f"{len(items)} items ({sum(i.needs_tool for i in items)} need a tool, "
+        f"{sum(len(i.correct) for i in items)} correct call lists) from {args.questions}"
+    )
     grounding = {i.id: grounding_refusals(i) for i in items}
     docs = {i.id: doc_value_refusals(i) for i in items}
 
     harmful = lambda r: r["harmful"]  # noqa: E731
-    grounded = table("grounding: correct calls left incorrect by a dropped argument", items, grounding, harmful)
+    grounded = table(
+        "grounding: correct calls left incorrect by a dropped argument", items, grounding, harmful
+    )
     flagged = table("doc values: correct calls with a value flagged (asked once more)", items, docs)
-    table("doc values in required arguments (the docs' example still there after the retry: not made)", items, docs,
-          lambda r: r["required"])
-    table("...of which not made (tool_choice auto; a flow naming the tool makes it)", items, docs,
-          lambda r: r["not_made"])
+    table(
+        "doc values in required arguments (the docs' example still there after the retry: not made)",
+        items,
+        docs,
+        lambda r: r["required"],
+    )
+    table(
+        "...of which not made (tool_choice auto; a flow naming the tool makes it)",
+        items,
+        docs,
+        lambda r: r["not_made"],
+    )
 
     gate: dict[str, dict[str, Any]] = {}
     vetoed: int | None = None
@@ -167,9 +208,19 @@ def main(argv: Iterable[str] | None = None) -> None:
             print("\n".join(f"  {m:6.2f} {item_id:18} {q}" for m, item_id, q in low))
 
     if args.json:
-        details = [{"id": i.id, "lang": i.lang, "half": i.half, "question": i.question, "needs_tool": i.needs_tool,
-                    "grounding": grounding[i.id],
-                    "doc_values": docs[i.id], **({"gate": gate[i.id]} if gate else {})} for i in items]
+        details = [
+            {
+                "id": i.id,
+                "lang": i.lang,
+                "half": i.half,
+                "question": i.question,
+                "needs_tool": i.needs_tool,
+                "grounding": grounding[i.id],
+                "doc_values": docs[i.id],
+                **({"gate": gate[i.id]} if gate else {}),
+            }
+            for i in items
+        ]
         args.json.write_text(json.dumps(details, ensure_ascii=False, indent=1), encoding="utf-8")
         print(f"\nper-item details: {args.json}")
     gate_text = "not run" if vetoed is None else str(vetoed)

@@ -26,13 +26,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     url = args.db or f"sqlite:///{tempfile.mkdtemp(prefix='flowcall-kills-db-')}/kills.db"
-    figures = kill_and_resume(url, args.kills, args.model_kills, random.Random(args.seed),
-                              progress=lambda f: print(f"\rkills {f.kills}", end="", file=sys.stderr, flush=True))
+    figures = kill_and_resume(
+        url,
+        args.kills,
+        args.model_kills,
+        random.Random(args.seed),
+        progress=lambda f: print(f"\rkills {f.kills}", end="", file=sys.stderr, flush=True),
+    )
     print(file=sys.stderr)
     for problem in figures.problems:
         print("problem:", problem)
-    print(f"kills: {figures.kills}, resumes: {figures.resumes}, steps lost: {figures.steps_lost}, "
-          f"unfinished: {figures.unfinished}, answers differ: {figures.answers_differ}")
+    print(
+        f"kills: {figures.kills}, resumes: {figures.resumes}, steps lost: {figures.steps_lost}, "
+        f"unfinished: {figures.unfinished}, answers differ: {figures.answers_differ}"
+    )
 
 
 if __name__ == "__main__":

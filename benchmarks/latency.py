@@ -56,8 +56,13 @@ def cpu_name() -> str:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
         return platform.processor() or "unknown CPU"
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "unknown CPU")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    name = next(
+        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+        "unknown CPU",
+    )
+    flags = next(
+        (line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []
+    )
     widest = "AVX-512" if "avx512f" in flags else "AVX2 only" if "avx2" in flags else "no AVX2"
     return f"{name} ({widest})"
 
@@ -134,7 +139,9 @@ def bfcl_before_after(cached: LocalProvider, limit: int) -> list[str]:
             verdicts = []
             for label, provider in (("before", plain), ("after", cached)):
                 engine = Engine(ToolRegistry(), lambda cfg, p=provider: p, MemorySink())
-                flow = Flow(name=f"bfcl-{category}", decision=decision, parallel_tool_calls=True, max_rounds=1)
+                flow = Flow(
+                    name=f"bfcl-{category}", decision=decision, parallel_tool_calls=True, max_rounds=1
+                )
                 started = time.perf_counter()
                 outcome = evaluate_case(engine, flow, case)
                 seconds[label].append(time.perf_counter() - started)
@@ -142,8 +149,10 @@ def bfcl_before_after(cached: LocalProvider, limit: int) -> list[str]:
             same += verdicts[0] == verdicts[1]
             print(f"  bfcl {category} {n}/{len(cases)}", file=sys.stderr, end="\r")
         before, after = statistics.median(seconds["before"]), statistics.median(seconds["after"])
-        lines.append(f"bfcl odd {category:<12} {len(cases):>3} cases: {before:6.2f} s/case before, {after:6.2f} after "
-                     f"({before / after:.2f}x); same calls and verdicts in {same}/{len(cases)}")
+        lines.append(
+            f"bfcl odd {category:<12} {len(cases):>3} cases: {before:6.2f} s/case before, {after:6.2f} after "
+            f"({before / after:.2f}x); same calls and verdicts in {same}/{len(cases)}"
+        )
     plain.llm.close()
     return lines
 
@@ -163,10 +172,14 @@ def main() -> None:
     pp, tg = raw_speed(provider)
     print(f"latency on {cpu_name()}, {os.cpu_count()} CPUs, {threads} threads, model {provider.path.name}")
     print(f"raw speed: prompt {pp:.1f} tokens/s, generation {tg:.1f} tokens/s")
-    print("cold: first run in a process with empty caches; warm: median of the next runs; next process: a new "
-          "model instance with an empty memory that finds the states on disk (a one-shot `flowcall run`)")
-    print(f"{'flow':<16} {'cold s':>7} {'warm s':>7} {'next process s':>15} {'read':>6} {'written':>8} "
-          f"{'uncachable':>11} {'floor s':>8} {'warm/floor':>10}")
+    print(
+        "cold: first run in a process with empty caches; warm: median of the next runs; next process: a new "
+        "model instance with an empty memory that finds the states on disk (a one-shot `flowcall run`)"
+    )
+    print(
+        f"{'flow':<16} {'cold s':>7} {'warm s':>7} {'next process s':>15} {'read':>6} {'written':>8} "
+        f"{'uncachable':>11} {'floor s':>8} {'warm/floor':>10}"
+    )
     commute: tuple[float, float] | None = None
     with users_clock():
         service = FlowCall.open()
@@ -177,21 +190,31 @@ def main() -> None:
             warm = [run_once(service, flow, QUESTIONS[key], floor) for _ in range(args.warm)]
             fresh = LocalProvider(provider.path)
             fresh.prefix.disk = DiskStates(scratch / "states", 2048 * 2**20, "latency")
-            next_process = run_once(FlowCall(store=service.store, provider_factory=lambda cfg: fresh), flow,
-                                    QUESTIONS[key], Floor(fresh))
+            next_process = run_once(
+                FlowCall(store=service.store, provider_factory=lambda cfg: fresh),
+                flow,
+                QUESTIONS[key],
+                Floor(fresh),
+            )
             fresh.llm.close()
             median = statistics.median(w["wall"] for w in warm)
             last = warm[-1]
             floor_s = last["new"] / pp + last["written"] / tg
-            print(f"{key:<16} {cold['wall']:>7.2f} {median:>7.2f} {next_process['wall']:>15.2f} {last['read']:>6} "
-                  f"{last['written']:>8} {last['new']:>11} {floor_s:>8.2f} {median / floor_s:>10.1f}")
+            print(
+                f"{key:<16} {cold['wall']:>7.2f} {median:>7.2f} {next_process['wall']:>15.2f} "
+                f"{last['read']:>6} {last['written']:>8} {last['new']:>11} "
+                f"{floor_s:>8.2f} {median / floor_s:>10.1f}"
+            )
             if key == "commute_weather":
                 commute = (median, floor_s)
     if args.bfcl:
         for line in bfcl_before_after(provider, args.bfcl):
             print(line)
     if commute:
-        print(f"commute warm median {commute[0]:.2f} s, floor {commute[1]:.2f} s, ratio {commute[0] / commute[1]:.1f}")
+        print(
+            f"commute warm median {commute[0]:.2f} s, floor "
+            f"{commute[1]:.2f} s, ratio {commute[0] / commute[1]:.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,13 @@ from tests.support.product_questions import FLOWS, QUESTIONS, Item, load_items, 
 CATEGORIES = ("single", "nofit", "pick-one", "several", "multi-part")
 # arguments a model writes in its own words (a task's title): any non-empty text is right
 FREE_TEXT = {"add_task": {"title"}, "create_task": {"title"}}
-TITLES = {"single": "single", "nofit": "no tool fits", "pick-one": "pick one", "several": "several",
-          "multi-part": "multi-part"}
+TITLES = {
+    "single": "single",
+    "nofit": "no tool fits",
+    "pick-one": "pick one",
+    "several": "several",
+    "multi-part": "multi-part",
+}
 # tools that change something: a call of one that no correct list holds is an unrequested action
 ACTIONS = {"add_task", "create_task", "drop_missing"}
 
@@ -84,9 +89,15 @@ def _norm(value: Any) -> Any:
 def shape(call: ToolCall, tools: dict[str, ToolSpec]) -> str:
     """One call as a comparable string: defaults left out, values normalised."""
     properties = (tools[call.name].parameters.get("properties") or {}) if call.name in tools else {}
-    arguments = {k: v for k, v in (call.arguments or {}).items()
-                 if not (isinstance(properties.get(k), dict) and "default" in properties[k]
-                         and _norm(properties[k]["default"]) == _norm(v))}
+    arguments = {
+        k: v
+        for k, v in (call.arguments or {}).items()
+        if not (
+            isinstance(properties.get(k), dict)
+            and "default" in properties[k]
+            and _norm(properties[k]["default"]) == _norm(v)
+        )
+    }
     for name in FREE_TEXT.get(call.name, ()):
         if isinstance(arguments.get(name), str) and arguments[name].strip():
             arguments[name] = "(text)"
@@ -126,9 +137,14 @@ def flow_for(item: Item, raw: dict[str, Any], way: str | None, max_tokens: int) 
     shipped = load_flow(FLOWS / f"{raw['flow']}.json") if raw.get("flow") else None
     chosen = way or (shipped.decision.calling_way if shipped else "auto")
     decision = DecisionConfig(provider="local", calling_way=chosen, max_tokens=max_tokens)
-    return Flow(name=f"product-{item.id}", decision=decision, tool_choice=item.tool_choice,
-                tools=shipped.tools if shipped else list(raw["tools"]),
-                parallel_tool_calls=shipped.parallel_tool_calls if shipped else True, max_rounds=1)
+    return Flow(
+        name=f"product-{item.id}",
+        decision=decision,
+        tool_choice=item.tool_choice,
+        tools=shipped.tools if shipped else list(raw["tools"]),
+        parallel_tool_calls=shipped.parallel_tool_calls if shipped else True,
+        max_rounds=1,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -137,12 +153,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--half", choices=["calibration", "report", "all"], default="report")
-    parser.add_argument("--way", choices=["auto", "native", "schema", "prompt"],
-                        help="every item's calling way (default: each example flow's own, auto elsewhere)")
+    parser.add_argument(
+        "--way",
+        choices=["auto", "native", "schema", "prompt"],
+        help="every item's calling way (default: each example flow's own, auto elsewhere)",
+    )
     parser.add_argument("--limit", type=int, help="only the first N items")
     parser.add_argument("--max-tokens", type=int, default=512)
-    parser.add_argument("--only", help="only items whose id starts with one of these, comma-separated (wx-,ct-)")
-    parser.add_argument("--category", help="only items of these categories, comma-separated (pick-one,multi-part)")
+    parser.add_argument(
+        "--only", help="only items whose id starts with one of these, comma-separated (wx-,ct-)"
+    )
+    parser.add_argument(
+        "--category", help="only items of these categories, comma-separated (pick-one,multi-part)"
+    )
     parser.add_argument("--json", type=Path, help="write per-item results here")
     parser.add_argument("--rescore", type=Path, help="score a saved --json file again (no model is run)")
     args = parser.parse_args(argv)
@@ -158,7 +181,10 @@ def main(argv: list[str] | None = None) -> None:
         by_id = {i.id: i for i in load_items(args.questions)}
         model, args.way, args.half, rows = saved["model"], saved["way"], saved["half"], saved["items"]
         for r in rows:
-            made = [ToolCall(id=f"c{n}", name=c["name"], arguments=c["arguments"]) for n, c in enumerate(r["calls"])]
+            made = [
+                ToolCall(id=f"c{n}", name=c["name"], arguments=c["arguments"])
+                for n, c in enumerate(r["calls"])
+            ]
             r["category"] = category(by_id[r["id"]])
             r["right"] = r["error"] is None and right(by_id[r["id"]], made)
             r["unrequested"] = unrequested_action(by_id[r["id"]], made)
@@ -174,12 +200,23 @@ def main(argv: list[str] | None = None) -> None:
             seconds = time.perf_counter() - started
             made = turn.tool_calls if turn else []
             ok = run.error is None and right(item, made)
-            rows.append({"id": item.id, "lang": item.lang, "category": category(item), "way": flow.decision.calling_way,
-                         "question": item.question, "right": ok, "seconds": round(seconds, 3), "error": run.error,
-                         "unrequested": unrequested_action(item, made),
-                         "model_calls": sum(s.kind == StepKind.MODEL_CALL for s in run.steps),
-                         "checks": [s.note for s in run.steps if s.kind == StepKind.MODEL_CALL],  # why it decided so
-                         "calls": [{"name": c.name, "arguments": c.arguments} for c in made]})
+            rows.append(
+                {
+                    "id": item.id,
+                    "lang": item.lang,
+                    "category": category(item),
+                    "way": flow.decision.calling_way,
+                    "question": item.question,
+                    "right": ok,
+                    "seconds": round(seconds, 3),
+                    "error": run.error,
+                    "unrequested": unrequested_action(item, made),
+                    "model_calls": sum(s.kind == StepKind.MODEL_CALL for s in run.steps),
+                    # why it decided so: each model call's note
+                    "checks": [s.note for s in run.steps if s.kind == StepKind.MODEL_CALL],
+                    "calls": [{"name": c.name, "arguments": c.arguments} for c in made],
+                }
+            )
             bar.set_postfix_str(f"{rows[-1]['category']} {'ok' if ok else 'WRONG'}")
     report(rows, model, args)
 
@@ -199,20 +236,38 @@ def report(rows: list[dict[str, Any]], model: str, args: argparse.Namespace) -> 
             cells.append(f"{sum(r['right'] for r in part)}/{len(part)}" if part else "-")
         counted = [r["model_calls"] for r in mine if "model_calls" in r]
         per_item = f"{statistics.mean(counted):.1f}" if counted else "-"
-        print(f"  {TITLES[name]:10} {sum(r['right'] for r in mine):>5}/{len(mine):<3} {share[name]:5.1f}%"
-              + "".join(f" {c:>12}" for c in cells) + f" {per_item:>12}")
+        print(
+            f"  {TITLES[name]:10} {sum(r['right'] for r in mine):>5}/{len(mine):<3} {share[name]:5.1f}%"
+            + "".join(f" {c:>12}" for c in cells)
+            + f" {per_item:>12}"
+        )
     print(f"  {'all':10} {sum(r['right'] for r in rows):>5}/{len(rows):<3}")
     wrong = [r for r in rows if not r["right"]]
     for r in wrong:
-        calls = "; ".join(f"{c['name']}({json.dumps(c['arguments'], ensure_ascii=False)})" for c in r["calls"]) or "no call"
-        print(f"  WRONG {r['id']:16} {r['category']:8} {calls[:110]}  | {r['question'][:60]}{'  ' + r['error'][:80] if r['error'] else ''}")
+        calls = (
+            "; ".join(f"{c['name']}({json.dumps(c['arguments'], ensure_ascii=False)})" for c in r["calls"])
+            or "no call"
+        )
+        print(
+            f"  WRONG {r['id']:16} {r['category']:8} {calls[:110]}  | "
+            f"{r['question'][:60]}{'  ' + r['error'][:80] if r['error'] else ''}"
+        )
     if args.json and not args.rescore:
-        args.json.write_text(json.dumps({"model": model, "way": args.way, "half": args.half, "items": rows},
-                                        ensure_ascii=False, indent=1), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                {"model": model, "way": args.way, "half": args.half, "items": rows},
+                ensure_ascii=False,
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     median = statistics.median(r["seconds"] for r in rows) if rows else 0.0
     unrequested = sum(bool(r.get("unrequested")) for r in rows)
-    print("product questions: " + ", ".join(f"{TITLES[n]} {share[n]:.1f}%" for n in CATEGORIES if n in share)
-          + f", unrequested actions {unrequested}, median s per item {median:.2f}")
+    print(
+        "product questions: "
+        + ", ".join(f"{TITLES[n]} {share[n]:.1f}%" for n in CATEGORIES if n in share)
+        + f", unrequested actions {unrequested}, median s per item {median:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ def load(path: Path) -> dict[str, dict]:
 
 def quiet_failure(item: dict) -> bool:
     """Failed an expected call because no call was made at all."""
-    return any(v["expectation"] == "expect_calls" and not v["passed"] and "calls made: none" in v["reason"]
-               for v in item["verdicts"])
+    return any(
+        v["expectation"] == "expect_calls" and not v["passed"] and "calls made: none" in v["reason"]
+        for v in item["verdicts"]
+    )
 
 
 def main() -> None:
@@ -61,15 +63,24 @@ def main() -> None:
                 cell += f", failed: {quiet} quiet / {len(mine) - right - quiet} wrong"
             cells.append(cell)
         print(f"| {NAMES[cat]} | {len(mine)} | " + " | ".join(cells) + " |")
-    print("| all | " + str(len(keys)) + " | " + " | ".join(f"{t}/{len(keys)} ({100 * t / len(keys):.1f})" for t in totals) + " |")
+    print(
+        "| all | "
+        + str(len(keys))
+        + " | "
+        + " | ".join(f"{t}/{len(keys)} ({100 * t / len(keys):.1f})" for t in totals)
+        + " |"
+    )
     latency = defaultdict(list)
     for name, run in zip(names, runs):
         latency[name] = sorted(run[k]["latency_ms"] / 1000 for k in keys)
     print("median s/item: " + ", ".join(f"{n} {v[len(v) // 2]:.2f}" for n, v in latency.items()))
     if len(runs) > 1:
         a, b = runs[0], runs[1]
-        print(f"{names[0]} -> {names[1]}: pass->fail {sum(a[k]['passed'] and not b[k]['passed'] for k in keys)}, "
-              f"fail->pass {sum(not a[k]['passed'] and b[k]['passed'] for k in keys)}")
+        print(
+            f"{names[0]} -> {names[1]}: pass->fail "
+            f"{sum(a[k]['passed'] and not b[k]['passed'] for k in keys)}, fail->pass "
+            f"{sum(not a[k]['passed'] and b[k]['passed'] for k in keys)}"
+        )
 
 
 if __name__ == "__main__":

@@ -63,8 +63,16 @@ from tests.support.reliability import (  # noqa: E402
 
 def all_faults(url: str, backend: str) -> list[FaultFigure]:
     cases: list[Callable[[str], FaultFigure]] = [
-        fault_provider_429, fault_provider_500, fault_provider_timeout, fault_provider_malformed_body,
-        fault_provider_not_completion, fault_malformed_arguments, fault_mcp_crash, fault_hung_tool, fault_huge_result]
+        fault_provider_429,
+        fault_provider_500,
+        fault_provider_timeout,
+        fault_provider_malformed_body,
+        fault_provider_not_completion,
+        fault_malformed_arguments,
+        fault_mcp_crash,
+        fault_hung_tool,
+        fault_huge_result,
+    ]
     figures = []
     for case in cases:
         try:
@@ -78,9 +86,11 @@ def all_faults(url: str, backend: str) -> list[FaultFigure]:
 
 
 def all_fuzz(url: str, examples: int, *, with_url_free: bool = True) -> list[FuzzFigure]:
-    parts: list[Callable[[], FuzzFigure]] = [lambda: fuzz_flow_import(url, examples),
-                                            lambda: fuzz_run_import(url, examples),
-                                            lambda: fuzz_tool_calls(url, examples)]
+    parts: list[Callable[[], FuzzFigure]] = [
+        lambda: fuzz_flow_import(url, examples),
+        lambda: fuzz_run_import(url, examples),
+        lambda: fuzz_tool_calls(url, examples),
+    ]
     if with_url_free:
         parts += [lambda: fuzz_openapi(examples), lambda: fuzz_mcp_schemas(examples)]
     figures = []
@@ -97,24 +107,34 @@ def kill_and_resume(url: str, kills: int, model_kills: int, rng: random.Random) 
     """kill -9 at random points across runs, then `flowcall runs resume` to the end (the
     scripted runs' answers are checked against an uninterrupted run's; `model_kills` more on
     the embedded model), with the kills counted on stderr as they happen."""
-    return measure_kills(url, kills, model_kills, rng,
-                         progress=lambda f: print(f"\rkill -9: {f.kills}/{f.target}", end="", file=sys.stderr,
-                                                  flush=True))
+    return measure_kills(
+        url,
+        kills,
+        model_kills,
+        rng,
+        progress=lambda f: print(f"\rkill -9: {f.kills}/{f.target}", end="", file=sys.stderr, flush=True),
+    )
 
 
 # ================================================================ main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--concurrency", type=int, default=8, help="runs at once, as processes (default 8)")
     parser.add_argument("--rounds", type=int, default=10, help="tool rounds per concurrent run (default 10)")
     parser.add_argument("--fuzz-examples", type=int, default=500, help="inputs per fuzz target (default 500)")
     parser.add_argument("--kills", type=int, default=50, help="kill -9s, scripted model (default 50)")
-    parser.add_argument("--model-kills", type=int, default=5, help="kill -9s on the embedded model (default 5)")
-    parser.add_argument("--parts", default="concurrency,faults,fuzz,kills",
-                        help="comma-separated: concurrency, faults, fuzz, kills (default all)")
+    parser.add_argument(
+        "--model-kills", type=int, default=5, help="kill -9s on the embedded model (default 5)"
+    )
+    parser.add_argument(
+        "--parts",
+        default="concurrency,faults,fuzz,kills",
+        help="comma-separated: concurrency, faults, fuzz, kills (default all)",
+    )
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args(argv)
@@ -122,9 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     with_pg = not args.no_postgres and postgres_available()
     if not args.no_postgres and not with_pg:
         print("PostgreSQL is not reachable at 127.0.0.1:5432: SQLite only", flush=True)
-    print(f"reliability: parts {sorted(parts)}, concurrency {args.concurrency}x{args.rounds} rounds, fuzz "
-          f"{args.fuzz_examples} inputs a target, kills {args.kills}+{args.model_kills}, "
-          f"backends {'sqlite, postgres' if with_pg else 'sqlite'}", flush=True)
+    print(
+        f"reliability: parts {sorted(parts)}, concurrency {args.concurrency}x{args.rounds} rounds, fuzz "
+        f"{args.fuzz_examples} inputs a target, kills {args.kills}+{args.model_kills}, "
+        f"backends {'sqlite, postgres' if with_pg else 'sqlite'}",
+        flush=True,
+    )
 
     lock_errors = crashes = lost = 0
     kill: Any = None
@@ -151,14 +174,20 @@ def main(argv: list[str] | None = None) -> int:
         if "kills" in parts and backend == "sqlite":
             kill = kill_and_resume(url, args.kills, args.model_kills, random.Random(args.seed))
             print(file=sys.stderr)
-            print(f"kill -9: {kill.kills} kills, {kill.resumes} resumes, {kill.steps_lost} committed steps lost, "
-                  f"{kill.unfinished} runs unfinished after resume, {kill.answers_differ} answers differ", flush=True)
+            print(
+                f"kill -9: {kill.kills} kills, {kill.resumes} resumes, {kill.steps_lost} committed steps "
+                f"lost, {kill.unfinished} runs unfinished after resume, {kill.answers_differ} answers differ",
+                flush=True,
+            )
             for problem in kill.problems:
                 print(f"    {problem}", flush=True)
     print(f"({time.perf_counter() - started:.0f} s in all)", flush=True)
     kills, kill_lost, unfinished = (kill.kills, kill.steps_lost, kill.unfinished) if kill else (0, 0, 0)
-    print(f"kills: {kills}, steps lost: {kill_lost + lost}, unfinished: {unfinished}, "
-          f"lock errors: {lock_errors}, crashes: {crashes}", flush=True)
+    print(
+        f"kills: {kills}, steps lost: {kill_lost + lost}, unfinished: {unfinished}, "
+        f"lock errors: {lock_errors}, crashes: {crashes}",
+        flush=True,
+    )
     return 0
 
 

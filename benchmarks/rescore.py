@@ -48,19 +48,29 @@ def main() -> None:
         tools = {t.name: t.spec() for t in item.tools or []}
         for name, arguments in seen.calls:
             calls += 1
-            valid += name in tools and arguments is not None and schemas.validator(tools[name].parameters).is_valid(arguments)
+            valid += (
+                name in tools
+                and arguments is not None
+                and schemas.validator(tools[name].parameters).is_valid(arguments)
+            )
         changed += passed(verdicts) != row["passed"]
         if passed(verdicts) and item.expect_calls:
             passing += 1
             if extra := unnamed_arguments(item, seen.calls, tools):
                 beyond += 1
-                print(f"  {row['item_key']}: beyond the expectation {json.dumps(extra, ensure_ascii=False)[:300]}",
-                      file=sys.stderr)
+                print(
+                    f"  {row['item_key']}: beyond the expectation "
+                    f"{json.dumps(extra, ensure_ascii=False)[:300]}",
+                    file=sys.stderr,
+                )
         row["verdicts"] = [v.model_dump(mode="json") for v in verdicts]
         row["passed"] = passed(verdicts)
-    print(f"experiment {experiment.id}: {changed} item(s) scored differently now; "
-          f"decided calls schema-valid: {valid}/{calls}; passing items whose calls carry an argument the "
-          f"item does not name: {beyond}/{passing}", file=sys.stderr)
+    print(
+        f"experiment {experiment.id}: {changed} item(s) scored differently now; "
+        f"decided calls schema-valid: {valid}/{calls}; passing items whose calls carry an argument the "
+        f"item does not name: {beyond}/{passing}",
+        file=sys.stderr,
+    )
     print(json.dumps(out, ensure_ascii=False, indent=1))
 
 

@@ -50,14 +50,21 @@ def print_table(rows: list[dict]) -> None:
         observed = "; ".join(row["seen"]) or row.get("error") or "-"
         if result != "blocked" and row.get("error"):
             observed += f" [{row['error']}]"
-        columns = [cell(str(n), widths[0]), cell(row["attack"] or row["test"], widths[1]),
-                   cell(row["expected"], widths[2]), cell(observed, widths[3]), cell(result, widths[4])]
+        columns = [
+            cell(str(n), widths[0]),
+            cell(row["attack"] or row["test"], widths[1]),
+            cell(row["expected"], widths[2]),
+            cell(observed, widths[3]),
+            cell(result, widths[4]),
+        ]
         for i in range(max(len(c) for c in columns)):
             print("  ".join((c[i] if i < len(c) else "").ljust(w) for c, w in zip(columns, widths)).rstrip())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--no-model", action="store_true", help="Skip attacks that need the embedded model.")
     args, extra = parser.parse_known_args()
     if args.no_model:

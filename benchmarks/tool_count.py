@@ -49,18 +49,28 @@ def decide(engine: Engine, flow: Flow, case, tools: list[ToolSpec]) -> dict:
     run, turn = engine.decide_only(flow, case.messages, tools, label="tool-count")
     wall = time.perf_counter() - started
     steps = [s for s in run.steps if s.kind == StepKind.MODEL_CALL]
-    evaluated = sum(((s.response or {}).get("timings") or {}).get("prompt_tokens_evaluated", 0) for s in steps)
+    evaluated = sum(
+        ((s.response or {}).get("timings") or {}).get("prompt_tokens_evaluated", 0) for s in steps
+    )
     called = [c.name for c in turn.tool_calls] if turn else []
-    return {"wall": wall, "calls": len(steps), "read": sum(s.tokens_in for s in steps), "evaluated": evaluated,
-            "right": called[:1] == [case.tools[0].name]}
+    return {
+        "wall": wall,
+        "calls": len(steps),
+        "read": sum(s.tokens_in for s in steps),
+        "evaluated": evaluated,
+        "right": called[:1] == [case.tools[0].name],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--counts", default="1,4,16,64")
-    parser.add_argument("--every-tool", action="store_true",
-                        help="score every tool, as before the shortlist (flowcall/calling/shortlist.py)")
+    parser.add_argument(
+        "--every-tool",
+        action="store_true",
+        help="score every tool, as before the shortlist (flowcall/calling/shortlist.py)",
+    )
     args = parser.parse_args()
     if args.every_tool:
         shortlist.SHORTLIST = 10**6
@@ -68,14 +78,26 @@ def main() -> None:
     provider = LocalProvider.shared()
     provider.prefix.disk = None  # cold means cold: nothing from an earlier process
     engine = Engine(ToolRegistry(), lambda cfg: provider, MemorySink())
-    flow = Flow(name="tool-count", parallel_tool_calls=False, max_rounds=1,
-                decision=DecisionConfig(provider="local", model=provider.model, calling_way="schema", max_tokens=256))
+    flow = Flow(
+        name="tool-count",
+        parallel_tool_calls=False,
+        max_rounds=1,
+        decision=DecisionConfig(provider="local", model=provider.model, calling_way="schema", max_tokens=256),
+    )
     pool = tool_pool()
     cases = load_cases("simple")[1::2][: args.questions]
-    how = "every tool scored" if args.every_tool else f"a shortlist of {shortlist.SHORTLIST} above {shortlist.SHORTLIST} tools"
-    print(f"decision time against tools attached: {len(cases)} questions, schema way, {provider.model}, {how}")
-    print(f"{'tools':>5} {'cold s':>7} {'warm s':>7} {'again s':>7} {'model calls':>11} {'tokens read':>11} "
-          f"{'evaluated':>9} {'right':>6}")
+    how = (
+        "every tool scored"
+        if args.every_tool
+        else f"a shortlist of {shortlist.SHORTLIST} above {shortlist.SHORTLIST} tools"
+    )
+    print(
+        f"decision time against tools attached: {len(cases)} questions, schema way, {provider.model}, {how}"
+    )
+    print(
+        f"{'tools':>5} {'cold s':>7} {'warm s':>7} {'again s':>7} {'model calls':>11} {'tokens read':>11} "
+        f"{'evaluated':>9} {'right':>6}"
+    )
     warm_at: dict[int, float] = {}
     for count in counts:
         cold, warm, again = [], [], []
@@ -91,10 +113,14 @@ def main() -> None:
             again.append(decide(engine, flow, case, tools))
             print(f"  {count} tools: {n}/{len(cases)}", file=sys.stderr, end="\r")
         warm_at[count] = statistics.median(w["wall"] for w in warm)
-        print(f"{count:>5} {statistics.median(c['wall'] for c in cold):>7.2f} {warm_at[count]:>7.2f} "
-              f"{statistics.median(a['wall'] for a in again):>7.2f} "
-              f"{statistics.median(w['calls'] for w in warm):>11.0f} {statistics.median(w['read'] for w in warm):>11.0f} "
-              f"{statistics.median(w['evaluated'] for w in warm):>9.0f} {sum(w['right'] for w in warm):>3}/{len(warm)}")
+        print(
+            f"{count:>5} {statistics.median(c['wall'] for c in cold):>7.2f} {warm_at[count]:>7.2f} "
+            f"{statistics.median(a['wall'] for a in again):>7.2f} "
+            f"{statistics.median(w['calls'] for w in warm):>11.0f} "
+            f"{statistics.median(w['read'] for w in warm):>11.0f} "
+            f"{statistics.median(w['evaluated'] for w in warm):>9.0f} "
+            f"{sum(w['right'] for w in warm):>3}/{len(warm)}"
+        )
     if 4 in warm_at and 64 in warm_at:
         print(f"tools 64/4 warm ratio {warm_at[64] / warm_at[4]:.1f}")
 

@@ -39,9 +39,14 @@ from flowcall.core.steps import Run, StepKind  # noqa: E402
 from flowcall.testing.fake_server import FakeModelServer  # noqa: E402
 from flowcall.workers.local_workers import LocalWorkers, scratch_database, scratch_redis  # noqa: E402
 
-FLOW = {"format": "flowcall.flow/v1", "name": "workers-bench", "tools": ["time/v1/get_current_time"],
-        "max_rounds": 1, "decision": {"provider": "openai-compatible", "model": "fake", "calling_way": "native"},
-        "polish": {"provider": "openai-compatible", "model": "fake"}}
+FLOW = {
+    "format": "flowcall.flow/v1",
+    "name": "workers-bench",
+    "tools": ["time/v1/get_current_time"],
+    "max_rounds": 1,
+    "decision": {"provider": "openai-compatible", "model": "fake", "calling_way": "native"},
+    "polish": {"provider": "openai-compatible", "model": "fake"},
+}
 
 
 def ms(seconds: float) -> float:
@@ -84,7 +89,9 @@ def run_experiment(app, flow, dataset: str, timeout_s: float) -> tuple[float, li
     runs = [app.store.get_run(item.run_id) for item in ended.items]
     failed = [r for r in runs if r.status.value != "succeeded"]
     if failed:
-        raise SystemExit(f"{len(failed)} runs did not succeed, e.g. {failed[0].id}: {failed[0].status} {failed[0].error}")
+        raise SystemExit(
+            f"{len(failed)} runs did not succeed, e.g. {failed[0].id}: {failed[0].status} {failed[0].error}"
+        )
     return wall, runs
 
 
@@ -109,29 +116,50 @@ def main() -> None:
     counts = [int(n) for n in args.workers.split(",")]
     folder = Path(tempfile.mkdtemp(prefix="flowcall-workers-bench-"))
 
-    with scratch_database(prefix="flowcall_bench") as db, scratch_redis() as broker_url, \
-            FakeModelServer(delay_s=args.delay_ms / 1000) as model:
-        settings = {"FLOWCALL_DATABASE_URL": db, "FLOWCALL_BROKER_URL": broker_url,
-                    "FLOWCALL_QUEUE": "flowcall-bench", "OPENAI_COMPATIBLE_BASE_URL": model.base_url,
-                    "FLOWCALL_HOME": str(folder / "home"), "FLOWCALL_PROMPT_CACHE_DISK_MB": "0"}
+    with (
+        scratch_database(prefix="flowcall_bench") as db,
+        scratch_redis() as broker_url,
+        FakeModelServer(delay_s=args.delay_ms / 1000) as model,
+    ):
+        settings = {
+            "FLOWCALL_DATABASE_URL": db,
+            "FLOWCALL_BROKER_URL": broker_url,
+            "FLOWCALL_QUEUE": "flowcall-bench",
+            "OPENAI_COMPATIBLE_BASE_URL": model.base_url,
+            "FLOWCALL_HOME": str(folder / "home"),
+            "FLOWCALL_PROMPT_CACHE_DISK_MB": "0",
+        }
         os.environ.update(settings)
         from flowcall.service.front import FlowCall
         from flowcall.store.datasets import save_dataset
 
         app = FlowCall.open(db)
         flow = parse_flow(FLOW)
-        save_dataset(app.store, "bench", [DatasetItem(question=f"现在几点了? #{n}") for n in range(args.items)],
-                     source="benchmarks/workers.py")
-        print(f"{args.items} items, model {args.delay_ms:g} ms per request (2 per run), {os.cpu_count()} CPUs; "
-              f"PostgreSQL {db.rsplit('/', 1)[1]}, Redis {broker_url}", flush=True)
-        header = (f"{'workers':>7} {'wall s':>7} {'items/s':>8} {'speedup':>8}  {'queue wait p50/p95 ms':>22}  "
-                  f"{'gap between runs p50/p95 ms':>27}  {'overhead outside model p50/p95 ms':>33}  "
-                  f"{'idle queue latency p50/p95 ms':>29}")
+        save_dataset(
+            app.store,
+            "bench",
+            [DatasetItem(question=f"现在几点了? #{n}") for n in range(args.items)],
+            source="benchmarks/workers.py",
+        )
+        print(
+            f"{args.items} items, model {args.delay_ms:g} ms per request (2 per run), {os.cpu_count()} CPUs; "
+            f"PostgreSQL {db.rsplit('/', 1)[1]}, Redis {broker_url}",
+            flush=True,
+        )
+        header = (
+            f"{'workers':>7} {'wall s':>7} {'items/s':>8} {'speedup':>8}  {'queue wait p50/p95 ms':>22}  "
+            f"{'gap between runs p50/p95 ms':>27}  {'overhead outside model p50/p95 ms':>33}  "
+            f"{'idle queue latency p50/p95 ms':>29}"
+        )
         print(header)
         base, last = None, None
         for count in counts:
-            save_dataset(app.store, f"warm-{count}", [DatasetItem(question=f"warm {n}") for n in range(2 * count)],
-                         source="benchmarks/workers.py")
+            save_dataset(
+                app.store,
+                f"warm-{count}",
+                [DatasetItem(question=f"warm {n}") for n in range(2 * count)],
+                source="benchmarks/workers.py",
+            )
             with LocalWorkers(count, {**os.environ}, folder / f"logs-{count}", loglevel="WARNING") as workers:
                 workers.wait_ready(timeout_s=120)
                 run_experiment(app, flow, f"warm-{count}", 120)
@@ -141,9 +169,11 @@ def main() -> None:
             base = base or rate
             figures = experiment_figures(runs)
             last = (count, rate / base, percentile(idle, 95))
-            print(f"{count:>7} {wall:>7.1f} {rate:>8.2f} {rate / base:>7.2f}x  {p50_p95(figures['waits']):>22}  "
-                  f"{p50_p95(figures['gaps']):>27}  {p50_p95(figures['overhead']):>33}  {p50_p95(idle):>29}",
-                  flush=True)
+            print(
+                f"{count:>7} {wall:>7.1f} {rate:>8.2f} {rate / base:>7.2f}x  {p50_p95(figures['waits']):>22} "
+                f" {p50_p95(figures['gaps']):>27}  {p50_p95(figures['overhead']):>33}  {p50_p95(idle):>29}",
+                flush=True,
+            )
         app.store.close()
     count, speedup, q95 = last
     print(f"workers {count}: speedup {speedup:.2f}, queue p95 {q95:.0f} ms")

@@ -28,8 +28,19 @@ _PUBLIC = {
     "ConfigError": "flowcall.core.errors",
     "FlowCallError": "flowcall.core.errors",
 }
-__all__ = ["ConfigError", "Flow", "FlowCall", "FlowCallError", "Run", "RunStatus", "Step", "Tool", "load_flow",
-           "parse_flow", "tool"]
+__all__ = [
+    "ConfigError",
+    "Flow",
+    "FlowCall",
+    "FlowCallError",
+    "Run",
+    "RunStatus",
+    "Step",
+    "Tool",
+    "load_flow",
+    "parse_flow",
+    "tool",
+]
 
 if TYPE_CHECKING:
     from flowcall.core.errors import ConfigError, FlowCallError

@@ -56,16 +56,22 @@ def describe_step(step: Step) -> str:
         if step.response and step.response.get("scores"):
             what = "scores " + json.dumps(step.response["scores"])
         elif step.tool_calls:
-            what = ", ".join(f"{c['name']}({short(c.get('arguments') or c.get('raw_arguments'), 60)})" for c in step.tool_calls)
+            what = ", ".join(
+                f"{c['name']}({short(c.get('arguments') or c.get('raw_arguments'), 60)})"
+                for c in step.tool_calls
+            )
         else:
             what = short(step.result or "")
         body = f"{step.name} [{step.calling_way or '-'}] {tokens}: {what}"
         loop = (step.response or {}).get("loop")
         if isinstance(loop, dict):  # the local provider stopped the model repeating itself (repetition.py)
-            body += f"  (stopped in a loop: a {short(loop.get('block_tokens'))}-token block written " \
-                    f"{short(loop.get('copies'))} times; kept the first copy)"
+            body += (
+                f"  (stopped in a loop: a {short(loop.get('block_tokens'))}-token block written "
+                f"{short(loop.get('copies'))} times; kept the first copy)"
+            )
     elif step.kind == StepKind.TOOL_CALL:
-        body = f"{step.name}({short(step.arguments or {}, 60)}) -> {short(step.result) if step.result is not None else ''}"
+        result = short(step.result) if step.result is not None else ""
+        body = f"{step.name}({short(step.arguments or {}, 60)}) -> {result}"
         dropped = (step.response or {}).get("dropped_ungrounded")
         if dropped:
             body += f"  (dropped, not in the conversation: {short(dropped, 60)})"
@@ -92,7 +98,10 @@ def answer_text(answer: Any) -> str:
 
 def run_line(run: Run) -> str:
     """One line per run, for `runs list`."""
-    return f"{run.id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {status_text(run):<9}  {run.flow_name:<20}  {short(run.question, 50)}"
+    return (
+        f"{run.id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {status_text(run):<9}  {run.flow_name:<20}  "
+        f"{short(run.question, 50)}"
+    )
 
 
 def run_totals(run: Run) -> str:
@@ -166,7 +175,9 @@ def source_line(entry: dict[str, Any]) -> str:
     if entry.get("kind") == "text":
         parts = entry.get("parts", [])
         traced = sum(not unbacked_value(p) for p in parts)
-        return "the model's own words" + (f"; {traced} of {len(parts)} numbers and names in it traced" if parts else "")
+        return "the model's own words" + (
+            f"; {traced} of {len(parts)} numbers and names in it traced" if parts else ""
+        )
     if entry.get("source") == "wrong_source" or entry.get("mixed"):
         return f"⚠ {_where(entry)}"
     if entry.get("source") in ("tool", "question"):
@@ -224,27 +235,41 @@ def experiment_line(experiment: Experiment) -> str:
     result = "-"
     if experiment.summary is not None and experiment.summary.runs:
         s = experiment.summary
-        result = (f"{s.passed}/{s.runs} passed ({s.pass_rate:.0%}) · p50 {_seconds(s.latency_p50_s)} "
-                  f"p95 {_seconds(s.latency_p95_s)}")
-    return (f"{experiment.id:>4}  {experiment.started_at:%Y-%m-%d %H:%M}  {experiment.status.value:<9}  "
-            f"{experiment.flow_name} v{experiment.flow_version} × {experiment.dataset_name} "
-            f"v{experiment.dataset_version}  {experiment.model} [{experiment.calling_way}]  {result}")
+        result = (
+            f"{s.passed}/{s.runs} passed ({s.pass_rate:.0%}) · p50 {_seconds(s.latency_p50_s)} "
+            f"p95 {_seconds(s.latency_p95_s)}"
+        )
+    return (
+        f"{experiment.id:>4}  {experiment.started_at:%Y-%m-%d %H:%M}  {experiment.status.value:<9}  "
+        f"{experiment.flow_name} v{experiment.flow_version} × {experiment.dataset_name} "
+        f"v{experiment.dataset_version}  {experiment.model} [{experiment.calling_way}]  {result}"
+    )
 
 
 def summary_lines(summary: Summary) -> list[str]:
     """An experiment's totals: pass rate, per expectation, tokens, latency percentiles."""
     rate = f" ({summary.pass_rate:.1%})" if summary.pass_rate is not None else ""
-    lines = [f"passed {summary.passed} of {summary.runs} runs{rate}"
-             + (f"; {summary.not_run} not run" if summary.not_run else "")]
+    lines = [
+        f"passed {summary.passed} of {summary.runs} runs{rate}"
+        + (f"; {summary.not_run} not run" if summary.not_run else "")
+    ]
     for name, counts in summary.by_expectation.items():
-        lines.append(f"  {name:<16} {counts['passed']:>5}/{counts['total']:<5} "
-                     f"{counts['passed'] / counts['total']:.0%}")
+        lines.append(
+            f"  {name:<16} {counts['passed']:>5}/{counts['total']:<5} "
+            f"{counts['passed'] / counts['total']:.0%}"
+        )
     if summary.answered_without_tools:
-        lines.append(f"answered without tools: {summary.answered_without_tools} of {summary.runs} runs "
-                     "(the decision wanted a tool, and no tool result came back)")
+        lines.append(
+            f"answered without tools: {summary.answered_without_tools} of {summary.runs} runs "
+            "(the decision wanted a tool, and no tool result came back)"
+        )
     if summary.answer_values:
-        lines.append(f"answer values traced to tool results or the question: {summary.traced} of "
-                     f"{summary.answer_values} ({summary.traced / summary.answer_values:.0%})")
-    lines.append(f"tokens {summary.tokens_in}→{summary.tokens_out}; latency p50 {_seconds(summary.latency_p50_s)}, "
-                 f"p95 {_seconds(summary.latency_p95_s)}, mean {_seconds(summary.latency_mean_s)}")
+        lines.append(
+            f"answer values traced to tool results or the question: {summary.traced} of "
+            f"{summary.answer_values} ({summary.traced / summary.answer_values:.0%})"
+        )
+    lines.append(
+        f"tokens {summary.tokens_in}→{summary.tokens_out}; latency p50 {_seconds(summary.latency_p50_s)}, "
+        f"p95 {_seconds(summary.latency_p95_s)}, mean {_seconds(summary.latency_mean_s)}"
+    )
     return lines

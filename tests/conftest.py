@@ -43,6 +43,12 @@ def http_url(tmp_path_factory):
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     # a bare GET on the MCP endpoint is refused (it wants a session); any answer means it listens
-    with serving([sys.executable, str(server), "http", str(port)], url, tmp_path_factory.mktemp("mcp") / "server.log",
-                 within_s=30, name="the MCP test server", any_answer=True):
+    with serving(
+        [sys.executable, str(server), "http", str(port)],
+        url,
+        tmp_path_factory.mktemp("mcp") / "server.log",
+        within_s=30,
+        name="the MCP test server",
+        any_answer=True,
+    ):
         yield url

@@ -29,7 +29,12 @@ from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 
-FLOW = Flow(name="durable", tools=["read_item", "write_item"], max_rounds=6, decision=DecisionConfig(provider="scripted"))
+FLOW = Flow(
+    name="durable",
+    tools=["read_item", "write_item"],
+    max_rounds=6,
+    decision=DecisionConfig(provider="scripted"),
+)
 
 
 def _work(kind: str, label: str) -> str:
@@ -52,8 +57,12 @@ def write_item(label: str) -> str:
     return _work("write", label)
 
 
-REGISTRY = ToolRegistry([build_tool(read_item, "items/v1/read_item", annotations=ToolAnnotations(read_only=True)),
-                         build_tool(write_item, "items/v1/write_item")])
+REGISTRY = ToolRegistry(
+    [
+        build_tool(read_item, "items/v1/read_item", annotations=ToolAnnotations(read_only=True)),
+        build_tool(write_item, "items/v1/write_item"),
+    ]
+)
 
 
 def planned_model(plan: list[tuple[str, str]]):

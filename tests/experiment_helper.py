@@ -65,4 +65,6 @@ def service(url: str, hang_on: str | None = None) -> FlowCall:
 
 if __name__ == "__main__":
     dataset, hang_on = sys.argv[1:]
-    experiments.run_experiment(service(os.environ["FLOWCALL_DATABASE_URL"], hang_on), FLOW, "weather", dataset)
+    experiments.run_experiment(
+        service(os.environ["FLOWCALL_DATABASE_URL"], hang_on), FLOW, "weather", dataset
+    )

@@ -20,8 +20,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(argv: list[str], probe_url: str, log_path: Path, *, within_s: float, name: str,
-            any_answer: bool = False, env: dict[str, str] | None = None) -> Iterator[None]:
+def serving(
+    argv: list[str],
+    probe_url: str,
+    log_path: Path,
+    *,
+    within_s: float,
+    name: str,
+    any_answer: bool = False,
+    env: dict[str, str] | None = None,
+) -> Iterator[None]:
     """Run `argv` until the block ends; ready once `probe_url` answers 200 (or anything, with
     `any_answer`). The log is a file, not a pipe: a pipe nobody reads fills up and blocks."""
     log = log_path.open("w+")

@@ -29,7 +29,9 @@ from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 
-FLOW = Flow(name="reports", tools=["delete_report"], max_rounds=3, decision=DecisionConfig(provider="scripted"))
+FLOW = Flow(
+    name="reports", tools=["delete_report"], max_rounds=3, decision=DecisionConfig(provider="scripted")
+)
 
 
 def delete_report(path: str) -> str:
@@ -39,8 +41,9 @@ def delete_report(path: str) -> str:
     return f"deleted {path}"
 
 
-REGISTRY = ToolRegistry([build_tool(delete_report, "reports/v1/delete_report",
-                                    annotations=ToolAnnotations(destructive=True))])
+REGISTRY = ToolRegistry(
+    [build_tool(delete_report, "reports/v1/delete_report", annotations=ToolAnnotations(destructive=True))]
+)
 
 
 def service(url: str, script: list[Any]) -> FlowCall:
@@ -53,6 +56,7 @@ def service(url: str, script: list[Any]) -> FlowCall:
 def main(mode: str, run_id: str, go_file: str | None = None) -> None:
     flowcall = service(os.environ["FLOWCALL_DATABASE_URL"], ["done"])
     if mode == "hang":
+
         def never_answer(call: Any, tool: Any) -> None:
             print("claimed", flush=True)
             time.sleep(600)

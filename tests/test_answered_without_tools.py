@@ -42,18 +42,24 @@ def broken(location: str) -> str:
 
 @pytest.fixture
 def registry() -> ToolRegistry:
-    return ToolRegistry([build_tool(get_weather, "weather/v1/get_weather"), build_tool(broken, "test/v1/broken")])
+    return ToolRegistry(
+        [build_tool(get_weather, "weather/v1/get_weather"), build_tool(broken, "test/v1/broken")]
+    )
 
 
 def run(registry, flow, decisions, polish=(), question="成都明天会下雨吗?", approver=None):
     decider, polisher = ScriptedProvider(list(decisions)), ScriptedProvider(list(polish))
-    engine = Engine(registry, lambda cfg: decider if isinstance(cfg, DecisionConfig) else polisher, MemorySink())
+    engine = Engine(
+        registry, lambda cfg: decider if isinstance(cfg, DecisionConfig) else polisher, MemorySink()
+    )
     return engine.run(flow, question, approver=approver), polisher
 
 
 def flow(**kw) -> Flow:
     kw.setdefault("tools", ["weather/v1/get_weather"])
-    return Flow(name="t", decision=DecisionConfig(provider="scripted"), polish=PolishConfig(provider="scripted"), **kw)
+    return Flow(
+        name="t", decision=DecisionConfig(provider="scripted"), polish=PolishConfig(provider="scripted"), **kw
+    )
 
 
 def test_calls_all_refused_end_unbacked_and_the_polish_model_is_told(registry):
@@ -62,8 +68,10 @@ def test_calls_all_refused_end_unbacked_and_the_polish_model_is_told(registry):
     refused = [("get_weather", {"location": "北京"})]
     result, polisher = run(registry, flow(), [[refused[0]], [refused[0]], "晴天"], ["无法查询天气"])
     assert result.status == RunStatus.SUCCEEDED and result.outcome == ANSWERED_WITHOUT_TOOLS
-    assert result.outcome_reasons == ["get_weather was not run: its location '北京' is the tool's own example, "
-                                      "and nothing in the conversation says it"]
+    assert result.outcome_reasons == [
+        "get_weather was not run: its location '北京' is the tool's own example, "
+        "and nothing in the conversation says it"
+    ]
     system, user = polisher.requests[0].messages
     assert NO_TOOL_RESULT_NOTE in system.content
     assert "No tool result came back" in user.content and "'北京' is the tool's own example" in user.content
@@ -72,16 +80,26 @@ def test_calls_all_refused_end_unbacked_and_the_polish_model_is_told(registry):
 
 
 def test_a_failed_tool_and_a_denied_call_are_reasons(registry):
-    result, _ = run(registry, flow(tools=["test/v1/broken"]), [[("broken", {"location": "成都"})], "好的"], ["?"])
+    result, _ = run(
+        registry, flow(tools=["test/v1/broken"]), [[("broken", {"location": "成都"})], "好的"], ["?"]
+    )
     assert result.outcome == ANSWERED_WITHOUT_TOOLS
-    assert result.outcome_reasons[0].startswith("broken failed: TOOL_ERROR") and "upstream" in result.outcome_reasons[0]
+    assert (
+        result.outcome_reasons[0].startswith("broken failed: TOOL_ERROR")
+        and "upstream" in result.outcome_reasons[0]
+    )
 
     denied = flow(needs_approval=["get_weather"])
-    result, _ = run(registry, denied, [[("get_weather", {"location": "成都"})], "好的"], ["?"],
-                    approver=lambda call, tool: Decision(action="deny", reason="not now", by="test"))
-    assert result.outcome == ANSWERED_WITHOUT_TOOLS and result.outcome_reasons == ["get_weather was denied: a person "
-                                                                                   "denied this call: not now; do not "
-                                                                                   "call it again, answer without it"]
+    result, _ = run(
+        registry,
+        denied,
+        [[("get_weather", {"location": "成都"})], "好的"],
+        ["?"],
+        approver=lambda call, tool: Decision(action="deny", reason="not now", by="test"),
+    )
+    assert result.outcome == ANSWERED_WITHOUT_TOOLS and result.outcome_reasons == [
+        "get_weather was denied: a person denied this call: not now; do not call it again, answer without it"
+    ]
 
 
 def test_a_tool_result_backs_the_answer_and_no_tool_wanted_is_fine(registry):
@@ -104,16 +122,24 @@ def test_a_flow_that_demands_a_tool_and_gets_none(registry):
 
 def test_a_failure_then_a_result_is_backed(registry):
     both = flow(tools=["weather/v1/get_weather", "test/v1/broken"])
-    result, _ = run(registry, both, [[("broken", {"location": "成都"})], [("get_weather", {"location": "成都"})], "小雨"],
-                    ["小雨"])
+    result, _ = run(
+        registry,
+        both,
+        [[("broken", {"location": "成都"})], [("get_weather", {"location": "成都"})], "小雨"],
+        ["小雨"],
+    )
     assert result.outcome is None
 
 
 def test_the_cli_warns_on_stderr_and_require_tools_fails(tmp_path):
     """`flowcall run` with the schema-driven stand-in model, whose made-up date the tool refuses:
     the run succeeds with an answer no tool result backs."""
-    spec = {"format": "flowcall.flow/v1", "name": "unbacked", "tools": ["weather/v1/get_day_weather"],
-            "decision": {"provider": "scripted", "model": SCHEMA_MODEL}}
+    spec = {
+        "format": "flowcall.flow/v1",
+        "name": "unbacked",
+        "tools": ["weather/v1/get_day_weather"],
+        "decision": {"provider": "scripted", "model": SCHEMA_MODEL},
+    }
     path = tmp_path / "flow.json"
     path.write_text(json.dumps(spec))
     db = ["--db", f"sqlite:///{tmp_path / 'runs.db'}"]

@@ -56,7 +56,9 @@ def test_the_secret_is_stored_nowhere_only_its_hash(app):
     assert all(secret not in str(value) for value in rows[0].values())
     assert rows[0]["key_hash"] == key_hash(secret)
     app.store.engine.dispose()  # the WAL checkpointed into the file
-    assert any(key_hash(secret).encode() in path.read_bytes() for path in database_files(app))  # the row is read
+    assert any(
+        key_hash(secret).encode() in path.read_bytes() for path in database_files(app)
+    )  # the row is read
     for path in database_files(app):
         assert secret.encode() not in path.read_bytes(), path
         assert secret[3:].encode() not in path.read_bytes(), path  # nor the key without its "fc_"
@@ -78,13 +80,16 @@ def test_a_key_limited_to_flows_allows_only_those(app):
     assert every.allows("lookup") and every.allows("anything saved later")
 
 
-@pytest.mark.parametrize("name, words", [
-    ("", "a key needs a name"),
-    ("   ", "a key needs a name"),
-    (" padded", "not starting or ending with a space"),
-    ("semi;colon", "letters, digits, spaces and - _ ."),
-    ("x" * 121, "1 to 120"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("", "a key needs a name"),
+        ("   ", "a key needs a name"),
+        (" padded", "not starting or ending with a space"),
+        ("semi;colon", "letters, digits, spaces and - _ ."),
+        ("x" * 121, "1 to 120"),
+    ],
+)
 def test_bad_names_are_refused_saying_what_is_allowed(app, name, words):
     with pytest.raises(ConfigError, match=words):
         app.create_key(name)
@@ -93,7 +98,9 @@ def test_bad_names_are_refused_saying_what_is_allowed(app, name, words):
 
 def test_a_name_in_use_is_refused_until_its_key_is_revoked(app):
     _, first = app.create_key("shared")
-    with pytest.raises(ConfigError, match=r"a key named 'shared' exists and is not revoked.*flowcall keys revoke"):
+    with pytest.raises(
+        ConfigError, match=r"a key named 'shared' exists and is not revoked.*flowcall keys revoke"
+    ):
         app.create_key("shared")
     app.revoke_key("shared")
     _, second = app.create_key("shared")  # a revoked key's name may be taken again
@@ -102,8 +109,11 @@ def test_a_name_in_use_is_refused_until_its_key_is_revoked(app):
 
 
 def test_flows_must_be_saved_flows(app):
-    with pytest.raises(ConfigError, match=r"no saved flow named 'nope', 'gone'.*lookup, third one, weather.*"
-                                          r"flowcall flows import"):
+    with pytest.raises(
+        ConfigError,
+        match=r"no saved flow named 'nope', 'gone'.*lookup, third one, weather.*"
+        r"flowcall flows import",
+    ):
         app.create_key("k", ["weather", "nope", "gone"])
     with pytest.raises(ConfigError, match="empty; name at least one saved flow, or give none"):
         app.create_key("k", [" ", ""])

@@ -34,9 +34,18 @@ def read_file(path: str) -> str:
     return "contents"
 
 
-REGISTRY = ToolRegistry([build_tool(delete_file, "fs/v1/delete_file", annotations=ToolAnnotations(destructive=True)),
-                         build_tool(read_file, "fs/v1/read_file", annotations=ToolAnnotations(read_only=True))])
-FLOW = Flow(name="files", tools=["delete_file", "read_file"], max_rounds=1, decision=DecisionConfig(provider="scripted"))
+REGISTRY = ToolRegistry(
+    [
+        build_tool(delete_file, "fs/v1/delete_file", annotations=ToolAnnotations(destructive=True)),
+        build_tool(read_file, "fs/v1/read_file", annotations=ToolAnnotations(read_only=True)),
+    ]
+)
+FLOW = Flow(
+    name="files",
+    tools=["delete_file", "read_file"],
+    max_rounds=1,
+    decision=DecisionConfig(provider="scripted"),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -47,15 +56,32 @@ def _clean():
 def run(script, approver=None, sink=None):
     provider = ScriptedProvider(script)
     sink = sink or MemorySink()
-    return Engine(REGISTRY, lambda cfg: provider, sink).run(FLOW, "tidy up", approver=approver), provider, sink
+    return (
+        Engine(REGISTRY, lambda cfg: provider, sink).run(FLOW, "tidy up", approver=approver),
+        provider,
+        sink,
+    )
 
 
 def test_which_calls_wait_for_a_person():
     plain = Tool(name="t", version="x/v1/t", description="", parameters={}, func=lambda: None)
-    destructive = Tool(name="d", version="x/v1/d", description="", parameters={}, func=lambda: None,
-                       annotations=ToolAnnotations(destructive=True))
-    mcp = Tool(name="m", version="s/mcp/m", description="", parameters={}, func=lambda: None, source="mcp",
-               annotations=ToolAnnotations(destructive=True))
+    destructive = Tool(
+        name="d",
+        version="x/v1/d",
+        description="",
+        parameters={},
+        func=lambda: None,
+        annotations=ToolAnnotations(destructive=True),
+    )
+    mcp = Tool(
+        name="m",
+        version="s/mcp/m",
+        description="",
+        parameters={},
+        func=lambda: None,
+        source="mcp",
+        annotations=ToolAnnotations(destructive=True),
+    )
     assert not needs_approval(plain, FLOW) and needs_approval(destructive, FLOW)
     assert needs_approval(mcp, FLOW)  # an untrusted server's destructive default holds
     assert not needs_approval(Tool(**{**vars(mcp), "trusted": True}), FLOW)
@@ -69,7 +95,9 @@ def test_approved_calls_run_and_read_only_ones_are_not_asked():
         asked.append(call.name)
         return Decision(action="approve", by="test")
 
-    result, _, _ = run([[("delete_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})], "done"], approver)
+    result, _, _ = run(
+        [[("delete_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})], "done"], approver
+    )
     assert result.status == RunStatus.SUCCEEDED and asked == ["delete_file"] and DELETED == ["a.txt"]
     approval = next(s for s in result.steps if s.kind == StepKind.APPROVAL)
     assert approval.note == "approve by test" and approval.arguments == {"path": "a.txt"}
@@ -93,7 +121,11 @@ def test_edited_arguments_run_and_are_checked_like_the_models():
     DELETED.clear()
     broken = lambda call, tool: Decision(action="edit", arguments={"file": 1})  # noqa: E731
     result, _, _ = run([[("delete_file", {"path": "x"})], "done"], broken)
-    assert DELETED == [] and next(s for s in result.steps if s.kind == StepKind.TOOL_CALL).error_code == "MISSING_REQUIRED_FIELD"
+    assert (
+        DELETED == []
+        and next(s for s in result.steps if s.kind == StepKind.TOOL_CALL).error_code
+        == "MISSING_REQUIRED_FIELD"
+    )
 
 
 def test_with_nobody_to_ask_the_run_pauses_and_resumes_where_it_stopped():
@@ -106,32 +138,52 @@ def test_with_nobody_to_ask_the_run_pauses_and_resumes_where_it_stopped():
     checkpoint = json.loads(json.dumps(sink.checkpoints[paused.id]))  # it is plain JSON
     before = len(paused.steps)
     provider = ScriptedProvider(["all tidy"])
-    resumed = Engine(REGISTRY, lambda cfg: provider, sink).resume(paused, FLOW, checkpoint, approver=approve_all)
-    assert resumed.status == RunStatus.SUCCEEDED and resumed.final_answer == "all tidy" and DELETED == ["a.txt"]
+    resumed = Engine(REGISTRY, lambda cfg: provider, sink).resume(
+        paused, FLOW, checkpoint, approver=approve_all
+    )
+    assert (
+        resumed.status == RunStatus.SUCCEEDED and resumed.final_answer == "all tidy" and DELETED == ["a.txt"]
+    )
     assert [s.seq for s in resumed.steps] == list(range(1, len(resumed.steps) + 1))  # numbering goes on
     after = [s.kind for s in resumed.steps][before:]
-    assert after[:3] == [StepKind.APPROVAL, StepKind.TOOL_CALL, StepKind.TOOL_CALL] and after[-1] == StepKind.MODEL_CALL
+    assert (
+        after[:3] == [StepKind.APPROVAL, StepKind.TOOL_CALL, StepKind.TOOL_CALL]
+        and after[-1] == StepKind.MODEL_CALL
+    )
 
 
 def test_a_paused_run_resumes_from_the_database_with_new_objects(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'approval.db'}"
     monkeypatch.setenv("FLOWCALL_DATABASE_URL", url)
-    flow = Flow(name="tasks", tools=["task/v1/create_task"], needs_approval=["create_task"], max_rounds=1,
-                decision=DecisionConfig(provider="scripted"))
-    first = FlowCall(store=FlowCall.open(url).store,
-                     provider_factory=lambda cfg: ScriptedProvider([[("create_task", {"title": "写周报"})]]))
+    flow = Flow(
+        name="tasks",
+        tools=["task/v1/create_task"],
+        needs_approval=["create_task"],
+        max_rounds=1,
+        decision=DecisionConfig(provider="scripted"),
+    )
+    first = FlowCall(
+        store=FlowCall.open(url).store,
+        provider_factory=lambda cfg: ScriptedProvider([[("create_task", {"title": "写周报"})]]),
+    )
     paused = first.run(flow, "记一下:写周报")
     assert paused.status == RunStatus.WAITING_APPROVAL
     assert first.store.get_run(paused.id).status == RunStatus.WAITING_APPROVAL
     first.store.close()
 
-    later = FlowCall(store=FlowCall.open(url).store, provider_factory=lambda cfg: ScriptedProvider(["记好了"]))
+    later = FlowCall(
+        store=FlowCall.open(url).store, provider_factory=lambda cfg: ScriptedProvider(["记好了"])
+    )
     resumed = later.resume(paused.id[:8], approver=approve_all)
     assert resumed.status == RunStatus.SUCCEEDED and resumed.final_answer == "记好了"
     assert [t["title"] for t in later.store.list_tasks()] == ["写周报"]
     stored = later.store.get_run(paused.id)
-    assert stored.status == RunStatus.SUCCEEDED and [s.kind for s in stored.steps].count(StepKind.APPROVAL) == 2
-    with pytest.raises(Exception, match="it is succeeded: only a run that waits for approval or was interrupted"):
+    assert (
+        stored.status == RunStatus.SUCCEEDED and [s.kind for s in stored.steps].count(StepKind.APPROVAL) == 2
+    )
+    with pytest.raises(
+        Exception, match="it is succeeded: only a run that waits for approval or was interrupted"
+    ):
         later.resume(paused.id, approver=approve_all)
 
 
@@ -144,9 +196,13 @@ def test_the_terminal_approver_asks_and_accepts_only_a_json_object():
         decision = ask_on_terminal(call, tool)
         click.echo(decision.model_dump_json())
 
-    out = CliRunner().invoke(ask, input="e\n{bad\n[1]\n{\"path\": \"b.txt\"}\n").output
-    assert json.loads(out.strip().splitlines()[-1]) == {"action": "edit", "arguments": {"path": "b.txt"}, "reason": "",
-                                                        "by": "terminal"}
+    out = CliRunner().invoke(ask, input='e\n{bad\n[1]\n{"path": "b.txt"}\n').output
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "action": "edit",
+        "arguments": {"path": "b.txt"},
+        "reason": "",
+        "by": "terminal",
+    }
     out = CliRunner().invoke(ask, input="d\ntoo risky\n").output
     assert json.loads(out.strip().splitlines()[-1])["reason"] == "too risky"
 
@@ -159,11 +215,18 @@ def test_cli_resume_needs_to_be_told_how_to_answer(tmp_path):
     from pathlib import Path
 
     url = f"sqlite:///{tmp_path / 'flowcall.db'}"
-    paused = FlowCall(store=FlowCall.open(url).store,
-                      provider_factory=lambda cfg: ScriptedProvider([[("delete_file", {"path": "a.txt"})]]))
+    paused = FlowCall(
+        store=FlowCall.open(url).store,
+        provider_factory=lambda cfg: ScriptedProvider([[("delete_file", {"path": "a.txt"})]]),
+    )
     paused.registry = REGISTRY
     run = paused.run(FLOW, "delete a.txt")
     assert run.status == RunStatus.WAITING_APPROVAL
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "--db", url, "runs", "resume", run.id[:8]],
-                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "--db", url, "runs", "resume", run.id[:8]],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+    )
     assert done.returncode == 2 and "--approve, --approve-all or --deny-all" in done.stderr

@@ -57,14 +57,19 @@ def test_list_and_revoke_by_name_or_prefix():
     app = FlowCall.open()
     assert app.check_key(everything) is None and app.check_key(other) is None
     rows = [line.split() for line in keys("list").output.splitlines()[1:]]
-    assert [row[0] for row in rows] == ["all", "other"] and all(row[4] != "-" for row in rows)  # revoked, when
+    assert [row[0] for row in rows] == ["all", "other"] and all(
+        row[4] != "-" for row in rows
+    )  # revoked, when
 
 
-@pytest.mark.parametrize("args, words", [
-    (("create", ""), "a key needs a name"),
-    (("create", "k", "--flows", "weather,nope"), "no saved flow named 'nope'"),
-    (("revoke", "nothing"), "no key is named 'nothing'"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("create", ""), "a key needs a name"),
+        (("create", "k", "--flows", "weather,nope"), "no saved flow named 'nope'"),
+        (("revoke", "nothing"), "no key is named 'nothing'"),
+    ],
+)
 def test_refusals_say_what_to_do(args, words):
     done = keys(*args)
     assert done.exit_code != 0 and isinstance(done.exception, ConfigError)

@@ -28,35 +28,53 @@ def test_physical_cores_match_lscpu():
         pytest.fail("lscpu (util-linux) is on every Debian machine; without it this check has no reference")
     rows = subprocess.run(["lscpu", "-p=CPU,SOCKET,CORE"], capture_output=True, text=True, check=True).stdout
     usable = os.sched_getaffinity(0)
-    cores = {tuple(r.split(",")[1:]) for r in rows.splitlines() if r and not r.startswith("#")
-             and int(r.split(",")[0]) in usable}
+    cores = {
+        tuple(r.split(",")[1:])
+        for r in rows.splitlines()
+        if r and not r.startswith("#") and int(r.split(",")[0]) in usable
+    }
     assert config.physical_cores() == len(cores) >= 1
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1/"),
-    ("HTTP://LocalHost:11434/v1", "http://localhost:11434/v1"),
-    ("https://api.example.com/v1", "https://api.example.com:443/v1"),
-    ("http://api.example.com/v1", "http://api.example.com:80/v1/"),
-    ("https://user:pw@api.example.com/v1", "https://api.example.com/v1"),  # userinfo does not change the server
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1/"),
+        ("HTTP://LocalHost:11434/v1", "http://localhost:11434/v1"),
+        ("https://api.example.com/v1", "https://api.example.com:443/v1"),
+        ("http://api.example.com/v1", "http://api.example.com:80/v1/"),
+        (
+            "https://user:pw@api.example.com/v1",
+            "https://api.example.com/v1",
+        ),  # userinfo does not change the server
+    ],
+)
 def test_same_base_url(a, b):
     assert config.same_base_url(a, b) and config.same_base_url(b, a)
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11435/v1"),  # another port
-    ("http://api.example.com/v1", "https://api.example.com/v1"),  # another scheme
-    ("https://api.example.com/v1", "https://api.example.com/v2"),  # another path
-    ("https://api.example.com/V1", "https://api.example.com/v1"),  # paths are case-sensitive
-    ("https://api.example.com/v1", "https://api.example.com.evil.net/v1"),
-    ("https://api.example.com@evil.net/v1", "https://api.example.com/v1"),  # userinfo spelling of the host
-    ("https://api.example.com\\@evil.net/v1", "https://api.example.com/v1"),  # parsers disagree: never same
-    ("https://api.example.com:notaport/v1", "https://api.example.com/v1"),
-    ("ftp://api.example.com/v1", "ftp://api.example.com/v1"),
-    (None, "https://api.example.com/v1"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11435/v1"),  # another port
+        ("http://api.example.com/v1", "https://api.example.com/v1"),  # another scheme
+        ("https://api.example.com/v1", "https://api.example.com/v2"),  # another path
+        ("https://api.example.com/V1", "https://api.example.com/v1"),  # paths are case-sensitive
+        ("https://api.example.com/v1", "https://api.example.com.evil.net/v1"),
+        (
+            "https://api.example.com@evil.net/v1",
+            "https://api.example.com/v1",
+        ),  # userinfo spelling of the host
+        (
+            "https://api.example.com\\@evil.net/v1",
+            "https://api.example.com/v1",
+        ),  # parsers disagree: never same
+        ("https://api.example.com:notaport/v1", "https://api.example.com/v1"),
+        ("ftp://api.example.com/v1", "ftp://api.example.com/v1"),
+        (None, "https://api.example.com/v1"),
+        ("", ""),
+    ],
+)
 def test_different_base_url(a, b):
     assert not config.same_base_url(a, b)
 

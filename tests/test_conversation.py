@@ -16,8 +16,12 @@ from flowcall.engine.loop_state import LoopState
 from flowcall.service.front import FlowCall
 
 CHAT = [ChatTurn(role="user", content="My name is Ana."), ChatTurn(role="assistant", content="Hello Ana!")]
-FLOW = {"name": "chat", "tools": ["time/v1/get_current_time"], "conversation": True,
-        "decision": {"provider": "scripted", "model": "schema", "system_prompt": "Be brief."}}
+FLOW = {
+    "name": "chat",
+    "tools": ["time/v1/get_current_time"],
+    "conversation": True,
+    "decision": {"provider": "scripted", "model": "schema", "system_prompt": "Be brief."},
+}
 
 
 @pytest.fixture
@@ -34,8 +38,12 @@ def first_request_messages(run) -> list[tuple[str, str]]:
 
 def test_the_decision_model_reads_the_chat_before_the_question(app: FlowCall) -> None:
     run = app.run(parse_flow(FLOW), "What is my name?", context=CHAT)
-    assert first_request_messages(run) == [("system", "Be brief."), ("user", "My name is Ana."),
-                                           ("assistant", "Hello Ana!"), ("user", "What is my name?")]
+    assert first_request_messages(run) == [
+        ("system", "Be brief."),
+        ("user", "My name is Ana."),
+        ("assistant", "Hello Ana!"),
+        ("user", "What is my name?"),
+    ]
     assert app.store.get_run(run.id).context == CHAT
 
 
@@ -43,7 +51,10 @@ def test_a_flow_without_conversation_reads_only_the_question(app: FlowCall) -> N
     flow = parse_flow({**FLOW, "conversation": False})
     run = app.run(flow, "What is my name?", context=CHAT)
     assert first_request_messages(run) == [("system", "Be brief."), ("user", "What is my name?")]
-    assert LoopState.fresh(flow, "q", CHAT).messages[-1].content == "q" and len(LoopState.fresh(flow, "q", CHAT).messages) == 2
+    assert (
+        LoopState.fresh(flow, "q", CHAT).messages[-1].content == "q"
+        and len(LoopState.fresh(flow, "q", CHAT).messages) == 2
+    )
 
 
 def test_a_rerun_and_a_replay_start_from_the_same_chat(app: FlowCall) -> None:
@@ -52,7 +63,11 @@ def test_a_rerun_and_a_replay_start_from_the_same_chat(app: FlowCall) -> None:
     rerun = app.rerun_from(original.id, tool_step.seq, arguments={"timezone": "Europe/Lisbon"})
     decision_after = [s for s in rerun.steps if s.kind == StepKind.MODEL_CALL][-1]
     assert [m["content"] for m in decision_after.request["messages"][:4]] == [
-        "Be brief.", "My name is Ana.", "Hello Ana!", "What is my name?"]
+        "Be brief.",
+        "My name is Ana.",
+        "Hello Ana!",
+        "What is my name?",
+    ]
     assert rerun.context == CHAT
     _, replayed = app.replay(original.id)
     assert first_request_messages(replayed) == first_request_messages(original) and replayed.context == CHAT

@@ -27,9 +27,13 @@ from flowcall.core.datasets import (
 )
 from flowcall.core.errors import ConfigError
 
-GOOD = {"id": "w1", "question": "明天成都会下雨吗?",
-        "expect_calls": [{"name": "weather/v1/get_weather", "arguments": {"location": "成都"}}],
-        "answer_contains": "雨", "max_latency_s": 20}
+GOOD = {
+    "id": "w1",
+    "question": "明天成都会下雨吗?",
+    "expect_calls": [{"name": "weather/v1/get_weather", "arguments": {"location": "成都"}}],
+    "answer_contains": "雨",
+    "max_latency_s": 20,
+}
 
 
 def _problems(text: str, fmt: str = "jsonl") -> list[str]:
@@ -93,7 +97,9 @@ def test_the_error_message_lists_the_problems_and_says_nothing_was_stored():
         parse_dataset(b'{"question": "ok"}\n{"nope": 1}\n', "jsonl", "data.jsonl")
     message = str(caught.value)
     assert message.startswith("data.jsonl cannot be imported (2 problems; nothing was stored):")
-    assert "line 2, field question: Field required" in message and "line 2, field nope: unknown field" in message
+    assert (
+        "line 2, field question: Field required" in message and "line 2, field nope: unknown field" in message
+    )
 
 
 def test_only_the_first_fifty_problems_are_listed_then_a_count():
@@ -115,27 +121,39 @@ def test_an_empty_file_and_an_unknown_suffix_are_refused(tmp_path: Path):
 
 
 def test_csv_reads_text_cells_as_text_json_cells_as_json_and_flags_as_booleans():
-    text = ("question,expect_calls,ordered,answer_equals,max_latency_s,answer_regex\n"
-            '"Where, exactly?","[{""name"": ""f"", ""arguments"": {""a"": 1}}, {""name"": ""g""}]",true,Paris,2.5,^P\n'
-            "two,,,42,,\n"
-            '"multi\nline question",,,"""quoted""",,\n')
+    text = (
+        "question,expect_calls,ordered,answer_equals,max_latency_s,answer_regex\n"
+        '"Where, exactly?","[{""name"": ""f"", ""arguments"": {""a"": 1}}, {""name"": ""g""}]",'
+        "true,Paris,2.5,^P\n"
+        "two,,,42,,\n"
+        '"multi\nline question",,,"""quoted""",,\n'
+    )
     items, problems = parse_csv(text)
     assert problems == []
     assert items[0].question == "Where, exactly?" and items[0].ordered is True
-    assert [c.name for c in items[0].expect_calls] == ["f", "g"] and items[0].expect_calls[0].arguments == {"a": 1}
-    assert items[0].answer_equals == "Paris" and items[0].max_latency_s == 2.5 and items[0].answer_regex == "^P"
+    assert [c.name for c in items[0].expect_calls] == ["f", "g"] and items[0].expect_calls[0].arguments == {
+        "a": 1
+    }
+    assert (
+        items[0].answer_equals == "Paris" and items[0].max_latency_s == 2.5 and items[0].answer_regex == "^P"
+    )
     assert items[1].answer_equals == 42 and items[1].expect_calls is None
     assert items[2].question == "multi\nline question" and items[2].answer_equals == "quoted"
 
 
 def test_csv_problems_name_the_line_where_the_row_starts_and_the_column():
-    text = ("question,expect_calls,answer_schema\n"
-            '"a question\nover two lines",[{bad json,\n'
-            "ok,,\n"
-            "only one cell\n"
-            ',,"{""type"": ""object""}"\n')
+    text = (
+        "question,expect_calls,answer_schema\n"
+        '"a question\nover two lines",[{bad json,\n'
+        "ok,,\n"
+        "only one cell\n"
+        ',,"{""type"": ""object""}"\n'
+    )
     problems = [str(p) for p in parse_csv(text)[1]]
-    assert problems[0].startswith("line 2, field expect_calls: not valid JSON") and "holds JSON text" in problems[0]
+    assert (
+        problems[0].startswith("line 2, field expect_calls: not valid JSON")
+        and "holds JSON text" in problems[0]
+    )
     assert problems[1] == "line 5: has 1 cells; the header has 3"
     assert problems[2].startswith("line 6, field question: Field required")
     assert len(problems) == 3
@@ -145,7 +163,9 @@ def test_csv_headers_must_name_known_fields_once_and_include_question():
     problems = [str(p) for p in parse_csv("question,answer,question\nq,a,q\n")[1]]
     assert "line 1, field answer: unknown column" in problems[0]
     assert "line 1, field question: this column appears twice" in problems
-    assert [str(p) for p in parse_csv("id\nx\n")[1]] == ["line 1, field question: the header has no question column"]
+    assert [str(p) for p in parse_csv("id\nx\n")[1]] == [
+        "line 1, field question: the header has no question column"
+    ]
 
 
 def test_a_utf8_bom_and_crlf_line_ends_are_fine():
@@ -157,27 +177,55 @@ def test_a_utf8_bom_and_crlf_line_ends_are_fine():
 
 # --- export, and reading an export back -------------------------------------------------------
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30).filter(lambda s: s.strip())
+_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30).filter(
+    lambda s: s.strip()
+)
 _json_value = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | _text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text.filter(lambda k: k != "any_of"), inner,
-                                                               max_size=3),
-    max_leaves=8)
-_calls = st.lists(st.builds(ExpectedCall, name=_text, arguments=st.dictionaries(
-    _text, _json_value | st.builds(lambda v, o: {"any_of": v, "optional": o}, st.lists(_json_value, min_size=1,
-                                                                                     max_size=3), st.booleans()),
-    max_size=3)), min_size=1, max_size=3)
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _text,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(_text.filter(lambda k: k != "any_of"), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_calls = st.lists(
+    st.builds(
+        ExpectedCall,
+        name=_text,
+        arguments=st.dictionaries(
+            _text,
+            _json_value
+            | st.builds(
+                lambda v, o: {"any_of": v, "optional": o},
+                st.lists(_json_value, min_size=1, max_size=3),
+                st.booleans(),
+            ),
+            max_size=3,
+        ),
+    ),
+    min_size=1,
+    max_size=3,
+)
 
 
 @st.composite
 def items(draw) -> DatasetItem:
     calls = draw(st.none() | _calls)
     return DatasetItem(
-        id=draw(st.none() | _text), question=draw(_text), expect_calls=calls,
-        ordered=draw(st.booleans()) if calls else False, expect_no_call=draw(st.booleans()) if not calls else False,
+        id=draw(st.none() | _text),
+        question=draw(_text),
+        expect_calls=calls,
+        ordered=draw(st.booleans()) if calls else False,
+        expect_no_call=draw(st.booleans()) if not calls else False,
         answer_schema=draw(st.none() | st.just({"type": "object", "required": ["a"]})),
-        answer_contains=draw(st.none() | _text), answer_regex=draw(st.none() | st.sampled_from(["^a", "[0-9]+", r"\d"])),
-        answer_equals=draw(_json_value), max_latency_s=draw(st.none() | st.floats(0.001, 1e6)),
+        answer_contains=draw(st.none() | _text),
+        answer_regex=draw(st.none() | st.sampled_from(["^a", "[0-9]+", r"\d"])),
+        answer_equals=draw(_json_value),
+        max_latency_s=draw(st.none() | st.floats(0.001, 1e6)),
         tools=draw(st.none() | st.just([ItemTool(name="t_1", description="=cmd|' /C calc'!A0")])),
     )
 
@@ -199,8 +247,9 @@ def test_the_formula_escape_is_undone_exactly_and_no_escaped_cell_starts_like_a_
 
 
 def test_a_csv_export_has_every_field_as_a_column_and_escapes_formula_cells():
-    item = DatasetItem(question="=HYPERLINK(\"http://evil.example\", \"click\")", answer_contains="@SUM(A1)",
-                       answer_equals=-3)
+    item = DatasetItem(
+        question='=HYPERLINK("http://evil.example", "click")', answer_contains="@SUM(A1)", answer_equals=-3
+    )
     rows = to_csv([item]).splitlines()
     assert rows[0] == ",".join(FIELDS)
     assert "'=HYPERLINK" in rows[1] and "'@SUM(A1)" in rows[1] and "'-3" in rows[1]

@@ -20,9 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "guide" / "api.md"]
 FLOWS = {
     "current-time": {"name": "current-time", "tools": ["time/v1/get_current_time"], "decision": SCHEMA_MODEL},
-    "create-task": {"name": "create-task", "tools": ["task/v1/add_task"], "decision": SCHEMA_MODEL,
-                    "needs_approval": ["task/v1/add_task"]},
-    "commute-weather": {"name": "commute-weather", "tools": ["weather/v1/get_weather"], "decision": SCHEMA_MODEL},
+    "create-task": {
+        "name": "create-task",
+        "tools": ["task/v1/add_task"],
+        "decision": SCHEMA_MODEL,
+        "needs_approval": ["task/v1/add_task"],
+    },
+    "commute-weather": {
+        "name": "commute-weather",
+        "tools": ["weather/v1/get_weather"],
+        "decision": SCHEMA_MODEL,
+    },
 }
 
 
@@ -32,7 +40,9 @@ def blocks(path: Path, language: str) -> list[str]:
 
 def api_blocks(path: Path, language: str) -> list[str]:
     """The blocks that talk to the API (or set it up), in the order a reader meets them."""
-    return [b for b in blocks(path, language) if "8000" in b or "flowcall keys" in b or "FLOWCALL_API_KEY" in b]
+    return [
+        b for b in blocks(path, language) if "8000" in b or "flowcall keys" in b or "FLOWCALL_API_KEY" in b
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +52,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def run(server: Server, argv: list[str], script: str) -> str:
-    env = {**os.environ, "FLOWCALL_API_KEY": server.keys["all"],
-           "FLOWCALL_DATABASE_URL": server.app.store.engine.url.render_as_string(hide_password=False),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run([*argv, script.replace("127.0.0.1:8000", f"127.0.0.1:{server.port}")], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "FLOWCALL_API_KEY": server.keys["all"],
+        "FLOWCALL_DATABASE_URL": server.app.store.engine.url.render_as_string(hide_password=False),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    done = subprocess.run(
+        [*argv, script.replace("127.0.0.1:8000", f"127.0.0.1:{server.port}")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, f"{script}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
     return done.stdout
 
@@ -69,8 +87,11 @@ def test_the_shell_examples_run_as_written(server: Server, path: Path) -> None:
             server.app.revoke_key(name)
     lines = []
     for block in api_blocks(path, "bash"):
-        lines += [line for line in block.splitlines()
-                  if not line.startswith("flowcall serve") and "fc_..." not in line]
+        lines += [
+            line
+            for line in block.splitlines()
+            if not line.startswith("flowcall serve") and "fc_..." not in line
+        ]
     script = "\n".join(lines)
     out = run(server, ["bash", "-euo", "pipefail", "-c"], script).replace(" ", "")
     assert '"status":"succeeded","question":"WhattimeisitinTokyo?"' in out
@@ -83,7 +104,9 @@ def test_the_shell_examples_run_as_written(server: Server, path: Path) -> None:
     assert {k.name for k in server.app.list_keys() if k.active} >= {"my-app"}
 
 
-AWKWARD = {name: {"name": name, "tools": [], "decision": SCHEMA_MODEL} for name in ("报告 v1.2", "..", "a -b")}
+AWKWARD = {
+    name: {"name": name, "tools": [], "decision": SCHEMA_MODEL} for name in ("报告 v1.2", "..", "a -b")
+}
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +124,15 @@ def test_the_api_pages_snippets_work_when_pasted(awkward_server: Server, flow: s
     base, key, question = awkward_server.base, awkward_server.keys["all"], "what's up? 「你好」 $HOME `id`"
     with_key = lambda text: text.replace(api_snippets.KEY_PLACEHOLDER, key)  # noqa: E731
     expected = f"No tool results. Last message: {question}"
-    run_reply = json.loads(run(awkward_server, ["bash", "-c"], with_key(api_snippets.curl_run(base, flow, question))))
+    run_reply = json.loads(
+        run(awkward_server, ["bash", "-c"], with_key(api_snippets.curl_run(base, flow, question)))
+    )
     assert run_reply["flow"] == flow and run_reply["answer"] == expected
-    chat_reply = json.loads(run(awkward_server, ["bash", "-c"], with_key(api_snippets.curl_chat(base, flow, question))))
+    chat_reply = json.loads(
+        run(awkward_server, ["bash", "-c"], with_key(api_snippets.curl_chat(base, flow, question)))
+    )
     assert chat_reply["model"] == flow and chat_reply["choices"][0]["message"]["content"] == expected
-    printed = run(awkward_server, [sys.executable, "-c"], with_key(api_snippets.openai_python(base, flow, question)))
+    printed = run(
+        awkward_server, [sys.executable, "-c"], with_key(api_snippets.openai_python(base, flow, question))
+    )
     assert printed.rstrip("\n") == expected

@@ -56,10 +56,21 @@ def flowcall(db_url: str, work: Path) -> Iterator[FlowCall]:  # noqa: F811
 
 
 def _start(db_url: str, work: Path, hang_at: str, **env: str) -> subprocess.Popen:  # noqa: F811
-    environment = {**os.environ, "FLOWCALL_DATABASE_URL": db_url, "DURABLE_TEST_DIR": str(work),
-                   "PYTHONPATH": str(ROOT), **env}
-    return subprocess.Popen([sys.executable, str(HELPER), "run", PLAN, hang_at], cwd=ROOT, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    environment = {
+        **os.environ,
+        "FLOWCALL_DATABASE_URL": db_url,
+        "DURABLE_TEST_DIR": str(work),
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, str(HELPER), "run", PLAN, hang_at],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_started(work: Path, process: subprocess.Popen, within_s: float = 60) -> None:
@@ -104,7 +115,7 @@ def test_a_killed_run_is_interrupted_and_resumes_repeating_only_a_read_only_call
 
     assert resumed.status == RunStatus.SUCCEEDED, resumed.error
     stored = flowcall.store.get_run(run.id)
-    assert [s.model_dump() for s in stored.steps[:len(run.steps)]] == [s.model_dump() for s in run.steps]
+    assert [s.model_dump() for s in stored.steps[: len(run.steps)]] == [s.model_dump() for s in run.steps]
     assert _executions(work) == ["read:a", "write:b", "read:c", "read:c"]  # c again, b never twice
     assert stored.final_answer == _uninterrupted_answer(db_url, work)
 
@@ -164,23 +175,36 @@ def test_ctrl_c_marks_the_run_cancelled(flowcall, db_url, work):  # noqa: F811
 
 def test_an_owner_on_another_host_holds_the_run_until_its_lease_runs_out(flowcall, db_url, work):  # noqa: F811
     run = flowcall.run(FLOW, "do the plan")
-    for lease, status in ((utcnow() + timedelta(minutes=5), RunStatus.RUNNING),
-                          (utcnow() - timedelta(seconds=1), RunStatus.INTERRUPTED)):
+    for lease, status in (
+        (utcnow() + timedelta(minutes=5), RunStatus.RUNNING),
+        (utcnow() - timedelta(seconds=1), RunStatus.INTERRUPTED),
+    ):
         with flowcall.store._session() as s, s.begin():
-            s.execute(update(RunRow).where(RunRow.id == run.id).values(
-                status="running", owner="another-host/4242/1", lease_until=lease))
+            s.execute(
+                update(RunRow)
+                .where(RunRow.id == run.id)
+                .values(status="running", owner="another-host/4242/1", lease_until=lease)
+            )
         assert flowcall.store.get_run(run.id).status == status
 
 
 def test_a_dead_pid_on_this_host_is_interrupted_even_with_a_lease(flowcall, work):
     run = flowcall.run(FLOW, "do the plan")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     import socket
 
     with flowcall.store._session() as s, s.begin():
-        s.execute(update(RunRow).where(RunRow.id == run.id).values(
-            status="running", owner=f"{socket.gethostname()}/{dead.stdout.strip()}/1",
-            lease_until=utcnow() + timedelta(minutes=5)))
+        s.execute(
+            update(RunRow)
+            .where(RunRow.id == run.id)
+            .values(
+                status="running",
+                owner=f"{socket.gethostname()}/{dead.stdout.strip()}/1",
+                lease_until=utcnow() + timedelta(minutes=5),
+            )
+        )
     assert flowcall.store.get_run(run.id).status == RunStatus.INTERRUPTED
 
 
@@ -204,8 +228,13 @@ def test_a_lease_is_renewed_while_a_long_step_runs(monkeypatch, tmp_path):
 
 # --- the hidden context (seed 003) is saved with the run's state ------------------------------
 
-DATA_FLOW = Flow(name="clean", tools=["read_csv", "drop_missing"], max_rounds=3,
-                 needs_approval=["drop_missing"], decision=DecisionConfig(provider="scripted"))
+DATA_FLOW = Flow(
+    name="clean",
+    tools=["read_csv", "drop_missing"],
+    max_rounds=3,
+    needs_approval=["drop_missing"],
+    decision=DecisionConfig(provider="scripted"),
+)
 
 
 @pytest.fixture
@@ -240,8 +269,9 @@ def test_a_rerun_from_a_later_step_starts_with_the_table_as_it_was(data_service)
     assert done.status == RunStatus.SUCCEEDED
     step = [s for s in done.steps if s.name == "drop_missing" and s.kind == StepKind.TOOL_CALL][0]
 
-    rerun = data_service(["cleaned again"]).rerun_from(done.id, step.seq, arguments={"columns": ["a"]},
-                                                         approver=approve_all)
+    rerun = data_service(["cleaned again"]).rerun_from(
+        done.id, step.seq, arguments={"columns": ["a"]}, approver=approve_all
+    )
 
     assert rerun.status == RunStatus.SUCCEEDED, rerun.error
     again = [s for s in rerun.steps if s.name == "drop_missing" and s.kind == StepKind.TOOL_CALL][-1]
@@ -252,7 +282,9 @@ def test_a_saved_table_round_trips_and_a_hostile_state_is_refused():
     import pandas as pd
 
     frame = pd.DataFrame({"n": [1, 2], "when": ["2026-01-01", None], "x": [1.5, None]})
-    state = LoopState(messages=[Message(role="user", content="q")], budget=1, artifacts={"table": frame, "k": [1]})
+    state = LoopState(
+        messages=[Message(role="user", content="q")], budget=1, artifacts={"table": frame, "k": [1]}
+    )
     back = LoopState.restore(json.loads(json.dumps(state.checkpoint())))
     pd.testing.assert_frame_equal(back.artifacts["table"], frame)
     assert back.artifacts["k"] == [1]
@@ -264,6 +296,7 @@ def test_a_saved_table_round_trips_and_a_hostile_state_is_refused():
 
 
 # --- the CLI ------------------------------------------------------------------------------------
+
 
 def _cli(flowcall: FlowCall, monkeypatch: pytest.MonkeyPatch, *args: str):
     from click.testing import CliRunner
@@ -298,7 +331,9 @@ def test_the_studio_ending_its_script_mid_run_cancels_the_run(flowcall):
     RerunException (BaseExceptions) inside the step callback: the run ends `cancelled`, not
     `running` for ever, and the exception goes on to Streamlit."""
 
-    class RerunException(BaseException):  # the name is what the engine reads; streamlit is not imported below it
+    class RerunException(
+        BaseException
+    ):  # the name is what the engine reads; streamlit is not imported below it
         pass
 
     def click_during(step):
@@ -309,4 +344,6 @@ def test_the_studio_ending_its_script_mid_run_cancels_the_run(flowcall):
         flowcall.run(FLOW, "do the plan", on_step=click_during)
     run = flowcall.store.list_runs(flow_name=FLOW.name)[0]
     assert run.status == RunStatus.CANCELLED and run.error == "stopped in the studio"
-    assert [s.name for s in flowcall.store.get_run(run.id).steps if s.kind == StepKind.TOOL_CALL] == ["read_item"]
+    assert [s.name for s in flowcall.store.get_run(run.id).steps if s.kind == StepKind.TOOL_CALL] == [
+        "read_item"
+    ]

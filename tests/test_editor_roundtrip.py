@@ -20,7 +20,9 @@ from flowcall.service.front import FlowCall
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "flows").glob("*.json"))
 # no example database between runs (nothing to replay), no deadline (the first validation is slow)
-PROPERTY = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def assert_round_trips(flow: Flow) -> None:
@@ -38,17 +40,33 @@ def assert_round_trips(flow: Flow) -> None:
 # runs, which hypothesis would otherwise write into prompts now and then.
 TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="0123456789"), max_size=60)
 NAME = st.text(st.sampled_from(list("abcxyzABC_-. 天气") + ["d"]), min_size=1, max_size=40).filter(
-    lambda s: bool(re.fullmatch(r"[\w\-. ]+", s)))
-VERSIONS = ["weather/v1/get_weather", "data/v1/read_csv", "time/mcp/get_current_time", "shop/http/getItem",
-            "lookup_employee"]
+    lambda s: bool(re.fullmatch(r"[\w\-. ]+", s))
+)
+VERSIONS = [
+    "weather/v1/get_weather",
+    "data/v1/read_csv",
+    "time/mcp/get_current_time",
+    "shop/http/getItem",
+    "lookup_employee",
+]
 SCHEMAS = st.recursive(
-    st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
-                          optional={"description": TEXT, "default": st.none() | st.booleans() | TEXT,
-                                    "enum": st.lists(st.none() | st.integers() | TEXT, min_size=1, max_size=3)}),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
+        optional={
+            "description": TEXT,
+            "default": st.none() | st.booleans() | TEXT,
+            "enum": st.lists(st.none() | st.integers() | TEXT, min_size=1, max_size=3),
+        },
+    ),
     lambda inner: st.fixed_dictionaries(
-        {"type": st.just("object"), "properties": st.dictionaries(st.from_regex(r"[a-z_]{1,10}", fullmatch=True), inner, max_size=3)},
-        optional={"required": st.just([]), "additionalProperties": st.booleans()}),
-    max_leaves=6)
+        {
+            "type": st.just("object"),
+            "properties": st.dictionaries(st.from_regex(r"[a-z_]{1,10}", fullmatch=True), inner, max_size=3),
+        },
+        optional={"required": st.just([]), "additionalProperties": st.booleans()},
+    ),
+    max_leaves=6,
+)
 
 
 def model_config(with_schema: bool) -> st.SearchStrategy[dict[str, Any]]:
@@ -72,7 +90,11 @@ def flow_data(draw: st.DrawFn) -> dict[str, Any]:
     """Flow JSON as a person or the studio writes it: any field may be left out, and a tool may
     be named by its version or its bare name."""
     tools = draw(st.lists(st.sampled_from(VERSIONS), unique=True, max_size=4))
-    named = st.sampled_from(tools).flatmap(lambda ref: st.sampled_from([ref, ref.rsplit("/", 1)[-1]])) if tools else st.nothing()
+    named = (
+        st.sampled_from(tools).flatmap(lambda ref: st.sampled_from([ref, ref.rsplit("/", 1)[-1]]))
+        if tools
+        else st.nothing()
+    )
     data: dict[str, Any] = {"name": draw(NAME), "tools": tools}
     optional = {
         "description": TEXT,
@@ -82,23 +104,57 @@ def flow_data(draw: st.DrawFn) -> dict[str, Any]:
         "max_rounds": st.integers(1, 50),
         "retry_budget": st.integers(0, 10),
         "tool_timeout_s": st.floats(0.01, 600, allow_nan=False),
-        "router_rules": st.lists(st.fixed_dictionaries({"pattern": st.sampled_from(["天气|weather", "^csv", r"\d+"]),
-                                                        "tool": named}), max_size=3) if tools else st.just([]),
-        "mcp_servers": st.lists(st.fixed_dictionaries(
-            {"name": st.just("time")},
-            optional={"env": st.lists(st.sampled_from([("TZ", "$TZ"), ("TZ", "UTC"), ("LANG", "en_US.UTF-8"),
-                                                       ("GITHUB_TOKEN", "$GITHUB_TOKEN")]), max_size=3).map(dict),
-                      "trusted": st.booleans(), "startup_timeout_s": st.floats(0.5, 300),
-                      "call_timeout_s": st.floats(0.5, 600)},
-        ).flatmap(lambda server: st.sampled_from([{**server, "command": ["mcp-server-time", "--local-timezone=UTC"]},
-                                                  {**server, "url": "http://127.0.0.1:8765/mcp"}])), max_size=1),
-        "http_tools": st.lists(st.fixed_dictionaries(
-            {"name": st.just("shop"), "openapi": st.just("https://api.example.com/openapi.json")},
-            optional={"base_url": st.none() | st.just("https://api.example.com/v2"),
-                      "operations": st.none() | st.lists(st.sampled_from(["getItem", "listItems"]), unique=True),
-                      "allow_hosts": st.lists(st.sampled_from(["127.0.0.1", "intranet.local"]), unique=True),
-                      "timeout_s": st.floats(0.5, 300), "max_response_bytes": st.integers(1, 50_000_000)}),
-            max_size=1),
+        "router_rules": st.lists(
+            st.fixed_dictionaries(
+                {"pattern": st.sampled_from(["天气|weather", "^csv", r"\d+"]), "tool": named}
+            ),
+            max_size=3,
+        )
+        if tools
+        else st.just([]),
+        "mcp_servers": st.lists(
+            st.fixed_dictionaries(
+                {"name": st.just("time")},
+                optional={
+                    "env": st.lists(
+                        st.sampled_from(
+                            [
+                                ("TZ", "$TZ"),
+                                ("TZ", "UTC"),
+                                ("LANG", "en_US.UTF-8"),
+                                ("GITHUB_TOKEN", "$GITHUB_TOKEN"),
+                            ]
+                        ),
+                        max_size=3,
+                    ).map(dict),
+                    "trusted": st.booleans(),
+                    "startup_timeout_s": st.floats(0.5, 300),
+                    "call_timeout_s": st.floats(0.5, 600),
+                },
+            ).flatmap(
+                lambda server: st.sampled_from(
+                    [
+                        {**server, "command": ["mcp-server-time", "--local-timezone=UTC"]},
+                        {**server, "url": "http://127.0.0.1:8765/mcp"},
+                    ]
+                )
+            ),
+            max_size=1,
+        ),
+        "http_tools": st.lists(
+            st.fixed_dictionaries(
+                {"name": st.just("shop"), "openapi": st.just("https://api.example.com/openapi.json")},
+                optional={
+                    "base_url": st.none() | st.just("https://api.example.com/v2"),
+                    "operations": st.none()
+                    | st.lists(st.sampled_from(["getItem", "listItems"]), unique=True),
+                    "allow_hosts": st.lists(st.sampled_from(["127.0.0.1", "intranet.local"]), unique=True),
+                    "timeout_s": st.floats(0.5, 300),
+                    "max_response_bytes": st.integers(1, 50_000_000),
+                },
+            ),
+            max_size=1,
+        ),
         "needs_approval": st.lists(named, unique=True, max_size=3) if tools else st.just([]),
         "polish": st.none() | model_config(with_schema=True),
     }
@@ -127,6 +183,7 @@ def test_a_tool_named_either_way_loads_to_one_form(data: dict[str, Any]) -> None
 
 # ------------------------------------------------------------------ the example flows
 
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_flows_round_trip(path: Path) -> None:
     assert_round_trips(load_flow(path))
@@ -150,6 +207,7 @@ def test_example_flows_with_changes_round_trip(path: Path, data: st.DataObject) 
 
 
 # ------------------------------------------------------------------ the editor (Flows page)
+
 
 def flows_page() -> AppTest:
     """The studio as a person opens it (app.py seeds the example flows), on the Flows page."""
@@ -194,22 +252,61 @@ def test_the_editor_saves_an_unchanged_example_flow_unchanged(path: Path) -> Non
 def test_the_editor_keeps_every_field_it_does_not_show() -> None:
     """A flow with router rules, approvals by version and by name, MCP servers, HTTP tools, a
     polish schema and non-default limits: saved unchanged, it stays the same flow."""
-    rich = parse_flow({
-        "name": "rich", "description": "every field set",
-        "decision": {"provider": "openai-compatible", "model": "qwen-plus", "base_url": "http://127.0.0.1:11434/v1",
-                     "system_prompt": "Today is {{today}}.", "temperature": 0.3, "max_tokens": 321, "calling_way": "router"},
-        "tools": ["weather/v1/get_weather", "data/v1/read_csv", "time/mcp/get_current_time", "shop/http/getItem"],
-        "tool_choice": "data/v1/read_csv", "parallel_tool_calls": False, "max_rounds": 7, "retry_budget": 5,
-        "tool_timeout_s": 12.5,
-        "router_rules": [{"pattern": "天气|weather", "tool": "weather/v1/get_weather"}, {"pattern": "csv", "tool": "read_csv"}],
-        "mcp_servers": [{"name": "time", "command": ["mcp-server-time"], "env": {"TZ": "$TZ"}, "call_timeout_s": 9}],
-        "http_tools": [{"name": "shop", "openapi": "https://api.example.com/openapi.json", "operations": ["getItem"],
-                        "allow_hosts": ["127.0.0.1"], "timeout_s": 4, "max_response_bytes": 2048}],
-        "needs_approval": ["weather/v1/get_weather", "read_csv"],
-        "polish": {"provider": "local", "system_prompt": "Be brief.", "max_tokens": 77, "temperature": 0.1,
-                   "output_schema": {"type": "object", "properties": {"city": {"type": ["string", "null"], "default": None}},
-                                     "required": ["city"]}},
-    })
+    rich = parse_flow(
+        {
+            "name": "rich",
+            "description": "every field set",
+            "decision": {
+                "provider": "openai-compatible",
+                "model": "qwen-plus",
+                "base_url": "http://127.0.0.1:11434/v1",
+                "system_prompt": "Today is {{today}}.",
+                "temperature": 0.3,
+                "max_tokens": 321,
+                "calling_way": "router",
+            },
+            "tools": [
+                "weather/v1/get_weather",
+                "data/v1/read_csv",
+                "time/mcp/get_current_time",
+                "shop/http/getItem",
+            ],
+            "tool_choice": "data/v1/read_csv",
+            "parallel_tool_calls": False,
+            "max_rounds": 7,
+            "retry_budget": 5,
+            "tool_timeout_s": 12.5,
+            "router_rules": [
+                {"pattern": "天气|weather", "tool": "weather/v1/get_weather"},
+                {"pattern": "csv", "tool": "read_csv"},
+            ],
+            "mcp_servers": [
+                {"name": "time", "command": ["mcp-server-time"], "env": {"TZ": "$TZ"}, "call_timeout_s": 9}
+            ],
+            "http_tools": [
+                {
+                    "name": "shop",
+                    "openapi": "https://api.example.com/openapi.json",
+                    "operations": ["getItem"],
+                    "allow_hosts": ["127.0.0.1"],
+                    "timeout_s": 4,
+                    "max_response_bytes": 2048,
+                }
+            ],
+            "needs_approval": ["weather/v1/get_weather", "read_csv"],
+            "polish": {
+                "provider": "local",
+                "system_prompt": "Be brief.",
+                "max_tokens": 77,
+                "temperature": 0.1,
+                "output_schema": {
+                    "type": "object",
+                    "properties": {"city": {"type": ["string", "null"], "default": None}},
+                    "required": ["city"],
+                },
+            },
+        }
+    )
     flows_page()  # seeds the examples first: the studio seeds only an empty database
     FlowCall.open().store.save_flow(rich)
     before, after, notices = save_unchanged("rich")

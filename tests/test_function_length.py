@@ -28,9 +28,13 @@ def long_functions() -> list[str]:
 
 def test_no_function_in_flowcall_is_over_50_lines() -> None:
     too_long = long_functions()
-    assert not too_long, f"functions over {LIMIT} lines (split them into named helpers):\n" + "\n".join(too_long)
+    assert not too_long, f"functions over {LIMIT} lines (split them into named helpers):\n" + "\n".join(
+        too_long
+    )
 
 
 def test_the_engine_holds_the_loop_and_no_more() -> None:
     lines = len((ROOT / "flowcall" / "engine" / "loop.py").read_text(encoding="utf-8").splitlines())
-    assert lines < ENGINE_LINES, f"flowcall/engine/loop.py has {lines} lines; move what is not the loop out of it"
+    assert lines < ENGINE_LINES, (
+        f"flowcall/engine/loop.py has {lines} lines; move what is not the loop out of it"
+    )

@@ -24,8 +24,12 @@ WEATHER = "weather/v1/get_weather"
 
 
 def weather_flow(**changes) -> Flow:
-    flow = Flow(name="weather", tools=[WEATHER], decision=DecisionConfig(provider="scripted", system_prompt="Be brief."),
-                polish=PolishConfig(provider="scripted"))
+    flow = Flow(
+        name="weather",
+        tools=[WEATHER],
+        decision=DecisionConfig(provider="scripted", system_prompt="Be brief."),
+        polish=PolishConfig(provider="scripted"),
+    )
     return flow.model_copy(update=changes)
 
 
@@ -42,8 +46,11 @@ def service() -> FlowCall:
 
 @pytest.fixture
 def two_city_run(service):
-    scripted(service, [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "done"],
-             ["Chengdu and Beijing: see above."])
+    scripted(
+        service,
+        [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "done"],
+        ["Chengdu and Beijing: see above."],
+    )
     run = service.run(weather_flow(), "成都和北京天气?")
     assert run.status == RunStatus.SUCCEEDED
     assert [s.kind for s in run.steps] == ["model_call", "tool_call", "tool_call", "model_call", "polish"]
@@ -104,14 +111,22 @@ def test_compare_aligns_steps_around_an_extra_call(service, two_city_run):
     other = service.run(weather_flow(), "成都天气?")
     pairs = align(two_city_run, other)
     kinds = [(p.left and p.left.kind, p.right and p.right.kind) for p in pairs]
-    assert kinds == [("model_call", "model_call"), ("tool_call", "tool_call"), ("tool_call", None),
-                     ("model_call", "model_call"), ("polish", "polish")]
+    assert kinds == [
+        ("model_call", "model_call"),
+        ("tool_call", "tool_call"),
+        ("tool_call", None),
+        ("model_call", "model_call"),
+        ("polish", "polish"),
+    ]
     assert not any(d.startswith("argument") for d in pairs[1].differences)  # the same call on both sides
     assert any(d.startswith("tool calls:") for d in pairs[0].differences)
     assert pairs[2].differences == ["only in the left run"]
     assert any(d.startswith("result:") for d in pairs[4].differences)
     figures = summary(two_city_run, other)
-    assert figures["tool calls"] == (2, 1) and figures["answer"] == ("Chengdu and Beijing: see above.", "Chengdu only.")
+    assert figures["tool calls"] == (2, 1) and figures["answer"] == (
+        "Chengdu and Beijing: see above.",
+        "Chengdu only.",
+    )
 
 
 def test_compare_of_a_run_with_itself_finds_no_difference(service, two_city_run):
@@ -124,19 +139,23 @@ def test_export_then_import_keeps_every_step_and_the_flow(service, two_city_run,
     other = FlowCall.open(f"sqlite:///{tmp_path / 'elsewhere.db'}")
     imported = other.import_run(text)
     assert imported.id == two_city_run.id  # a fresh database keeps the id
-    assert [s.model_dump(exclude={"run_id"}) for s in imported.steps] == \
-           [s.model_dump(exclude={"run_id"}) for s in two_city_run.steps]
+    assert [s.model_dump(exclude={"run_id"}) for s in imported.steps] == [
+        s.model_dump(exclude={"run_id"}) for s in two_city_run.steps
+    ]
     assert other.flow_of(imported) == service.flow_of(two_city_run)
     again = service.import_run(text)  # the same database: a copy with its own id, nothing overwritten
     assert again.id != two_city_run.id and len(again.steps) == len(two_city_run.steps)
     assert service.store.get_run(two_city_run.id).final_answer == two_city_run.final_answer
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("{not json", "not valid JSON"),
-    ('{"format": "flowcall.flow/v1", "name": "x"}', "not a FlowCall run export"),
-    ('{"format": "flowcall.run/v1", "run": {"id": "x"}}', "invalid run at run."),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"format": "flowcall.flow/v1", "name": "x"}', "not a FlowCall run export"),
+        ('{"format": "flowcall.run/v1", "run": {"id": "x"}}', "invalid run at run."),
+    ],
+)
 def test_import_of_a_bad_file_says_what_is_wrong_and_stores_nothing(service, text, problem):
     with pytest.raises(ConfigError, match=problem):
         service.import_run(text)
@@ -161,8 +180,10 @@ ONE_BY_ONE = DecisionTuning(call_margin=0.5, more_calls_margin=-8.0)
 
 def writes(location: str):
     """The schema way's model continuing the call list it is given with one call."""
-    return lambda request: request.assistant_prefix + json.dumps(
-        {"name": "get_weather", "arguments": {"location": location}}, ensure_ascii=False)
+    return lambda request: (
+        request.assistant_prefix
+        + json.dumps({"name": "get_weather", "arguments": {"location": location}}, ensure_ascii=False)
+    )
 
 
 def more(comma: float) -> ModelTurn:
@@ -172,15 +193,31 @@ def more(comma: float) -> ModelTurn:
 @pytest.fixture
 def one_by_one_run(service):
     """Two calls written one at a time; the round's last model step is the "another call?" score."""
-    deciding = ScriptedProvider([ModelTurn(scores={"yes": -0.1, "no": -3.0}), writes("成都"), more(-1.0),
-                                 writes("北京"), more(-12.0), '{"answer": "done"}'], capabilities=SCORING,
-                                tuning=ONE_BY_ONE)
+    deciding = ScriptedProvider(
+        [
+            ModelTurn(scores={"yes": -0.1, "no": -3.0}),
+            writes("成都"),
+            more(-1.0),
+            writes("北京"),
+            more(-12.0),
+            '{"answer": "done"}',
+        ],
+        capabilities=SCORING,
+        tuning=ONE_BY_ONE,
+    )
     polishing = ScriptedProvider(["Chengdu and Beijing."])
     service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
-    run = service.run(weather_flow(decision=DecisionConfig(provider="scripted", calling_way="schema")), "成都和北京天气?")
+    run = service.run(
+        weather_flow(decision=DecisionConfig(provider="scripted", calling_way="schema")), "成都和北京天气?"
+    )
     assert run.status == RunStatus.SUCCEEDED
     assert [s.note for s in run.steps if s.kind == StepKind.MODEL_CALL][:5] == [
-        "checked whether get_weather fits: yes, margin 2.90, bar 0.50", "call 1", "another call after call 1?", "call 2", "another call after call 2?"]
+        "checked whether get_weather fits: yes, margin 2.90, bar 0.50",
+        "call 1",
+        "another call after call 1?",
+        "call 2",
+        "another call after call 2?",
+    ]
     return run
 
 
@@ -196,12 +233,13 @@ def test_rerun_from_a_call_written_one_at_a_time_runs_the_edited_arguments(servi
     assert [s.arguments for s in ran] == expected
     live = ran[which]
     assert not is_reused(live) and live.response["executed"] and live.result["location"] == "上海"
-    assert all(is_reused(s) for s in new.steps[:tool_steps[which].seq - 1])
+    assert all(is_reused(s) for s in new.steps[: tool_steps[which].seq - 1])
     seen = deciding.requests[0].messages  # the next decision read the edited call and its result
     assert "上海" in json.dumps([m.model_dump() for m in seen], ensure_ascii=False)
 
 
 # ------------------------------------------------------------------ tokens of a re-run
+
 
 def test_a_rerun_counts_only_the_tokens_it_spent(service, two_city_run):
     """The reused steps show their recorded tokens (marked reused); the run's totals, in the
@@ -211,18 +249,23 @@ def test_a_rerun_counts_only_the_tokens_it_spent(service, two_city_run):
     scripted(service, ["answered"], ["Shanghai and Beijing."])
     new = service.rerun_from(two_city_run.id, two_city_run.steps[2].seq, arguments={"location": "上海"})
     reused = [s for s in new.steps if is_reused(s)]
-    assert [s.tokens_in for s in reused] == [s.tokens_in for s in two_city_run.steps[:2]] and reused[0].tokens_in > 0
+    assert [s.tokens_in for s in reused] == [s.tokens_in for s in two_city_run.steps[:2]] and reused[
+        0
+    ].tokens_in > 0
     live = [s for s in new.steps if not is_reused(s)]
     spent = (sum(s.tokens_in for s in live), sum(s.tokens_out for s in live))
     assert spent[0] > 0 and (new.tokens_in, new.tokens_out) == spent
     stored = service.store.get_run(new.id)
     assert (stored.tokens_in, stored.tokens_out) == spent
     with service.store.engine.connect() as conn:
-        row = conn.execute(text("SELECT tokens_in, tokens_out FROM runs WHERE id = :id"), {"id": new.id}).one()
+        row = conn.execute(
+            text("SELECT tokens_in, tokens_out FROM runs WHERE id = :id"), {"id": new.id}
+        ).one()
     assert tuple(row) == spent
 
 
 # ------------------------------------------------------------------ the answer card
+
 
 def test_the_answer_card_shows_a_percentage_only_for_a_share_of_one():
     from streamlit.testing.v1 import AppTest

@@ -13,8 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_import_contracts_are_kept() -> None:
-    linted = subprocess.run([str(Path(sys.executable).with_name("lint-imports")), "--no-cache"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    linted = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert linted.returncode == 0, linted.stdout[-3000:] + linted.stderr[-1000:]
     assert "0 broken" in linted.stdout
 
@@ -22,15 +27,25 @@ def test_the_import_contracts_are_kept() -> None:
 # The Streamlit pages are scripts outside the flowcall package, so lint-imports does not see them:
 # what they import is read here. A name imported only for a type hint (under TYPE_CHECKING) is no
 # arrow at run time, as in the contracts.
-PAGES_NEVER_IMPORT = ("flowcall.store", "flowcall.service.probe", "flowcall.tools", "flowcall.engine.loop", "flowcall.calling",
-                      "flowcall.providers", "sqlalchemy")
+PAGES_NEVER_IMPORT = (
+    "flowcall.store",
+    "flowcall.service.probe",
+    "flowcall.tools",
+    "flowcall.engine.loop",
+    "flowcall.calling",
+    "flowcall.providers",
+    "sqlalchemy",
+)
 
 
 def _run_time_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
     """(line, module) of each import outside `if TYPE_CHECKING:`; `from a import b` gives a and a.b."""
+
     def type_checking(node: ast.AST) -> bool:
-        return isinstance(node, ast.If) and "TYPE_CHECKING" in (getattr(node.test, "id", None),
-                                                                 getattr(node.test, "attr", None))
+        return isinstance(node, ast.If) and "TYPE_CHECKING" in (
+            getattr(node.test, "id", None),
+            getattr(node.test, "attr", None),
+        )
 
     pending: list[ast.AST] = [tree]
     while pending:
@@ -46,7 +61,10 @@ def _run_time_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
 def test_the_pages_reach_the_store_the_probe_and_the_tools_through_the_service() -> None:
     scripts = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
     assert len(scripts) > 1
-    found = {f"{path.relative_to(ROOT)}:{line} imports {name}"
-             for path in scripts for line, name in _run_time_imports(ast.parse(path.read_text(encoding="utf-8")))
-             if any(name == layer or name.startswith(layer + ".") for layer in PAGES_NEVER_IMPORT)}
+    found = {
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in scripts
+        for line, name in _run_time_imports(ast.parse(path.read_text(encoding="utf-8")))
+        if any(name == layer or name.startswith(layer + ".") for layer in PAGES_NEVER_IMPORT)
+    }
     assert not found, "\n".join(sorted(found))

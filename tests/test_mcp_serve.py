@@ -18,8 +18,11 @@ from flowcall.service.front import FlowCall
 from tests.local_servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[1]
-CARD = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
-        "required": ["city", "rain"]}
+CARD = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
+    "required": ["city", "rain"],
+}
 
 
 def call(server, arguments):
@@ -27,12 +30,18 @@ def call(server, arguments):
         async with Client(server) as client:
             listed = await client.list_tools()
             return listed.tools, await client.call_tool(listed.tools[0].name, arguments)
+
     return anyio.run(go)
 
 
 def test_the_flow_is_one_tool_with_the_polish_schema_as_output_schema():
-    flow = Flow(name="rain card", tools=["weather/v1/get_weather"], max_rounds=1,
-                decision=DecisionConfig(provider="scripted"), polish=PolishConfig(provider="scripted", output_schema=CARD))
+    flow = Flow(
+        name="rain card",
+        tools=["weather/v1/get_weather"],
+        max_rounds=1,
+        decision=DecisionConfig(provider="scripted"),
+        polish=PolishConfig(provider="scripted", output_schema=CARD),
+    )
     provider = ScriptedProvider([[("get_weather", {"location": "成都"})], '{"city": "成都", "rain": true}'])
     service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: provider)
     tools, result = call(build_server(service, flow), {"question": "成都明天下雨吗?"})
@@ -53,7 +62,9 @@ def test_an_answer_no_tool_result_backs_says_so_to_the_host():
     service = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: provider)
     _, result = call(build_server(service, flow), {"question": "芝加哥今天天气怎么样?"})
     assert not result.is_error and result.content[0].text == "晴天"
-    assert result.content[1].text.startswith("note: no tool result backs this answer: get_weather was not run")
+    assert result.content[1].text.startswith(
+        "note: no tool result backs this answer: get_weather was not run"
+    )
     assert result.meta["flowcall/engine/outcome"] == "answered_without_tools"
 
 
@@ -79,12 +90,20 @@ def test_flowcall_mcp_serve_on_the_embedded_model(model_path, tmp_path, transpor
             return listed.tools, await client.call_tool(listed.tools[0].name, {"question": "现在几点了?"})
 
     if transport == "stdio":
-        tools, result = anyio.run(ask, StdioServerParameters(command=sys.executable, args=argv, env=env, cwd=str(ROOT)))
+        tools, result = anyio.run(
+            ask, StdioServerParameters(command=sys.executable, args=argv, env=env, cwd=str(ROOT))
+        )
     else:
         port = free_port()
-        with serving([sys.executable, *argv, "--transport", "http", "--port", str(port)], f"http://127.0.0.1:{port}/mcp",
-                     tmp_path / "serve.log", within_s=60, name="flowcall mcp serve", any_answer=True,
-                     env={**os.environ, **env}):
+        with serving(
+            [sys.executable, *argv, "--transport", "http", "--port", str(port)],
+            f"http://127.0.0.1:{port}/mcp",
+            tmp_path / "serve.log",
+            within_s=60,
+            name="flowcall mcp serve",
+            any_answer=True,
+            env={**os.environ, **env},
+        ):
             tools, result = anyio.run(ask, f"http://127.0.0.1:{port}/mcp")
     assert [t.name for t in tools] == ["current-time"]
     assert not result.is_error, result.content

@@ -31,9 +31,12 @@ def test_every_pin_is_declared_in_its_range():
         (version,) = [s.version for s in pinned.specifier]
         name = canonicalize_name(pinned.name)
         assert name in wanted, f"{pinned} is pinned but pyproject.toml does not declare {pinned.name}"
-        assert wanted[name].specifier.contains(version, prereleases=True), \
+        assert wanted[name].specifier.contains(version, prereleases=True), (
             f"{pinned} lies outside pyproject.toml's {wanted[name]}"
-        assert wanted[name].extras == pinned.extras, f"{pinned}: extras differ from pyproject.toml's {wanted[name]}"
+        )
+        assert wanted[name].extras == pinned.extras, (
+            f"{pinned}: extras differ from pyproject.toml's {wanted[name]}"
+        )
 
 
 def test_nothing_is_declared_that_the_tests_do_not_pin():

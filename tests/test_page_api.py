@@ -71,10 +71,15 @@ def test_snippets_quote_the_flow_name_and_the_question():
     chat_words = shlex.split(curl_chat.replace("\\\n", " "))
     assert chat_words[3] == "http://127.0.0.1:8000/v1/chat/completions"
     assert json.loads(chat_words[chat_words.index("-d") + 1]) == {
-        "model": FLOW, "messages": [{"role": "user", "content": QUESTION}]}
+        "model": FLOW,
+        "messages": [{"role": "user", "content": QUESTION}],
+    }
     # the Python snippet parses, and its literals are exactly the flow's name and the question
-    call = next(node for node in ast.walk(ast.parse(python)) if isinstance(node, ast.Call)
-                and getattr(node.func, "attr", None) == "create")
+    call = next(
+        node
+        for node in ast.walk(ast.parse(python))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "create"
+    )
     arguments = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
     assert arguments == {"model": FLOW, "messages": [{"role": "user", "content": QUESTION}]}
     assert 'OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="<your key>")' in python
@@ -83,9 +88,13 @@ def test_snippets_quote_the_flow_name_and_the_question():
 def test_the_server_address_comes_from_the_environment_and_the_field(monkeypatch):
     monkeypatch.setenv("FLOWCALL_API_URL", "https://flows.example.com/")
     at = open_page()
-    assert "POST https://flows.example.com/v1/flows/lookup/runs" in codes(at)[0]  # flows by name: lookup first
+    assert (
+        "POST https://flows.example.com/v1/flows/lookup/runs" in codes(at)[0]
+    )  # flows by name: lookup first
     widget(at.text_input, "Server address").input("http://10.0.0.5:9000 ; id").run()
-    assert "curl -X POST 'http://10.0.0.5:9000 ; id/v1/flows/" in codes(at)[1]  # quoted: one word, never a command
+    assert (
+        "curl -X POST 'http://10.0.0.5:9000 ; id/v1/flows/" in codes(at)[1]
+    )  # quoted: one word, never a command
     assert not any("should start with http" in w.value for w in at.warning)
     widget(at.text_input, "Server address").input("flows.local:8000").run()
     assert any("should start with http" in w.value for w in at.warning)

@@ -22,10 +22,16 @@ from flowcall.store.datasets import get_dataset, list_datasets, save_dataset
 from flowcall.store.experiments import get_experiment, list_experiments
 from tests.test_studio import page, shown, texts, widget
 
-FLOW = {"format": "flowcall.flow/v1", "name": "lookup-stand-in", "tools": ["hr/v1/lookup_employee"],
-        "decision": {"provider": "scripted", "model": "schema"}}
-ITEMS = [DatasetItem(id="age", question="张三今年多大了?", expect_calls=[{"name": "lookup_employee"}]),
-         DatasetItem(id="hello", question="你好", expect_no_call=True)]
+FLOW = {
+    "format": "flowcall.flow/v1",
+    "name": "lookup-stand-in",
+    "tools": ["hr/v1/lookup_employee"],
+    "decision": {"provider": "scripted", "model": "schema"},
+}
+ITEMS = [
+    DatasetItem(id="age", question="张三今年多大了?", expect_calls=[{"name": "lookup_employee"}]),
+    DatasetItem(id="hello", question="你好", expect_no_call=True),
+]
 
 
 @pytest.fixture
@@ -42,8 +48,11 @@ def charts(app) -> list[tuple[dict, pd.DataFrame]]:
 
     from tests.test_page_models import walk
 
-    return [(json.loads(n.proto.spec), convert_arrow_bytes_to_pandas_df(n.proto.datasets[0].data.data))
-            for n in walk(app._tree) if type(getattr(n, "proto", None)).__name__ == "VegaLiteChart"]
+    return [
+        (json.loads(n.proto.spec), convert_arrow_bytes_to_pandas_df(n.proto.datasets[0].data.data))
+        for n in walk(app._tree)
+        if type(getattr(n, "proto", None)).__name__ == "VegaLiteChart"
+    ]
 
 
 def metrics(app) -> dict[str, str]:
@@ -71,8 +80,16 @@ def test_an_experiment_runs_from_the_page_and_shows_its_results(saved: FlowCall)
 
     # a row per item: its question, the answer, the verdict and the expectation it missed, in words
     table = app.dataframe[0].value
-    assert list(table.columns) == ["item", "id", "question", "verdict", "failed expectations", "answer", "seconds",
-                                   "run"]
+    assert list(table.columns) == [
+        "item",
+        "id",
+        "question",
+        "verdict",
+        "failed expectations",
+        "answer",
+        "seconds",
+        "run",
+    ]
     assert list(table["question"]) == ["张三今年多大了?", "你好"] and list(table["id"]) == ["age", "hello"]
     assert list(table["verdict"]) == ["passed", "failed"]
     assert table["failed expectations"][0] == ""
@@ -85,18 +102,27 @@ def test_an_experiment_runs_from_the_page_and_shows_its_results(saved: FlowCall)
     assert rates["title"] == "Pass rate per expectation" and rates["mark"]["type"] == "bar"
     assert rates["encoding"]["y"]["title"] == "pass rate" and rates["encoding"]["y"]["axis"]["format"] == "%"
     assert rates["encoding"]["y"]["scale"]["domain"] == [0, 1]
-    assert rates["encoding"]["x"]["field"] == "expectation" and rates["encoding"]["x"]["title"] == "expectation"
+    assert (
+        rates["encoding"]["x"]["field"] == "expectation" and rates["encoding"]["x"]["title"] == "expectation"
+    )
     assert seconds["title"] == "Time per item" and seconds["mark"]["type"] == "bar"
     assert seconds["encoding"]["y"]["field"] == "seconds" and seconds["encoding"]["y"]["title"] == "seconds"
     assert seconds["encoding"]["x"]["title"] == "item" and "aggregate" not in seconds["encoding"]["y"]
     assert rated.set_index("expectation")["pass rate"].to_dict() == {
-        "run succeeds": 1.0, "expected tool calls": 1.0, "no tool call": 0.0}
+        "run succeeds": 1.0,
+        "expected tool calls": 1.0,
+        "no tool call": 0.0,
+    }
     assert list(timed["item"]) == ["#1", "#2"] and list(timed["verdict"]) == ["passed", "failed"]
-    assert list(timed["seconds"]) == [i.latency_ms / 1000 for i in get_experiment(saved.store, experiment.id).items]
+    assert list(timed["seconds"]) == [
+        i.latency_ms / 1000 for i in get_experiment(saved.store, experiment.id).items
+    ]
     assert any(b.label == "Open its run in the inspector" and b.disabled for b in app.button)
 
 
-def test_the_bar_names_the_item_running_before_it_ends(saved: FlowCall, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bar_names_the_item_running_before_it_ends(
+    saved: FlowCall, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the progress bar says, in order, against when each item's run begins and ends."""
     from streamlit.delta_generator import DeltaGenerator
 
@@ -123,10 +149,12 @@ def test_the_bar_names_the_item_running_before_it_ends(saved: FlowCall, monkeypa
     assert said == [
         ("bar", "2 runs to go · starting the first"),
         ("bar", "item 1 of 2: 张三今年多大了?"),
-        ("begins", "张三今年多大了?"), ("ends", "age"),
+        ("begins", "张三今年多大了?"),
+        ("ends", "age"),
         ("bar", "1 of 2 runs · 0 failed"),
         ("bar", "item 2 of 2: 你好 · 1 of 2 runs done, 0 failed"),
-        ("begins", "你好"), ("ends", "hello"),
+        ("begins", "你好"),
+        ("ends", "hello"),
         ("bar", "2 of 2 runs · 1 failed"),
     ]
 
@@ -157,15 +185,19 @@ def test_on_the_workers_the_bar_names_the_item_a_worker_runs(saved: FlowCall) ->
     assert running_item(saved.store, started.id) == (1, 0, "你好")
     progress.running(*running_item(saved.store, started.id))
     progress.running(*running_item(saved.store, started.id))  # polled again, nothing new: nothing sent
-    assert progress.bar.said == [(0.0, "2 runs to go · starting the first"),
-                                 (0.0, "waiting for a worker to take the runs · 0 of 2 runs done"),
-                                 (0.0, "item 2 of 2: 你好")]
+    assert progress.bar.said == [
+        (0.0, "2 runs to go · starting the first"),
+        (0.0, "waiting for a worker to take the runs · 0 of 2 runs done"),
+        (0.0, "item 2 of 2: 你好"),
+    ]
 
 
 def test_an_experiment_left_running_is_resumed_from_the_results_tab(saved: FlowCall) -> None:
     from flowcall.eval.experiments import start
 
-    started = start(saved, parse_flow(FLOW), "lookup-stand-in", "people")  # its process "died" before any item
+    started = start(
+        saved, parse_flow(FLOW), "lookup-stand-in", "people"
+    )  # its process "died" before any item
     app = page("pages/experiments.py")
     assert "No run of this experiment has ended yet." in texts(app)
     resume = next(b for b in app.button if b.label == "Resume it here")
@@ -175,8 +207,10 @@ def test_an_experiment_left_running_is_resumed_from_the_results_tab(saved: FlowC
     assert experiment.id == started.id and experiment.status.value == "finished"
     assert metrics(app)["Passed"] == "1 of 2"
     assert not any(b.label == "Resume it here" for b in app.button)  # drawn again: finished now
-    assert any(f"Experiment {started.id} finished: 1 of 2 runs passed" in m.value.replace("\\", "")
-               for m in app.success)
+    assert any(
+        f"Experiment {started.id} finished: 1 of 2 runs passed" in m.value.replace("\\", "")
+        for m in app.success
+    )
     assert "running" not in " ".join(m.value for m in app.markdown)
 
 
@@ -194,6 +228,7 @@ def test_a_half_run_experiment_shows_its_results_so_far(saved: FlowCall) -> None
 
 # ------------------------------------------------------------------ a dataset made in the page
 
+
 def save_written(app, name: str, text: str):
     widget(app.text_input, "Dataset name").input(name)
     widget(app.radio, "The items").set_value("Write them here").run()
@@ -203,13 +238,19 @@ def save_written(app, name: str, text: str):
 
 def test_a_dataset_written_in_the_page_is_saved_and_offered_to_run(saved: FlowCall) -> None:
     app = page("pages/experiments.py")
-    save_written(app, "greetings", '{"id": "hi", "question": "你好", "expect_no_call": true}\n\n'
-                                   '{"question": "张三今年多大了?", "expect_calls": [{"name": "lookup_employee"}], '
-                                   '"max_latency_s": 30}\n')
+    save_written(
+        app,
+        "greetings",
+        '{"id": "hi", "question": "你好", "expect_no_call": true}\n\n'
+        '{"question": "张三今年多大了?", "expect_calls": [{"name": "lookup_employee"}], '
+        '"max_latency_s": 30}\n',
+    )
     assert not app.exception, app.exception
     assert "Saved greetings as version 1 with 2 items. Pick it on the Run tab." in texts(app)
     dataset = get_dataset(saved.store, "greetings")
-    assert [i.question for i in dataset.items] == ["你好", "张三今年多大了?"] and dataset.items[0].expect_no_call
+    assert [i.question for i in dataset.items] == ["你好", "张三今年多大了?"] and dataset.items[
+        0
+    ].expect_no_call
     assert dataset.items[1].max_latency_s == 30 and dataset.source == "written in the studio"
     assert widget(app.selectbox, "Dataset").value == "greetings"  # the Run tab offers it at once
     next(b for b in app.button if b.label == "Save the dataset").click().run()  # the same items again
@@ -218,10 +259,14 @@ def test_a_dataset_written_in_the_page_is_saved_and_offered_to_run(saved: FlowCa
 
 def test_items_written_wrong_are_refused_line_by_line_and_nothing_is_saved(saved: FlowCall) -> None:
     app = page("pages/experiments.py")
-    save_written(app, "broken", '{"question": "你好", "expect_no_call": true}\n'
-                                '{"question": "   "}\n'
-                                '{"question": "hi", "expect_call": [{"name": "x"}]}\n'
-                                '{"question": "hi", "expect_calls": [{"name": "x"}]\n')
+    save_written(
+        app,
+        "broken",
+        '{"question": "你好", "expect_no_call": true}\n'
+        '{"question": "   "}\n'
+        '{"question": "hi", "expect_call": [{"name": "x"}]}\n'
+        '{"question": "hi", "expect_calls": [{"name": "x"}]\n',
+    )
     assert not app.exception, app.exception
     [error] = app.error
     said = shown(error.value)
@@ -257,7 +302,10 @@ def test_a_bad_uploaded_file_shows_an_error_naming_the_line_and_saves_nothing(sa
     said = shown(error.value)
     assert "[x](http://e.test).csv could not be saved" in said  # the file's name, as text: no link
     assert "\\[x\\]\\(http" in error.value
-    assert "- line 3, field expect_calls: not valid JSON" in said and "(in CSV this column holds JSON text)" in said
+    assert (
+        "- line 3, field expect_calls: not valid JSON" in said
+        and "(in CSV this column holds JSON text)" in said
+    )
     assert list_datasets(saved.store)[0]["version"] == 1 and len(list_datasets(saved.store)) == 1
     # a name is needed, and a file or items
     widget(app.text_input, "Dataset name").input(" ").run()
@@ -267,15 +315,21 @@ def test_a_bad_uploaded_file_shows_an_error_naming_the_line_and_saves_nothing(sa
 
 def test_with_no_dataset_the_run_tab_points_to_the_datasets_tab() -> None:
     app = page("pages/experiments.py")
-    assert "An experiment needs a dataset: make one on the Datasets tab (upload a file or write the items)." \
+    assert (
+        "An experiment needs a dataset: make one on the Datasets tab (upload a file or write the items)."
         in texts(app)
+    )
 
 
 def test_two_experiments_side_by_side(saved: FlowCall) -> None:
     flow = parse_flow(FLOW)
     run_experiment(saved, flow, "lookup-stand-in", "people")
-    save_dataset(saved.store, "people", [ITEMS[0].model_copy(update={"expect_calls": None, "expect_no_call": True}),
-                                         ITEMS[1]], source="test")
+    save_dataset(
+        saved.store,
+        "people",
+        [ITEMS[0].model_copy(update={"expect_calls": None, "expect_no_call": True}), ITEMS[1]],
+        source="test",
+    )
     run_experiment(saved, flow, "lookup-stand-in", "people")
     app = page("pages/experiments.py")
     assert "1 pass→fail · 0 fail→pass · 1 unchanged" in texts(app).replace("**", "")

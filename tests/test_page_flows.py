@@ -49,9 +49,11 @@ def test_a_flow_built_from_a_blank_canvas_with_the_palette_and_side_panel():
     button(app, "add:weather/v1/get_day_weather").click().run()
     assert not widget(app.button, "Save").disabled
     widget(app.button, "+ Polish model").click().run()  # its settings open beside the canvas
-    for typed, problem in [('{"type": "object"', "not valid JSON"),
-                           ('{"type": "object", "properties": {"city": {"type": "strin"}}}', "not a valid JSON Schema"),
-                           ('{"properties": {"city": {"$ref": "http://169.254.169.254/x"}}}', "outside the schema")]:
+    for typed, problem in [
+        ('{"type": "object"', "not valid JSON"),
+        ('{"type": "object", "properties": {"city": {"type": "strin"}}}', "not a valid JSON Schema"),
+        ('{"properties": {"city": {"$ref": "http://169.254.169.254/x"}}}', "outside the schema"),
+    ]:
         widget(app.text_area, SCHEMA_BOX).input(typed).run()
         assert any(problem in e for e in errors(app)), (problem, errors(app))
         assert widget(app.button, "Save").disabled
@@ -64,7 +66,13 @@ def test_a_flow_built_from_a_blank_canvas_with_the_palette_and_side_panel():
     assert version == 1 and flow.tools == ["weather/v1/get_day_weather"] and flow.polish.output_schema == card
     # the new-flow defaults suit the built-in model
     assert (flow.decision.calling_way, flow.parallel_tool_calls, flow.max_rounds) == ("schema", True, 2)
-    assert set(flow.layout.positions) == {"question", "decision", "tool:weather/v1/get_day_weather", "polish", "answer"}
+    assert set(flow.layout.positions) == {
+        "question",
+        "decision",
+        "tool:weather/v1/get_day_weather",
+        "polish",
+        "answer",
+    }
 
     widget(app.button, "Save").click().run()  # nothing changed: no new version
     assert "unchanged (still version 1)" in texts(app)
@@ -129,7 +137,9 @@ def test_duplicate_and_delete_with_confirmation():
     assert widget(app.selectbox, "Flow").value == "clock-2"
     view(app, "Duplicate / delete")
     assert widget(app.button, "Delete flow").disabled  # not before the confirmation
-    widget(app.checkbox, "Yes, delete 'clock-2' and all its versions (its runs stay, for the record)").check().run()
+    widget(
+        app.checkbox, "Yes, delete 'clock-2' and all its versions (its runs stay, for the record)"
+    ).check().run()
     widget(app.button, "Delete flow").click().run()
     assert [f["name"] for f in service.store.list_flows()] == [n for n in names if n != "clock-2"]
 

@@ -48,9 +48,26 @@ def walk(node):
 
 def everything_shown(at: AppTest) -> str:
     """Every value the page put on screen, and the raw protobuf of every element besides."""
-    parts = [str(el.value) for kind in ("markdown", "text", "caption", "code", "title", "header", "subheader",
-                                        "info", "success", "warning", "error", "json", "metric", "text_input")
-             for el in getattr(at, kind)]
+    parts = [
+        str(el.value)
+        for kind in (
+            "markdown",
+            "text",
+            "caption",
+            "code",
+            "title",
+            "header",
+            "subheader",
+            "info",
+            "success",
+            "warning",
+            "error",
+            "json",
+            "metric",
+            "text_input",
+        )
+        for el in getattr(at, kind)
+    ]
     parts += [table.value.to_csv() for table in at.dataframe]
     parts += [str(getattr(node, "proto", "")) for node in walk(at._tree)]
     return "\n".join(parts)
@@ -88,10 +105,13 @@ def test_a_missing_key_stops_the_probe_with_what_to_do():
     assert list_profiles(open_store()) == []
 
 
-@pytest.mark.parametrize("name, expected", [
-    (config.EMBEDDED_MODEL_FILE, "does not match the published SHA-256"),
-    ("other.gguf", "SHA-256 " + hashlib.sha256(b"not a model").hexdigest()),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        (config.EMBEDDED_MODEL_FILE, "does not match the published SHA-256"),
+        ("other.gguf", "SHA-256 " + hashlib.sha256(b"not a model").hexdigest()),
+    ],
+)
 def test_verify_button_hashes_the_model_file(tmp_path, monkeypatch, name, expected):
     fake = tmp_path / name
     fake.write_bytes(b"not a model")

@@ -91,7 +91,8 @@ def test_attaching_the_test_server_lists_and_tries_its_tools(app):
     view = tab(app, "Attach an MCP server")
     assert view.status[0].label == "Connected to 'own': 6 tools" and view.status[0].state == "complete"
     assert [shown(e.label).split(" · ")[0] for e in view.expander[-6:]] == [
-        f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash")]
+        f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash")
+    ]
     assert all("tokens" in e.label for e in view.expander[-6:])
     app.number_input(key="mcp:own:add:a").set_value(2)
     app.number_input(key="mcp:own:add:b").set_value(40)
@@ -120,7 +121,9 @@ def test_a_command_that_does_not_exist_is_a_clear_error(app):
     app.button(key="mcp:connect").click().run()
     view = tab(app, "Attach an MCP server")
     assert not app.exception and view.status[0].state == "error"
-    assert "MCP server 'ghost' could not start (/nonexistent/mcp-server --stdio)" in shown(view.error[0].value)
+    assert "MCP server 'ghost' could not start (/nonexistent/mcp-server --stdio)" in shown(
+        view.error[0].value
+    )
     assert not view.subheader  # nothing connected
 
 
@@ -136,8 +139,14 @@ def test_add_to_flow_saves_a_new_version_with_the_server_and_its_tools(app):
     assert version == 2 and [s.name for s in flow.mcp_servers] == ["own"]
     assert flow.mcp_servers[0].command == [sys.executable, SERVER, "stdio"]
     destructive = {t.name for t in server_tools(flow.mcp_servers[0]) if t.annotations.destructive}
-    assert destructive and flow.tools == ["time/v1/get_current_time", *(
-        f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash") if n not in destructive)]
+    assert destructive and flow.tools == [
+        "time/v1/get_current_time",
+        *(
+            f"own/mcp/{n}"
+            for n in ("add", "shout", "save_note", "fail", "hang", "crash")
+            if n not in destructive
+        ),
+    ]
     # a destructive tool joins only when picked
     app.multiselect(key="mcp:attach").select(sorted(destructive)[0])
     app.selectbox(key="mcp:flow").select("clock")

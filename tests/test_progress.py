@@ -46,8 +46,12 @@ def test_the_engine_announces_each_step_before_its_record():
     registry = ToolRegistry([build_tool(echo, "t/v1/echo")])
     decider = ScriptedProvider([[("echo", {"text": "a"})], "done"], model="decider")
     polisher = ScriptedProvider(["The echo said a."], model="polisher")
-    flow = Flow(name="t", tools=["echo"], decision=DecisionConfig(provider="scripted", model="decider"),
-                polish=PolishConfig(provider="scripted", model="polisher"))
+    flow = Flow(
+        name="t",
+        tools=["echo"],
+        decision=DecisionConfig(provider="scripted", model="decider"),
+        polish=PolishConfig(provider="scripted", model="polisher"),
+    )
     watcher = Recorder()
 
     def on_step(step) -> None:
@@ -55,15 +59,24 @@ def test_the_engine_announces_each_step_before_its_record():
 
     with progress.watching(watcher):
         run = Engine(registry, lambda cfg: decider if cfg.model == "decider" else polisher, MemorySink()).run(
-            flow, "echo a", on_step=on_step)
+            flow, "echo a", on_step=on_step
+        )
     decider.assert_complete()
     polisher.assert_complete()
     assert run.status.value == "succeeded"
     assert watcher.events == [
-        ("started", "model_call", "scripted/decider"), ("ended",), ("record", "model_call"),
-        ("started", "tool_call", "echo"), ("ended",), ("record", "tool_call"),
-        ("started", "model_call", "scripted/decider"), ("ended",), ("record", "model_call"),
-        ("started", "polish", "scripted/polisher"), ("ended",), ("record", "polish"),
+        ("started", "model_call", "scripted/decider"),
+        ("ended",),
+        ("record", "model_call"),
+        ("started", "tool_call", "echo"),
+        ("ended",),
+        ("record", "tool_call"),
+        ("started", "model_call", "scripted/decider"),
+        ("ended",),
+        ("record", "model_call"),
+        ("started", "polish", "scripted/polisher"),
+        ("ended",),
+        ("record", "polish"),
     ]
 
 
@@ -112,11 +125,19 @@ def test_no_spinner_on_a_pipe_or_when_quiet():
 def test_cli_output_on_a_pipe_has_no_spinner(tmp_path):
     """A script reading `flowcall run`'s stderr sees the step lines only, no escape codes."""
     flow = tmp_path / "flow.json"
-    flow.write_text('{"name": "echo-scripted", "tools": ["get_current_time"], '
-                    '"decision": {"provider": "scripted", "model": "schema"}}')
+    flow.write_text(
+        '{"name": "echo-scripted", "tools": ["get_current_time"], '
+        '"decision": {"provider": "scripted", "model": "schema"}}'
+    )
     env = {**os.environ, "FLOWCALL_DATABASE_URL": f"sqlite:///{tmp_path / 'f.db'}"}
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "what time is it?"],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "what time is it?"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     assert "model_call" in done.stderr and "tool_call" in done.stderr
     assert "\x1b[" not in done.stderr and "⠋" not in done.stderr

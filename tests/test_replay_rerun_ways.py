@@ -78,8 +78,12 @@ VARIANTS = {
     "auto-fallback": Variant("auto", NATIVE_AND_SCHEMA, refuse_native=True),
 }
 CHOICES = ["auto", "required", "none", "get_weather"]
-CALLS = [("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"}), ("get_time", {}),
-         ("get_weather", {})]  # the last one misses its required argument
+CALLS = [
+    ("get_weather", {"location": "成都"}),
+    ("get_weather", {"location": "北京"}),
+    ("get_time", {}),
+    ("get_weather", {}),
+]  # the last one misses its required argument
 
 
 @dataclass
@@ -94,8 +98,11 @@ class Plan:
 
 # ------------------------------------------------------------------ the scripted model
 
+
 def _is_result(message: Message) -> bool:
-    return message.role == "tool" or (message.role == "user" and (message.content or "").startswith("<tool_response"))
+    return message.role == "tool" or (
+        message.role == "user" and (message.content or "").startswith("<tool_response")
+    )
 
 
 def _rounds_done(messages: list[Message]) -> int:
@@ -112,8 +119,10 @@ def _calls_json(calls: list[tuple[str, dict]]) -> str:
 
 
 def _tags(calls: list[tuple[str, dict]]) -> str:
-    return "\n".join(f'<tool_call>{json.dumps({"name": n, "arguments": a}, ensure_ascii=False)}</tool_call>'
-                     for n, a in calls)
+    return "\n".join(
+        f"<tool_call>{json.dumps({'name': n, 'arguments': a}, ensure_ascii=False)}</tool_call>"
+        for n, a in calls
+    )
 
 
 def model(plan: Plan, variant: Variant):
@@ -139,7 +148,9 @@ def model(plan: Plan, variant: Variant):
             if garble and written == 0:
                 return request.assistant_prefix + "garbage"
             name, arguments = (calls or [("get_time", {})])[min(written, max(len(calls) - 1, 0))]
-            return request.assistant_prefix + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+            return request.assistant_prefix + json.dumps(
+                {"name": name, "arguments": arguments}, ensure_ascii=False
+            )
         if form == "decision":
             if garble:
                 return "not json at all"
@@ -147,7 +158,9 @@ def model(plan: Plan, variant: Variant):
             return _calls_json(calls) if calls and may_call else '{"answer": "done"}'
         if request.tools:  # native
             if variant.refuse_native:
-                raise ProviderError("tools are not supported by this model", code=ErrorCode.PROVIDER_ERROR, status=400)
+                raise ProviderError(
+                    "tools are not supported by this model", code=ErrorCode.PROVIDER_ERROR, status=400
+                )
             if garble:
                 return ModelTurn(content="<tool_call>garbage</tool_call>")
             return list(calls) if calls and request.tool_choice != "none" else "done"
@@ -167,10 +180,17 @@ def scripted(plan: Plan, variant: Variant, turns: int = 400) -> ScriptedProvider
 
 def make_flow(variant: Variant, choice: str, parallel: bool, plan: Plan) -> Flow:
     rules = [RouterRule(pattern="天气|weather", tool="get_weather")] if variant.rules else []
-    return Flow(name="ways", tools=["w/v1/get_weather", "t/v1/get_time"], tool_choice=choice,
-                parallel_tool_calls=parallel, max_rounds=plan.max_rounds, retry_budget=3, router_rules=rules,
-                decision=DecisionConfig(provider="scripted", calling_way=variant.way),
-                polish=PolishConfig(provider="scripted") if plan.polish else None)
+    return Flow(
+        name="ways",
+        tools=["w/v1/get_weather", "t/v1/get_time"],
+        tool_choice=choice,
+        parallel_tool_calls=parallel,
+        max_rounds=plan.max_rounds,
+        retry_budget=3,
+        router_rules=rules,
+        decision=DecisionConfig(provider="scripted", calling_way=variant.way),
+        polish=PolishConfig(provider="scripted") if plan.polish else None,
+    )
 
 
 def factory(plan: Plan, variant: Variant):
@@ -185,6 +205,7 @@ def record(variant: Variant, choice: str, parallel: bool, plan: Plan) -> tuple[F
 
 # ------------------------------------------------------------------ comparing steps
 
+
 def _note(step: Step) -> str | None:
     """The note without a re-run's reuse mark."""
     return re.sub(rf"( · )?{REUSED}\w+", "", step.note) or None if step.note else None
@@ -193,9 +214,19 @@ def _note(step: Step) -> str | None:
 def shape(step: Step) -> tuple:
     """What must be the same in a reproduced step; not the model's name (a replay answers as
     itself), call ids (new per run) or times."""
-    return (step.kind, step.round, step.name if step.kind == StepKind.TOOL_CALL else None, step.calling_way,
-            _note(step), [(c["name"], c["arguments"]) for c in step.tool_calls or []], step.arguments,
-            step.result, step.error_code, step.tokens_in, step.tokens_out)
+    return (
+        step.kind,
+        step.round,
+        step.name if step.kind == StepKind.TOOL_CALL else None,
+        step.calling_way,
+        _note(step),
+        [(c["name"], c["arguments"]) for c in step.tool_calls or []],
+        step.arguments,
+        step.result,
+        step.error_code,
+        step.tokens_in,
+        step.tokens_out,
+    )
 
 
 def shapes(run: Run) -> list[tuple]:
@@ -204,15 +235,19 @@ def shapes(run: Run) -> list[tuple]:
 
 def rerun(flow: Flow, run: Run, seq: int, plan: Plan, variant: Variant, arguments: dict | None = None) -> Run:
     state, reused = checkpoint_before(run, flow, seq, arguments)
-    return Engine(REGISTRY, factory(plan, variant), MemorySink()).continue_from(flow, run.question, state.checkpoint(),
-                                                                            reused)
+    return Engine(REGISTRY, factory(plan, variant), MemorySink()).continue_from(
+        flow, run.question, state.checkpoint(), reused
+    )
 
 
 def edit_for(step: Step) -> dict:
-    return {"location": f"edited-{step.seq}"} if step.name == "get_weather" else {"zone": f"edited-{step.seq}"}
+    return (
+        {"location": f"edited-{step.seq}"} if step.name == "get_weather" else {"zone": f"edited-{step.seq}"}
+    )
 
 
 # ------------------------------------------------------------------ the properties
+
 
 def check_everything(variant_name: str, choice: str, parallel: bool, plan: Plan) -> None:
     variant = VARIANTS[variant_name]
@@ -230,28 +265,40 @@ def check_everything(variant_name: str, choice: str, parallel: bool, plan: Plan)
         if step.kind == StepKind.TOOL_CALL:
             check_tool_rerun(flow, original, step, plan, variant, stateful)
         elif step.kind in (StepKind.MODEL_CALL, StepKind.POLISH) and step.seq == min(
-                s.seq for s in original.steps if s.kind == step.kind and s.round == step.round):
+            s.seq for s in original.steps if s.kind == step.kind and s.round == step.round
+        ):
             check_model_rerun(flow, original, step, plan, variant, stateful)
 
 
-def check_tool_rerun(flow: Flow, original: Run, step: Step, plan: Plan, variant: Variant, stateful: bool) -> None:
+def check_tool_rerun(
+    flow: Flow, original: Run, step: Step, plan: Plan, variant: Variant, stateful: bool
+) -> None:
     edited = edit_for(step)
     new = rerun(flow, original, step.seq, plan, variant, edited)
     live = new.steps[step.seq - 1]
-    assert all(is_reused(s) for s in new.steps[:step.seq - 1]) and not is_reused(live)
-    assert (live.kind, live.name, live.round, live.arguments) == (StepKind.TOOL_CALL, step.name, step.round, edited)
+    assert all(is_reused(s) for s in new.steps[: step.seq - 1]) and not is_reused(live)
+    assert (live.kind, live.name, live.round, live.arguments) == (
+        StepKind.TOOL_CALL,
+        step.name,
+        step.round,
+        edited,
+    )
     assert live.error_code is None and live.response["executed"] is True
     assert f"edited-{step.seq}" in json.dumps(live.result, ensure_ascii=False)
-    assert shapes(new)[:step.seq - 1] == shapes(original)[:step.seq - 1]
+    assert shapes(new)[: step.seq - 1] == shapes(original)[: step.seq - 1]
     if not stateful:  # unedited, a re-run from the tool step is the run again
         assert shapes(rerun(flow, original, step.seq, plan, variant)) == shapes(original)
 
 
-def check_model_rerun(flow: Flow, original: Run, step: Step, plan: Plan, variant: Variant, stateful: bool) -> None:
+def check_model_rerun(
+    flow: Flow, original: Run, step: Step, plan: Plan, variant: Variant, stateful: bool
+) -> None:
     """From a decision (or the polish step), that round is decided (polished) again."""
     new = rerun(flow, original, step.seq, plan, variant)
     _, first = cut_point(original, step.seq)
-    assert all(is_reused(s) for s in new.steps[:first - 1]) and not any(is_reused(s) for s in new.steps[first - 1:])
+    assert all(is_reused(s) for s in new.steps[: first - 1]) and not any(
+        is_reused(s) for s in new.steps[first - 1 :]
+    )
     live = new.steps[step.seq - 1]
     assert (live.kind, live.round) == (step.kind, step.round)
     if not stateful:
@@ -259,18 +306,33 @@ def check_model_rerun(flow: Flow, original: Run, step: Step, plan: Plan, variant
 
 
 calls_st = st.lists(st.sampled_from(CALLS), min_size=1, max_size=2)
-plans = st.builds(Plan, rounds=st.lists(calls_st, max_size=3), garble=st.booleans(), polish=st.booleans(),
-                  max_rounds=st.integers(1, 3))
+plans = st.builds(
+    Plan,
+    rounds=st.lists(calls_st, max_size=3),
+    garble=st.booleans(),
+    polish=st.booleans(),
+    max_rounds=st.integers(1, 3),
+)
 
 
 @settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(variant=st.sampled_from(sorted(VARIANTS)), choice=st.sampled_from(CHOICES), parallel=st.booleans(), plan=plans)
+@given(
+    variant=st.sampled_from(sorted(VARIANTS)),
+    choice=st.sampled_from(CHOICES),
+    parallel=st.booleans(),
+    plan=plans,
+)
 def test_replay_and_rerun_hold_in_every_way(variant, choice, parallel, plan):
     check_everything(variant, choice, parallel, plan)
 
 
-TWO_ROUNDS = Plan(rounds=[[("get_weather", {"location": "成都"}), ("get_time", {})], [("get_weather", {"location": "北京"})]],
-                  max_rounds=3)
+TWO_ROUNDS = Plan(
+    rounds=[
+        [("get_weather", {"location": "成都"}), ("get_time", {})],
+        [("get_weather", {"location": "北京"})],
+    ],
+    max_rounds=3,
+)
 
 
 @pytest.mark.parametrize("parallel", [True, False])
@@ -284,16 +346,21 @@ def test_every_way_choice_and_parallel_setting(variant, choice, parallel):
 
 def test_the_replay_report_pairs_steps_as_compare_aligns_them():
     """One extra call in the replay is one difference, not a shift of every later pair."""
+
     def steps(run_id: str, calls: list[tuple[str, dict, Any]]) -> list[Step]:
         made = [Step(run_id=run_id, seq=1, kind=StepKind.MODEL_CALL, round=1, name="m")]
-        made += [Step(run_id=run_id, seq=i + 2, kind=StepKind.TOOL_CALL, round=1, name=n, arguments=a, result=r)
-                 for i, (n, a, r) in enumerate(calls)]
+        made += [
+            Step(run_id=run_id, seq=i + 2, kind=StepKind.TOOL_CALL, round=1, name=n, arguments=a, result=r)
+            for i, (n, a, r) in enumerate(calls)
+        ]
         return made + [Step(run_id=run_id, seq=len(calls) + 2, kind=StepKind.POLISH, name="m", result="ok")]
 
     weather, time = ("get_weather", {"location": "成都"}, {"weather": "小雨"}), ("get_time", {}, "10:00 UTC")
     original = Run(id="a", flow_name="f", question="q", trace_id="t", steps=steps("a", [weather, time]))
     extra = ("get_weather", {"location": "北京"}, {"weather": "晴"})
-    replayed = Run(id="b", flow_name="f", question="q", trace_id="t", steps=steps("b", [weather, extra, time]))
+    replayed = Run(
+        id="b", flow_name="f", question="q", trace_id="t", steps=steps("b", [weather, extra, time])
+    )
     assert differences(original, replayed) == ["replay step 3 tool_call get_weather: not in the recorded run"]
     changed = replayed.model_copy(update={"steps": steps("b", [weather, ("get_time", {}, "11:00 UTC")])})
     assert differences(original, changed) == ["call 3 get_time: result or error differs (None -> None)"]
@@ -306,8 +373,12 @@ def test_on_the_model_calls_written_one_by_one_replay_and_rerun_with_the_edit(mo
     from flowcall.service.front import FlowCall
 
     service = FlowCall.open()
-    flow = Flow(name="weather-schema", tools=["weather/v1/get_weather", "time/v1/get_current_time"], max_rounds=1,
-                decision=DecisionConfig(calling_way="schema", max_tokens=200))
+    flow = Flow(
+        name="weather-schema",
+        tools=["weather/v1/get_weather", "time/v1/get_current_time"],
+        max_rounds=1,
+        decision=DecisionConfig(calling_way="schema", max_tokens=200),
+    )
     run = service.run(flow, "What's the weather in Beijing and Shanghai right now?")
     calls = [s for s in run.steps if s.kind == StepKind.TOOL_CALL]
     assert len(calls) >= 2 and any(s.note == "call 2" for s in run.steps), [s.note for s in run.steps]

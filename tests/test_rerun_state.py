@@ -11,8 +11,13 @@ from flowcall.tools.base import Tool
 from flowcall.tools.execute import MODEL_RESULT_CHARS
 from tests.test_inspector import scripted
 
-BIG = Tool(name="big_report", version="test/v1/big_report", description="The whole quarterly report.",
-           parameters={"type": "object", "properties": {}}, func=lambda: "x" * 100_000)
+BIG = Tool(
+    name="big_report",
+    version="test/v1/big_report",
+    description="The whole quarterly report.",
+    parameters={"type": "object", "properties": {}},
+    func=lambda: "x" * 100_000,
+)
 
 
 def tool_texts(request: dict) -> list[str]:
@@ -22,7 +27,9 @@ def tool_texts(request: dict) -> list[str]:
 def test_a_rerun_feeds_the_model_the_same_cut_result_as_the_original_run() -> None:
     service = FlowCall.open()
     service.registry.register(BIG)
-    flow = Flow(name="long-report", tools=[BIG.version], decision=DecisionConfig(provider="scripted"), max_rounds=2)
+    flow = Flow(
+        name="long-report", tools=[BIG.version], decision=DecisionConfig(provider="scripted"), max_rounds=2
+    )
     scripted(service, [[("big_report", {})], "It is long."], [])
     run = service.run(flow, "How long is the report?")
     decided = [s for s in run.steps if s.kind == StepKind.MODEL_CALL]
@@ -38,7 +45,9 @@ def test_a_rerun_feeds_the_model_the_same_cut_result_as_the_original_run() -> No
 def test_the_rebuilt_state_is_the_engines_versioned_form() -> None:
     service = FlowCall.open()
     service.registry.register(BIG)
-    flow = Flow(name="long-report", tools=[BIG.version], decision=DecisionConfig(provider="scripted"), max_rounds=2)
+    flow = Flow(
+        name="long-report", tools=[BIG.version], decision=DecisionConfig(provider="scripted"), max_rounds=2
+    )
     scripted(service, [[("big_report", {})], "It is long."], [])
     run = service.run(flow, "How long is the report?")
     from flowcall.engine.rerun import checkpoint_before

@@ -62,8 +62,14 @@ def _pause(flowcalls: Callable[[list], FlowCall]) -> Run:
 
 def _helper(db: str, log: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "FLOWCALL_DATABASE_URL": db, "RESUME_TEST_LOG": str(log), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, str(HELPER), *args], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, str(HELPER), *args],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _raw_row(flowcall: FlowCall, run_id: str) -> tuple[str, dict | None]:
@@ -91,7 +97,9 @@ def test_two_processes_resume_a_run_once(db_url: str, flowcalls, log: Path, tmp_
     out, err, _ = next(e for e in ended if e[2] == 0)
     assert out.strip() == "done" and err == ""
     _, err, _ = next(e for e in ended if e[2] == 2)
-    assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: run {paused.id} {TAKEN} {paused.id}`"), err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(
+        f"error: run {paused.id} {TAKEN} {paused.id}`"
+    ), err
 
     assert len(_executions(log)) == 1  # the approved destructive call ran once
     run = flowcalls([]).store.get_run(paused.id)
@@ -101,8 +109,11 @@ def test_two_processes_resume_a_run_once(db_url: str, flowcalls, log: Path, tmp_
     assert _raw_row(flowcalls([]), paused.id) == (RunStatus.SUCCEEDED, None)  # finished: no paused state left
 
 
-def test_a_resumer_killed_right_after_claiming_leaves_the_paused_state(db_url: str, flowcalls,  # noqa: F811
-                                                                       log: Path) -> None:
+def test_a_resumer_killed_right_after_claiming_leaves_the_paused_state(
+    db_url: str,  # noqa: F811
+    flowcalls,
+    log: Path,
+) -> None:
     """A process that dies (SIGKILL) after claiming a run, before anything ran, leaves the run
     `running` with its paused state (the checkpoint) still in the database, and the steps say
     how far it got. Its owner is gone, so it reads `interrupted`, and a resume goes on from
@@ -166,8 +177,9 @@ def test_a_state_older_than_the_runs_steps_is_not_resumed(flowcalls, log: Path) 
     assert again.store.get_run(paused.id).status == RunStatus.WAITING_APPROVAL and len(_executions(log)) == 1
 
 
-def test_the_studio_shows_why_it_did_not_continue_a_run_another_resumer_took(log: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_studio_shows_why_it_did_not_continue_a_run_another_resumer_took(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Continue the run on the Run page while the CLI (another store here) claims it first: the
     page runs nothing and keeps the one-line reason on screen."""
     url = os.environ["FLOWCALL_DATABASE_URL"]  # the studio's database (tests/conftest.py)

@@ -34,11 +34,24 @@ def verdicts(item: dict, observed: Observed) -> dict[str, tuple[bool, str]]:
 
 # --- values and arguments ------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("a", "b", "equal"), [
-    (1, 1.0, True), (True, 1, False), (0, False, False), (True, True, True), ("1", 1, False), (None, None, True),
-    ({"a": [1, 2]}, {"a": [1.0, 2]}, True), ({"a": 1}, {"a": 1, "b": 2}, False), ([1, 2], [2, 1], False),
-    ([True], [1], False), ("成都", "成都", True), ("a", "A", False),
-])
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (1, 1.0, True),
+        (True, 1, False),
+        (0, False, False),
+        (True, True, True),
+        ("1", 1, False),
+        (None, None, True),
+        ({"a": [1, 2]}, {"a": [1.0, 2]}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ([1, 2], [2, 1], False),
+        ([True], [1], False),
+        ("成都", "成都", True),
+        ("a", "A", False),
+    ],
+)
 def test_same_value_compares_json_values(a, b, equal):
     assert same_value(a, b) is equal and same_value(b, a) is equal
 
@@ -46,7 +59,8 @@ def test_same_value_compares_json_values(a, b, equal):
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 arguments = st.dictionaries(st.text(min_size=1, max_size=4), json_values, max_size=5)
 
 
@@ -88,6 +102,7 @@ def test_unreadable_arguments_never_match():
 
 # --- calls ----------------------------------------------------------------------------------------
 
+
 def test_unordered_calls_need_a_distinct_call_each_in_any_order():
     expected = [ExpectedCall(name="f", arguments={"a": 1}), ExpectedCall(name="f")]
     assert calls_verdict(expected, [("f", {"a": 2}), ("f", {"a": 1})], ordered=False).passed
@@ -101,7 +116,9 @@ def test_unordered_calls_need_a_distinct_call_each_in_any_order():
 
 def test_ordered_calls_must_come_in_that_order_with_others_between_allowed():
     expected = [ExpectedCall(name="read_csv"), ExpectedCall(name="drop_missing")]
-    assert calls_verdict(expected, [("read_csv", {}), ("describe", {}), ("drop_missing", {})], ordered=True).passed
+    assert calls_verdict(
+        expected, [("read_csv", {}), ("describe", {}), ("drop_missing", {})], ordered=True
+    ).passed
     wrong = calls_verdict(expected, [("drop_missing", {}), ("read_csv", {})], ordered=True)
     assert not wrong.passed and wrong.reason.startswith("expected call 2 in order")
 
@@ -109,7 +126,10 @@ def test_ordered_calls_must_come_in_that_order_with_others_between_allowed():
 def test_a_failed_call_expectation_says_what_was_called_instead():
     expected = [ExpectedCall(name="weather/v1/get_weather", arguments={"location": "成都"})]
     v = calls_verdict(expected, [("get_weather", {"location": "北京"}), ("get_time", {})], ordered=False)
-    assert not v.passed and 'get_weather({"location": "北京"}): argument \'location\' is "北京", not "成都"' in v.reason
+    assert (
+        not v.passed
+        and 'get_weather({"location": "北京"}): argument \'location\' is "北京", not "成都"' in v.reason
+    )
     v = calls_verdict(expected, [("get_time", {})], ordered=False)
     assert v.reason == "expected call 1: no call of weather/v1/get_weather (calls made: get_time)"
 
@@ -129,6 +149,7 @@ def test_matching_finds_one_whenever_some_assignment_exists(grid):
 
 # --- the whole item ---------------------------------------------------------------------------------
 
+
 def test_an_item_without_expectations_only_needs_the_run_to_succeed():
     assert verdicts({"question": "q"}, seen()) == {"succeeded": (True, "the run succeeded")}
     failed = verdicts({"question": "q"}, seen(status="failed", answer=None, error="MAX_ROUNDS: no answer"))
@@ -136,15 +157,25 @@ def test_an_item_without_expectations_only_needs_the_run_to_succeed():
 
 
 def test_expect_no_call():
-    assert verdicts({"question": "q", "expect_no_call": True}, seen())["expect_no_call"] == (True, "no call was made")
+    assert verdicts({"question": "q", "expect_no_call": True}, seen())["expect_no_call"] == (
+        True,
+        "no call was made",
+    )
     called = verdicts({"question": "q", "expect_no_call": True}, seen(calls=[("f", {"a": 1})]))
     assert called["expect_no_call"] == (False, 'called f({"a": 1})')
-    crashed = verdicts({"question": "q", "expect_no_call": True}, seen(status="failed", error="context too long"))
+    crashed = verdicts(
+        {"question": "q", "expect_no_call": True}, seen(status="failed", error="context too long")
+    )
     assert crashed["expect_no_call"] == (False, "no call was made, but the run failed: it never decided")
 
 
 def test_answer_expectations_on_a_text_answer():
-    item = {"question": "q", "answer_contains": "雨", "answer_regex": r"\d+%", "answer_equals": "明天有雨, 70%"}
+    item = {
+        "question": "q",
+        "answer_contains": "雨",
+        "answer_regex": r"\d+%",
+        "answer_equals": "明天有雨, 70%",
+    }
     good = verdicts(item, seen(answer="明天有雨, 70%\n"))
     assert all(ok for ok, _ in good.values()), good
     bad = verdicts(item, seen(answer="晴"))
@@ -155,11 +186,18 @@ def test_answer_expectations_on_a_text_answer():
 
 def test_answer_expectations_on_a_structured_answer_and_its_text():
     schema = {"type": "object", "required": ["rain"], "properties": {"rain": {"type": "boolean"}}}
-    item = {"question": "q", "answer_schema": schema, "answer_equals": {"rain": True}, "answer_contains": '"rain": true'}
+    item = {
+        "question": "q",
+        "answer_schema": schema,
+        "answer_equals": {"rain": True},
+        "answer_contains": '"rain": true',
+    }
     for answer in ({"rain": True}, '{"rain": true}'):
         assert all(ok for ok, _ in verdicts(item, seen(answer=answer)).values())
     bad = verdicts(item, seen(answer={"rain": "yes"}))
-    assert bad["answer_schema"][0] is False and "rain: 'yes' is not of type 'boolean'" in bad["answer_schema"][1]
+    assert (
+        bad["answer_schema"][0] is False and "rain: 'yes' is not of type 'boolean'" in bad["answer_schema"][1]
+    )
     assert bad["answer_equals"][0] is False
     number = verdicts({"question": "q", "answer_equals": 42}, seen(answer="42"))
     assert number["answer_equals"] == (True, "the answer equals it")
@@ -194,29 +232,55 @@ def test_passed_needs_every_verdict():
 
 # --- what a run showed -------------------------------------------------------------------------------
 
+
 def _run(steps: list[Step], answer, status=RunStatus.SUCCEEDED) -> Run:
     start = utcnow()
-    return Run(id="r", flow_name="f", question="q", trace_id="t", status=status, final_answer=answer,
-               started_at=start, ended_at=start + timedelta(seconds=3), steps=steps)
+    return Run(
+        id="r",
+        flow_name="f",
+        question="q",
+        trace_id="t",
+        status=status,
+        final_answer=answer,
+        started_at=start,
+        ended_at=start + timedelta(seconds=3),
+        steps=steps,
+    )
 
 
 def test_observe_takes_the_tool_call_steps_of_a_full_run():
-    steps = [Step(run_id="r", seq=1, kind=StepKind.MODEL_CALL, tool_calls=[{"name": "f", "arguments": {"a": 1}}]),
-             Step(run_id="r", seq=2, kind=StepKind.TOOL_CALL, name="f", arguments={"a": 1}),
-             Step(run_id="r", seq=3, kind=StepKind.TOOL_CALL, name="g", arguments=None, error_code="UNKNOWN_TOOL")]
+    steps = [
+        Step(run_id="r", seq=1, kind=StepKind.MODEL_CALL, tool_calls=[{"name": "f", "arguments": {"a": 1}}]),
+        Step(run_id="r", seq=2, kind=StepKind.TOOL_CALL, name="f", arguments={"a": 1}),
+        Step(run_id="r", seq=3, kind=StepKind.TOOL_CALL, name="g", arguments=None, error_code="UNKNOWN_TOOL"),
+    ]
     got = observe(_run(steps, "done"))
     assert got.calls == [("f", {"a": 1}), ("g", None)] and got.answer == "done" and got.latency_s == 3.0
 
 
 def test_observe_takes_the_decision_a_decide_only_run_ended_with():
     written = {"name": "f", "arguments": {"a": 1}}
-    steps = [Step(run_id="r", seq=1, kind=StepKind.MODEL_CALL, tool_calls=[{"name": "f", "arguments": {"a": "e.g."}}],
-                  note="call 1"),  # refused: a value copied from the docs, asked again
-             Step(run_id="r", seq=2, kind=StepKind.MODEL_CALL, tool_calls=[written], note="call 1"),
-             Step(run_id="r", seq=3, kind=StepKind.MODEL_CALL, tool_calls=[written, {"name": "g", "arguments": {}}],
-                  note="call 2")]  # call by call: each step holds the list so far
-    got = observe(_run(steps, {"tool_calls": [written, {"name": "g", "arguments": {}}], "answer": None}),
-                  decision_only=True)
+    steps = [
+        Step(
+            run_id="r",
+            seq=1,
+            kind=StepKind.MODEL_CALL,
+            tool_calls=[{"name": "f", "arguments": {"a": "e.g."}}],
+            note="call 1",
+        ),  # refused: a value copied from the docs, asked again
+        Step(run_id="r", seq=2, kind=StepKind.MODEL_CALL, tool_calls=[written], note="call 1"),
+        Step(
+            run_id="r",
+            seq=3,
+            kind=StepKind.MODEL_CALL,
+            tool_calls=[written, {"name": "g", "arguments": {}}],
+            note="call 2",
+        ),
+    ]  # call by call: each step holds the list so far
+    got = observe(
+        _run(steps, {"tool_calls": [written, {"name": "g", "arguments": {}}], "answer": None}),
+        decision_only=True,
+    )
     assert got.calls == [("f", {"a": 1}), ("g", {})] and got.answer is None
     quiet = observe(_run(steps[:1], {"tool_calls": [], "answer": "text"}), decision_only=True)
     assert quiet.calls == [] and quiet.answer == "text"
@@ -227,13 +291,26 @@ def test_observe_takes_the_decision_a_decide_only_run_ended_with():
 def test_grounded_needs_every_value_traced_and_a_tool_result():
     from flowcall.eval.scoring import Observed, grounded_verdict
 
-    traced = [{"path": "/t", "value": 16, "source": "tool"}, {"path": "/city", "value": "成都", "source": "question"}]
-    seen = Observed(status="succeeded", error=None, calls=[], answer={"t": 16}, latency_s=1.0, provenance=traced)
+    traced = [
+        {"path": "/t", "value": 16, "source": "tool"},
+        {"path": "/city", "value": "成都", "source": "question"},
+    ]
+    seen = Observed(
+        status="succeeded", error=None, calls=[], answer={"t": 16}, latency_s=1.0, provenance=traced
+    )
     assert grounded_verdict(seen).passed and grounded_verdict(seen).reason == "2 of 2 values traced"
     invented = [*traced, {"path": "/wind", "value": 9, "source": "model"}]
-    verdict = grounded_verdict(Observed(status="succeeded", error=None, calls=[], answer={}, latency_s=1.0,
-                                        provenance=invented))
+    verdict = grounded_verdict(
+        Observed(status="succeeded", error=None, calls=[], answer={}, latency_s=1.0, provenance=invented)
+    )
     assert not verdict.passed and verdict.reason == "2 of 3 values traced; from the model: /wind"
-    unbacked = Observed(status="succeeded", error=None, calls=[], answer="晴", latency_s=1.0,
-                        outcome="answered_without_tools", provenance=[])
+    unbacked = Observed(
+        status="succeeded",
+        error=None,
+        calls=[],
+        answer="晴",
+        latency_s=1.0,
+        outcome="answered_without_tools",
+        provenance=[],
+    )
     assert not grounded_verdict(unbacked).passed

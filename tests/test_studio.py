@@ -43,12 +43,16 @@ def widget(elements, label: str):
 
 
 def texts(app: AppTest) -> str:
-    parts = [e.value for kind in ("markdown", "caption", "success", "info", "error", "warning", "code", "text")
-             for e in getattr(app, kind)]
+    parts = [
+        e.value
+        for kind in ("markdown", "caption", "success", "info", "error", "warning", "code", "text")
+        for e in getattr(app, kind)
+    ]
     return "\n".join(shown(p) for p in parts)
 
 
 # ------------------------------------------------------------------ the app and the Flows page
+
 
 def test_app_opens_on_the_flows_page_with_the_example_flows():
     app = page("app.py")
@@ -61,6 +65,7 @@ def test_app_opens_on_the_flows_page_with_the_example_flows():
 
 
 # ------------------------------------------------------------------ the Run page
+
 
 @pytest.mark.model
 def test_run_page_runs_a_flow_on_the_embedded_model(model_path):
@@ -91,7 +96,9 @@ def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
     widget(app.radio, "Decision").set_value("edit")
     arguments = json.loads(widget(app.text_area, "Arguments (edit them, then choose edit)").value)
     arguments["title"] = "写季度总结"
-    widget(app.text_area, "Arguments (edit them, then choose edit)").input(json.dumps(arguments, ensure_ascii=False))
+    widget(app.text_area, "Arguments (edit them, then choose edit)").input(
+        json.dumps(arguments, ensure_ascii=False)
+    )
     widget(app.button, "Continue the run").click().run()
     assert not app.exception
     run = service.store.get_run(run_id)
@@ -121,12 +128,26 @@ def test_run_page_deny_tells_the_model_and_runs_nothing(model_path):
 
 # ------------------------------------------------------------------ the inspector
 
+
 def scripted_runs(service: FlowCall) -> tuple:
-    flow = Flow(name="weather", tools=["weather/v1/get_weather"], decision=DecisionConfig(provider="scripted"),
-                polish=PolishConfig(provider="scripted", output_schema={"type": "object"}))
-    script = {"decision": [[("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})], "ok",
-                           [("get_weather", {"location": "成都"})], "ok"],
-              "polish": ['{"location": "成都", "rain_probability": 0.7, "need_umbrella": true}', '{"location": "成都"}']}
+    flow = Flow(
+        name="weather",
+        tools=["weather/v1/get_weather"],
+        decision=DecisionConfig(provider="scripted"),
+        polish=PolishConfig(provider="scripted", output_schema={"type": "object"}),
+    )
+    script = {
+        "decision": [
+            [("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})],
+            "ok",
+            [("get_weather", {"location": "成都"})],
+            "ok",
+        ],
+        "polish": [
+            '{"location": "成都", "rain_probability": 0.7, "need_umbrella": true}',
+            '{"location": "成都"}',
+        ],
+    }
     deciding, polishing = ScriptedProvider(script["decision"]), ScriptedProvider(script["polish"])
     service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
     return service.run(flow, "成都和北京天气?"), service.run(flow, "成都天气?")
@@ -187,6 +208,7 @@ def test_inspector_reruns_from_a_tool_call_with_edited_arguments(model_path):
 
 # ------------------------------------------------------------------ interrupted runs
 
+
 def test_run_page_resumes_an_interrupted_run_and_the_inspector_says_so():
     """A run whose process died (here: owned by a host whose lease ran out) reads `interrupted`;
     the Run page's Resume goes on with it, here from its question (no tool round was committed)."""
@@ -198,15 +220,27 @@ def test_run_page_resumes_an_interrupted_run_and_the_inspector_says_so():
     from flowcall.store.models import RunRow
 
     service = FlowCall.open()
-    flow = Flow(name="clock", tools=["time/v1/get_current_time"], max_rounds=2,
-                decision=DecisionConfig(provider="scripted", model="schema"))
+    flow = Flow(
+        name="clock",
+        tools=["time/v1/get_current_time"],
+        max_rounds=2,
+        decision=DecisionConfig(provider="scripted", model="schema"),
+    )
     version_id, _ = service.store.save_flow(flow)
-    run = Run(id="0badc0de-0000-4000-8000-000000000001", flow_name="clock", flow_version_id=version_id,
-              question="what time is it?", trace_id="t")
+    run = Run(
+        id="0badc0de-0000-4000-8000-000000000001",
+        flow_name="clock",
+        flow_version_id=version_id,
+        question="what time is it?",
+        trace_id="t",
+    )
     service.store.run_started(run)
     with service.store._session() as s, s.begin():
-        s.execute(update(RunRow).where(RunRow.id == run.id).values(owner="gone-host/1/1",
-                                                                   lease_until=utcnow() - timedelta(minutes=1)))
+        s.execute(
+            update(RunRow)
+            .where(RunRow.id == run.id)
+            .values(owner="gone-host/1/1", lease_until=utcnow() - timedelta(minutes=1))
+        )
     service.store._leases.release(run.id)
 
     inspector = page("pages/runs.py")

@@ -41,7 +41,9 @@ def _offline_weather(monkeypatch):
     monkeypatch.delenv("AMAP_API_KEY", raising=False)
 
 
-def scripted(service: FlowCall, decision: list, polish: list, capabilities: Capabilities | None = None) -> None:
+def scripted(
+    service: FlowCall, decision: list, polish: list, capabilities: Capabilities | None = None
+) -> None:
     deciding = ScriptedProvider(decision, **({"capabilities": capabilities} if capabilities else {}))
     polishing = ScriptedProvider(polish)
     service.provider_factory = lambda cfg: polishing if isinstance(cfg, PolishConfig) else deciding
@@ -63,28 +65,47 @@ def fresh_tab(path: str, query: dict | None = None, **state) -> AppTest:
 
 # ------------------------------------------------------------------ 1. what the grammar held the reply to
 
+
 def test_held_says_what_the_grammar_enforces():
-    tools = [ToolSpec(name="get_weather", description="", parameters={"type": "object"}),
-             ToolSpec(name="get_time", description="", parameters={"type": "object"})]
+    tools = [
+        ToolSpec(name="get_weather", description="", parameters={"type": "object"}),
+        ToolSpec(name="get_time", description="", parameters={"type": "object"}),
+    ]
 
     def request(choice, parallel=False):
         return ModelRequest(messages=[], tools=tools, tool_choice=choice, parallel_tool_calls=parallel)
 
-    assert held(request("get_weather"), GRAMMAR) == "tool held to get_weather by the grammar, one call at most"
-    assert held(request("required", True), GRAMMAR) == "reply held to a call of get_weather, get_time by the grammar"
-    assert held(request("auto", True), GRAMMAR) == \
-        "reply held to a call of get_weather, get_time or an answer by the grammar"
+    assert (
+        held(request("get_weather"), GRAMMAR) == "tool held to get_weather by the grammar, one call at most"
+    )
+    assert (
+        held(request("required", True), GRAMMAR)
+        == "reply held to a call of get_weather, get_time by the grammar"
+    )
+    assert (
+        held(request("auto", True), GRAMMAR)
+        == "reply held to a call of get_weather, get_time or an answer by the grammar"
+    )
     assert held(request("none"), GRAMMAR) == "reply held to an answer, no tool call, by the grammar"
     assert held(request("get_weather"), Capabilities(json_schema_output=True)) is None  # only asked, not held
 
 
 def test_the_inspector_says_what_the_grammar_held_the_tool_to_beside_the_exact_request():
     service = FlowCall.open()
-    flow = Flow(name="weather", tools=[WEATHER], tool_choice="get_weather", max_rounds=1,
-                decision=DecisionConfig(provider="scripted", calling_way="schema"),
-                polish=PolishConfig(provider="scripted"))
-    scripted(service, ['{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'],
-             ["成都明天有雨。"], GRAMMAR)
+    flow = Flow(
+        name="weather",
+        tools=[WEATHER],
+        tool_choice="get_weather",
+        max_rounds=1,
+        decision=DecisionConfig(provider="scripted", calling_way="schema"),
+        polish=PolishConfig(provider="scripted"),
+    )
+    scripted(
+        service,
+        ['{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'],
+        ["成都明天有雨。"],
+        GRAMMAR,
+    )
     run = service.run(flow, "成都明天下雨吗?")
     assert run.status == RunStatus.SUCCEEDED, run.error
     decision = run.steps[0]
@@ -103,13 +124,19 @@ def test_the_inspector_says_what_the_grammar_held_the_tool_to_beside_the_exact_r
 
 # ------------------------------------------------------------------ 2. continue a paused run from any tab
 
+
 def paused_run(service: FlowCall) -> Run:
     """A run of the flow "git-tidy" that waits for a person to approve its call; the example
     flows are there too (clean-data first in the list)."""
     service.seed_examples()
-    flow = Flow(name="git-tidy", description="Adds a task for each branch to tidy.", tools=["task/v1/add_task"],
-                needs_approval=["task/v1/add_task"], max_rounds=1,
-                decision=DecisionConfig(provider="scripted", model="schema"))
+    flow = Flow(
+        name="git-tidy",
+        description="Adds a task for each branch to tidy.",
+        tools=["task/v1/add_task"],
+        needs_approval=["task/v1/add_task"],
+        max_rounds=1,
+        decision=DecisionConfig(provider="scripted", model="schema"),
+    )
     service.store.save_flow(flow)
     run = service.run(flow, "add a task: delete the merged git branches")
     assert run.status == RunStatus.WAITING_APPROVAL, run.error
@@ -154,13 +181,28 @@ def test_a_link_to_a_run_that_does_not_exist_says_so():
 
 # ------------------------------------------------------------------ 3. a reused step's time
 
+
 def test_a_reused_step_says_reused_from_its_run_not_the_time_again():
     service = FlowCall.open()
-    flow = Flow(name="weather", tools=[WEATHER], max_rounds=2,
-                decision=DecisionConfig(provider="scripted"), polish=PolishConfig(provider="scripted"))
-    slow = ModelTurn(tool_calls=[ToolCall(id="call_a", name="get_weather", arguments={"location": "成都"},
-                                          raw_arguments='{"location": "成都"}')],
-                     finish_reason="tool_calls", latency_ms=25_000.0)  # a decision that took 25 s
+    flow = Flow(
+        name="weather",
+        tools=[WEATHER],
+        max_rounds=2,
+        decision=DecisionConfig(provider="scripted"),
+        polish=PolishConfig(provider="scripted"),
+    )
+    slow = ModelTurn(
+        tool_calls=[
+            ToolCall(
+                id="call_a",
+                name="get_weather",
+                arguments={"location": "成都"},
+                raw_arguments='{"location": "成都"}',
+            )
+        ],
+        finish_reason="tool_calls",
+        latency_ms=25_000.0,
+    )  # a decision that took 25 s
     scripted(service, [slow, "done"], ["Chengdu."])
     original = service.run(flow, "成都天气?")
     assert original.status == RunStatus.SUCCEEDED, original.error
@@ -187,13 +229,20 @@ def test_a_reused_step_says_reused_from_its_run_not_the_time_again():
     assert " 25." not in shown(header)
 
 
-# ------------------------------------------------------------------ 4 and 5. Stop only while running; reasons in the open
+# ------------------------------------------ 4 and 5. Stop only while running; reasons in the open
+
 
 def test_stop_shows_only_while_a_run_runs():
     service = FlowCall.open()
     service.seed_examples()
-    service.store.save_flow(Flow(name="clock", tools=["time/v1/get_current_time"], max_rounds=1,
-                                 decision=DecisionConfig(provider="scripted", model="schema")))
+    service.store.save_flow(
+        Flow(
+            name="clock",
+            tools=["time/v1/get_current_time"],
+            max_rounds=1,
+            decision=DecisionConfig(provider="scripted", model="schema"),
+        )
+    )
     app = page("pages/run.py")
     widget(app.selectbox, "Flow").select("clock").run()
     widget(app.text_area, "Question").input("what time is it?").run()
@@ -207,15 +256,24 @@ def test_a_second_question_runs_as_typed_not_as_the_run_shown():
     """After a run the page shows it; a new question typed then is the one the next run asks
     (the page once put the shown run's question back into the box)."""
     service = FlowCall.open()
-    service.store.save_flow(Flow(name="clock", tools=["time/v1/get_current_time"], max_rounds=1,
-                                 decision=DecisionConfig(provider="scripted", model="schema")))
+    service.store.save_flow(
+        Flow(
+            name="clock",
+            tools=["time/v1/get_current_time"],
+            max_rounds=1,
+            decision=DecisionConfig(provider="scripted", model="schema"),
+        )
+    )
     app = page("pages/run.py")
     widget(app.selectbox, "Flow").select("clock").run()
     for question in ("what time is it?", "and in London?"):
         widget(app.text_area, "Question").input(question).run()
         widget(app.button, "Run").click().run()
         assert not app.exception, app.exception
-    assert [r.question for r in service.store.list_runs(flow_name="clock")] == ["and in London?", "what time is it?"]
+    assert [r.question for r in service.store.list_runs(flow_name="clock")] == [
+        "and in London?",
+        "what time is it?",
+    ]
     assert widget(app.text_area, "Question").value == "and in London?"
 
 
@@ -223,7 +281,9 @@ def test_could_not_run_shows_its_reason_expanded(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     service = FlowCall.open()
     service.seed_examples()
-    service.store.save_flow(Flow(name="remote", decision=DecisionConfig(provider="openai", model="gpt-4o-mini")))
+    service.store.save_flow(
+        Flow(name="remote", decision=DecisionConfig(provider="openai", model="gpt-4o-mini"))
+    )
     app = page("pages/run.py")
     widget(app.selectbox, "Flow").select("remote").run()
     widget(app.text_area, "Question").input("hello").run()
@@ -252,28 +312,59 @@ def test_could_not_connect_shows_its_reason_expanded(monkeypatch):
 
 # ------------------------------------------------------------------ 6. outcome and provenance
 
+
 def recorded(service: FlowCall, **fields) -> Run:
     """A finished run as the engine records it, with `fields` (outcome, provenance...) set."""
     service.seed_examples()
     _, version_id, _ = service.store.get_flow("commute-weather")
-    run = Run(id=str(uuid.uuid4()), flow_name="commute-weather", flow_version_id=version_id,
-              question="我明天要在成都上下班通勤,会下雨吗?", trace_id="t")
+    run = Run(
+        id=str(uuid.uuid4()),
+        flow_name="commute-weather",
+        flow_version_id=version_id,
+        question="我明天要在成都上下班通勤,会下雨吗?",
+        trace_id="t",
+    )
     service.store.run_started(run)
     run = run.model_copy(update={"status": RunStatus.SUCCEEDED, "ended_at": utcnow(), **fields})
     service.store.run_finished(run)
     return run
 
 
-UNBACKED = {"final_answer": "成都明天晴,不用带伞。", "outcome": ANSWERED_WITHOUT_TOOLS,
-            "outcome_reasons": ["get_day_weather was refused by a check: the date is not tomorrow"]}
+UNBACKED = {
+    "final_answer": "成都明天晴,不用带伞。",
+    "outcome": ANSWERED_WITHOUT_TOOLS,
+    "outcome_reasons": ["get_day_weather was refused by a check: the date is not tomorrow"],
+}
 
-CARD = {"location": "成都", "date": "2026-11-29", "temp_high": 18, "rain_probability": 0.7, "need_umbrella": True}
+CARD = {
+    "location": "成都",
+    "date": "2026-11-29",
+    "temp_high": 18,
+    "rain_probability": 0.7,
+    "need_umbrella": True,
+}
 PROVENANCE = [
     {"path": "/location", "value": "成都", "source": "question"},
-    {"path": "/temp_high", "value": 18, "source": "tool", "tool": "get_day_weather", "tool_call_id": "call_1",
-     "step_seq": 2, "result_path": "/daily/0/temp_max", "match": "exact"},
-    {"path": "/rain_probability", "value": 0.7, "source": "tool", "tool": "get_day_weather", "tool_call_id": "call_1",
-     "step_seq": 2, "result_path": "/daily/0/rain", "match": "normalised"},
+    {
+        "path": "/temp_high",
+        "value": 18,
+        "source": "tool",
+        "tool": "get_day_weather",
+        "tool_call_id": "call_1",
+        "step_seq": 2,
+        "result_path": "/daily/0/temp_max",
+        "match": "exact",
+    },
+    {
+        "path": "/rain_probability",
+        "value": 0.7,
+        "source": "tool",
+        "tool": "get_day_weather",
+        "tool_call_id": "call_1",
+        "step_seq": 2,
+        "result_path": "/daily/0/rain",
+        "match": "normalised",
+    },
     {"path": "/need_umbrella", "value": True, "source": "model"},
 ]
 
@@ -289,17 +380,38 @@ def test_an_answer_without_tools_is_a_warning_on_the_run_page_not_a_success():
     assert "成都明天晴" in texts(app)  # the answer is still there to read
 
 
-PARTLY = {"final_answer": {"location": "成都", "local_time": "2026-11-29 23:00:00", "message": "已为您借出《Kindred》。"},
-          "outcome": PARTLY_DONE,
-          "outcome_reasons": ["get_current_time fits the request, and no call of it was made",
-                              "the answer says '借出', and no tool call in this run did that"],
-          "provenance": [
-              {"path": "/location", "value": "成都", "source": "question"},
-              {"path": "/local_time", "value": "2026-11-29 23:00:00", "source": "wrong_source", "tool": "get_weather",
-               "result_path": "/live/reporttime", "why": "local_time came from get_weather's reporttime; "
-                                                        "get_current_time gives it and gave no result in this run"},
-              {"path": "/message", "value": "已为您借出《Kindred》。", "source": "model", "kind": "text", "parts": [],
-               "claim": "借出"}]}
+PARTLY = {
+    "final_answer": {
+        "location": "成都",
+        "local_time": "2026-11-29 23:00:00",
+        "message": "已为您借出《Kindred》。",
+    },
+    "outcome": PARTLY_DONE,
+    "outcome_reasons": [
+        "get_current_time fits the request, and no call of it was made",
+        "the answer says '借出', and no tool call in this run did that",
+    ],
+    "provenance": [
+        {"path": "/location", "value": "成都", "source": "question"},
+        {
+            "path": "/local_time",
+            "value": "2026-11-29 23:00:00",
+            "source": "wrong_source",
+            "tool": "get_weather",
+            "result_path": "/live/reporttime",
+            "why": "local_time came from get_weather's reporttime; "
+            "get_current_time gives it and gave no result in this run",
+        },
+        {
+            "path": "/message",
+            "value": "已为您借出《Kindred》。",
+            "source": "model",
+            "kind": "text",
+            "parts": [],
+            "claim": "借出",
+        },
+    ],
+}
 
 
 def test_a_partly_done_run_is_amber_with_its_stand_in_and_claim_flagged():
@@ -312,8 +424,9 @@ def test_a_partly_done_run_is_amber_with_its_stand_in_and_claim_flagged():
     assert "get_current_time fits the request" in warning and "'借出'" in warning
     assert not app.success
     assert any("1 stand-in from the wrong tool" in shown(c.value) for c in app.caption)
-    flagged = [m for m in app.metric if "from the model" in str(m.proto.delta)] + \
-        [m for m in app.markdown if "from the model" in shown(m.value)]
+    flagged = [m for m in app.metric if "from the model" in str(m.proto.delta)] + [
+        m for m in app.markdown if "from the model" in shown(m.value)
+    ]
     assert flagged  # the stand-in and the claimed loan are marked on the card itself
 
 
@@ -333,12 +446,28 @@ def test_provenance_rows_and_summary():
     assert rows[0] == {"field": "/location", "value": "成都", "source": "question", "where": "the question"}
     assert rows[1]["where"] == "get_day_weather → /daily/0/temp_max" and rows[1]["value"] == "18"
     assert rows[2]["where"] == "get_day_weather → /daily/0/rain (normalised)"
-    assert rows[3] == {"field": "/need_umbrella", "value": "true", "source": "model", "where": "no tool gave this"}
-    assert provenance_summary(PROVENANCE) == "3 of 4 values traced to tool results or the question; 1 from the model"
+    assert rows[3] == {
+        "field": "/need_umbrella",
+        "value": "true",
+        "source": "model",
+        "where": "no tool gave this",
+    }
+    assert (
+        provenance_summary(PROVENANCE)
+        == "3 of 4 values traced to tool results or the question; 1 from the model"
+    )
     assert provenance_summary(PROVENANCE[1:3]) == "2 of 2 values traced to tool results or the question"
     assert provenance_summary([]) is None and provenance_summary(None) is None
-    text = [{"path": "", "span": [3, 5], "value": "18", "source": "tool", "tool": "get_day_weather",
-             "result_path": "/daily/0/temp_max"}]
+    text = [
+        {
+            "path": "",
+            "span": [3, 5],
+            "value": "18",
+            "source": "tool",
+            "tool": "get_day_weather",
+            "result_path": "/daily/0/temp_max",
+        }
+    ]
     assert provenance_rows(text)[0]["field"] == "text, characters 3–5"
 
 
@@ -352,7 +481,9 @@ def test_the_answer_card_says_where_each_value_came_from(path):
     assert shown(metrics["need umbrella"].proto.help) == "⚠ from the model — no tool gave this"
     assert "⚠ from the model" in metrics["need umbrella"].proto.delta  # marked on the card itself
     assert not metrics["temp high"].proto.delta
-    assert any(shown(c.value) == "3 of 4 values traced to tool results or the question; 1 from the model"
-               for c in app.caption)
+    assert any(
+        shown(c.value) == "3 of 4 values traced to tool results or the question; 1 from the model"
+        for c in app.caption
+    )
     table = next(e for e in app.get("table"))
     assert "no tool gave this" in str(table.proto) and "daily" in str(table.proto)

@@ -75,8 +75,11 @@ def started(tmp_path) -> tuple[dict, Path]:
     wrapper = tmp_path / "started_server.py"
     wrapper.write_text(WRAPPER.format(server=SERVER), encoding="utf-8")
     marker = tmp_path / "started.txt"
-    server = {"name": "own", "command": [sys.executable, str(wrapper)],
-              "env": {"MARKER": str(marker), "API_TOKEN": "$FLOWCALL_TEST_TOKEN"}}
+    server = {
+        "name": "own",
+        "command": [sys.executable, str(wrapper)],
+        "env": {"MARKER": str(marker), "API_TOKEN": "$FLOWCALL_TEST_TOKEN"},
+    }
     return server, marker
 
 
@@ -86,18 +89,32 @@ def starts(marker: Path) -> int:
 
 # ------------------------------------------------------------------ the MCP server form
 
+
 def test_a_stdio_server_with_arguments_and_an_env_reference_is_a_valid_server():
     app = form()
-    assert out(app) == (None, "Name: give it a name, e.g. time: lowercase letters, digits, - and _ (its tools are "
-                              "attached as <name>/mcp/<tool>).")
+    assert out(app) == (
+        None,
+        "Name: give it a name, e.g. time: lowercase letters, digits, - and _ (its tools are "
+        "attached as <name>/mcp/<tool>).",
+    )
     assert app.button(key="src:b:list").disabled  # nothing to list until the form is valid
-    fill_stdio(app, "github", "npx", ["-y", "@modelcontextprotocol/server-github"],
-               {"GITHUB_PERSONAL_ACCESS_TOKEN": "$GITHUB_TOKEN", "LOG_LEVEL": "debug"})
+    fill_stdio(
+        app,
+        "github",
+        "npx",
+        ["-y", "@modelcontextprotocol/server-github"],
+        {"GITHUB_PERSONAL_ACCESS_TOKEN": "$GITHUB_TOKEN", "LOG_LEVEL": "debug"},
+    )
     value, problem = out(app)
     assert problem is None and not app.error
-    assert value == {"name": "github", "command": ["npx", "-y", "@modelcontextprotocol/server-github"],
-                     "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "$GITHUB_TOKEN", "LOG_LEVEL": "debug"},
-                     "trusted": False, "startup_timeout_s": 30.0, "call_timeout_s": 30.0}
+    assert value == {
+        "name": "github",
+        "command": ["npx", "-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "$GITHUB_TOKEN", "LOG_LEVEL": "debug"},
+        "trusted": False,
+        "startup_timeout_s": 30.0,
+        "call_timeout_s": 30.0,
+    }
     assert MCPServerConfig.model_validate(value).model_dump(mode="json", exclude_none=True) == value
     # what the flows editor saves: the flow's own check takes it as it is
     parse_flow({"name": "f", "mcp_servers": [value], "tools": ["github/mcp/search"]})
@@ -111,27 +128,40 @@ def test_a_stdio_server_with_arguments_and_an_env_reference_is_a_valid_server():
 def test_a_literal_secret_is_named_in_a_plain_sentence():
     app = form()
     fill_stdio(app, "github", "npx", [], {"TOKEN": "hunter2"})
-    assert out(app) == (None, "Env TOKEN: write a reference like $TOKEN, not the secret itself, and set TOKEN in the "
-                              "environment FlowCall runs in (a flow file is shared, so it never holds a key).")
+    assert out(app) == (
+        None,
+        "Env TOKEN: write a reference like $TOKEN, not the secret itself, and set TOKEN in the "
+        "environment FlowCall runs in (a flow file is shared, so it never holds a key).",
+    )
     assert shown(app.error[0].value) == out(app)[1]
     assert app.button(key="src:b:list").disabled
 
-    app.text_input(key=[w.key for w in app.text_input if w.key.endswith(":value")][0]).input("$GITHUB_TOKEN").run()
+    app.text_input(key=[w.key for w in app.text_input if w.key.endswith(":value")][0]).input(
+        "$GITHUB_TOKEN"
+    ).run()
     assert out(app)[1] is None
-    add_row(app, "args", "--key=sk-proj-" + "a1B2c3D4e5" * 3)  # a key in the format of an API key, in an argument
-    assert out(app) == (None, "Argument 1: it holds a value in the format of an API key, token or private key. A "
-                              "flow file is shared and must never hold a secret: remove it, and hand a server a "
-                              "secret only through an env row with a reference like $GITHUB_TOKEN.")
+    add_row(
+        app, "args", "--key=sk-proj-" + "a1B2c3D4e5" * 3
+    )  # a key in the format of an API key, in an argument
+    assert out(app) == (
+        None,
+        "Argument 1: it holds a value in the format of an API key, token or private key. A "
+        "flow file is shared and must never hold a secret: remove it, and hand a server a "
+        "secret only through an env row with a reference like $GITHUB_TOKEN.",
+    )
 
 
 def test_every_field_problem_names_the_field_and_what_to_do():
     app = form()
     app.text_input(key="src:f:name").input("My Server").run()
-    assert out(app)[1] == ("Command: give the program to start, e.g. uvx or python; its arguments go in the rows "
-                           "below it.")
+    assert out(app)[1] == (
+        "Command: give the program to start, e.g. uvx or python; its arguments go in the rows below it."
+    )
     app.text_input(key="src:f:program").input("uvx").run()
-    assert out(app)[1] == ("Name: use lowercase letters, digits, - and _, starting with a letter or digit (at most "
-                           "40), e.g. time.")
+    assert out(app)[1] == (
+        "Name: use lowercase letters, digits, - and _, starting with a letter or digit (at most "
+        "40), e.g. time."
+    )
     app.text_input(key="src:f:name").input("time").run()
     add_row(app, "env", "", "value")
     assert out(app)[1] == "Env row 1: give the variable a name, or clear the row."
@@ -144,21 +174,42 @@ def test_every_field_problem_names_the_field_and_what_to_do():
     app.number_input(key="src:f:startup_timeout_s").set_value(0.0).run()
     assert out(app)[1] == "Startup timeout: must be more than 0."
     app.number_input(key="src:f:startup_timeout_s").set_value(10.0).run()
-    assert out(app) == ({"name": "time", "url": "https://example.com/mcp", "env": {}, "trusted": False,
-                         "startup_timeout_s": 10.0, "call_timeout_s": 30.0}, None)
+    assert out(app) == (
+        {
+            "name": "time",
+            "url": "https://example.com/mcp",
+            "env": {},
+            "trusted": False,
+            "startup_timeout_s": 10.0,
+            "call_timeout_s": 30.0,
+        },
+        None,
+    )
     app.radio(key="src:f:transport").set_value("stdio command").run()  # switching back keeps what was typed
     assert out(app)[1] == "Env row 1: give the variable a name, or clear the row."
     assert app.text_input(key="src:f:program").value == "uvx"
 
 
 def test_a_saved_server_fills_the_form_and_comes_back_unchanged():
-    saved = {"name": "time", "command": ["uvx", "mcp-server-time", "--local-timezone=Asia/Shanghai"],
-             "env": {"TZ_TOKEN": "$TZ_TOKEN"}, "trusted": True, "startup_timeout_s": 12.5, "call_timeout_s": 60.0}
+    saved = {
+        "name": "time",
+        "command": ["uvx", "mcp-server-time", "--local-timezone=Asia/Shanghai"],
+        "env": {"TZ_TOKEN": "$TZ_TOKEN"},
+        "trusted": True,
+        "startup_timeout_s": 12.5,
+        "call_timeout_s": 60.0,
+    }
     app = form(initial=saved)
     assert out(app) == (saved, None)
     assert [w.value for w in app.text_input][:3] == ["time", "uvx", "mcp-server-time"]
-    url_server = {"name": "remote", "url": "https://mcp.example.com/mcp", "env": {}, "trusted": False,
-                  "startup_timeout_s": 30.0, "call_timeout_s": 30.0}
+    url_server = {
+        "name": "remote",
+        "url": "https://mcp.example.com/mcp",
+        "env": {},
+        "trusted": False,
+        "startup_timeout_s": 30.0,
+        "call_timeout_s": 30.0,
+    }
     assert out(form(initial=url_server)) == (url_server, None)
 
 
@@ -168,14 +219,24 @@ def test_the_json_expander_follows_the_form_and_applying_it_replaces_the_form():
     value, _ = out(app)
     assert json.loads(app.text_area(key="src:json").value) == value  # the form and the JSON agree
 
-    edited = {**value, "name": "gh", "command": ["uvx", "gh-mcp", "--read-only"], "env": {"GH_HOST": "github.com"},
-              "call_timeout_s": 90}
+    edited = {
+        **value,
+        "name": "gh",
+        "command": ["uvx", "gh-mcp", "--read-only"],
+        "env": {"GH_HOST": "github.com"},
+        "call_timeout_s": 90,
+    }
     app.text_area(key="src:json").input(json.dumps(edited))
     app.button(key="src:b:json").click().run()
     value, problem = out(app)
     assert problem is None and value == {**edited, "call_timeout_s": 90.0}
-    assert app.text_input(key="src:f:name").value == "gh" and app.text_input(key="src:f:program").value == "uvx"
-    assert sorted(w.value for w in app.text_input if w.key.startswith("src:f:args:")) == ["--read-only", "gh-mcp"]
+    assert (
+        app.text_input(key="src:f:name").value == "gh" and app.text_input(key="src:f:program").value == "uvx"
+    )
+    assert sorted(w.value for w in app.text_input if w.key.startswith("src:f:args:")) == [
+        "--read-only",
+        "gh-mcp",
+    ]
     assert app.number_input(key="src:f:call_timeout_s").value == 90.0
     assert json.loads(app.text_area(key="src:json").value) == value
 
@@ -192,7 +253,8 @@ def test_the_json_expander_follows_the_form_and_applying_it_replaces_the_form():
     app.text_area(key="src:json").input(json.dumps({**edited, "env": {"GH_TOKEN": "ghp_" + "x1" * 18}}))
     app.button(key="src:b:json").click().run()
     assert shown(app.expander[0].error[0].value).startswith(
-        "Nothing was applied: Env GH_TOKEN: write a reference like $GH_TOKEN, not the secret itself")
+        "Nothing was applied: Env GH_TOKEN: write a reference like $GH_TOKEN, not the secret itself"
+    )
     app.text_area(key="src:json").input(json.dumps({**edited, "headers": {}}))
     app.button(key="src:b:json").click().run()
     assert "headers: is not a field FlowCall knows: remove it." in shown(app.expander[0].error[0].value)
@@ -201,10 +263,14 @@ def test_the_json_expander_follows_the_form_and_applying_it_replaces_the_form():
     # the URL transport, from JSON
     app.text_area(key="src:json").input(json.dumps({"name": "remote", "url": "https://mcp.example.com/mcp"}))
     app.button(key="src:b:json").click().run()
-    assert out(app)[0]["url"] == "https://mcp.example.com/mcp" and app.radio(key="src:f:transport").value == "URL"
+    assert (
+        out(app)[0]["url"] == "https://mcp.example.com/mcp"
+        and app.radio(key="src:f:transport").value == "URL"
+    )
 
 
 # ------------------------------------------------------------------ consent before anything starts
+
 
 def test_listing_an_ungranted_server_shows_the_consent_panel_and_starts_nothing(started):
     server, marker = started
@@ -216,11 +282,15 @@ def test_listing_an_ungranted_server_shows_the_consent_panel_and_starts_nothing(
     assert f"start the program {json.dumps(server['command'])}" in shown_text  # the command as written ...
     resolved = [str(Path(sys.executable).absolute()), server["command"][1]]
     assert f"(here: {json.dumps(resolved)}" in shown_text  # ... and as it resolves here
-    assert "this gives the secret in FLOWCALL_TEST_TOKEN to that program" in shown_text  # the secrets it is handed
+    assert (
+        "this gives the secret in FLOWCALL_TEST_TOKEN to that program" in shown_text
+    )  # the secrets it is handed
     assert not app.dataframe and starts(marker) == 0
 
     tools, reason = source_tools(FlowCall.open(), server)  # the palette: nothing ungranted starts either
-    assert tools == [] and reason.startswith("Nothing was started or loaded: nobody on this machine has granted")
+    assert tools == [] and reason.startswith(
+        "Nothing was started or loaded: nobody on this machine has granted"
+    )
     app.run()  # the panel stays until the person decides
     assert app.button(key="src:b:grant") and starts(marker) == 0
 
@@ -245,14 +315,21 @@ def test_after_the_grant_the_servers_real_tools_are_listed_and_one_is_tried(star
     # the same grant a flow's run asks for: a flow attaching this server needs only `trusted` granted now
     flow = parse_flow({"name": "uses-own", "mcp_servers": [out(app)[0]], "tools": ["own/mcp/add"]})
     assert [(item.kind, ok) for item, ok in FlowCall.open().trust_status(flow)] == [
-        ("mcp_command", True), ("mcp_trusted", False)]
+        ("mcp_command", True),
+        ("mcp_trusted", False),
+    ]
 
     # the palette lists the granted server's tools
     tools, reason = source_tools(FlowCall.open(), server)
     assert reason is None and [t["ref"] for t in tools] == [f"own/mcp/{t}" for t in TOOLS]
-    assert tools[0] == {"ref": "own/mcp/add", "name": "add", "description": "Add two integers.",
-                        "annotations": {"read_only": True, "destructive": False, "open_world": True},
-                        "kind": "mcp", "parameters": tools[0]["parameters"]}
+    assert tools[0] == {
+        "ref": "own/mcp/add",
+        "name": "add",
+        "description": "Add two integers.",
+        "annotations": {"read_only": True, "destructive": False, "open_world": True},
+        "kind": "mcp",
+        "parameters": tools[0]["parameters"],
+    }
     assert set(tools[0]["parameters"]["required"]) == {"a", "b"}
     assert starts(marker) == 2
 
@@ -299,7 +376,9 @@ def test_a_grant_covers_only_what_the_person_read(started):
     app = form(initial=server)
     app.button(key="src:b:list").click().run()  # the panel, as read
     wrapper = Path(server["command"][1])
-    wrapper.write_text(wrapper.read_text(encoding="utf-8") + "# changed after the panel was drawn\n", encoding="utf-8")
+    wrapper.write_text(
+        wrapper.read_text(encoding="utf-8") + "# changed after the panel was drawn\n", encoding="utf-8"
+    )
     app.button(key="src:b:grant").click().run()
     assert "What it would start changed since this panel was drawn" in texts(app)
     assert FlowCall.open().store.list_grants() == [] and starts(marker) == 0
@@ -309,12 +388,21 @@ def test_a_grant_covers_only_what_the_person_read(started):
 
 # ------------------------------------------------------------------ the HTTP tool source form
 
-OPENAPI = {"openapi": "3.0.0", "info": {"title": "things", "version": "1"},
-           "servers": [{"url": "http://127.0.0.1:9/api"}],
-           "paths": {"/things/{id}": {"get": {"operationId": "getThing", "summary": "One thing.",
-                                              "parameters": [{"name": "id", "in": "path", "required": True,
-                                                              "schema": {"type": "string"}}]},
-                                      "delete": {"operationId": "deleteThing", "summary": "Delete a thing."}}}}
+OPENAPI = {
+    "openapi": "3.0.0",
+    "info": {"title": "things", "version": "1"},
+    "servers": [{"url": "http://127.0.0.1:9/api"}],
+    "paths": {
+        "/things/{id}": {
+            "get": {
+                "operationId": "getThing",
+                "summary": "One thing.",
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            },
+            "delete": {"operationId": "deleteThing", "summary": "Delete a thing."},
+        }
+    },
+}
 
 
 def test_an_http_source_with_an_allowed_host_validates_and_lists_after_the_grant(tmp_path):
@@ -325,32 +413,42 @@ def test_an_http_source_with_an_allowed_host_validates_and_lists_after_the_grant
     app.text_input(key="src:f:openapi").input(str(document))
     app.run()
     add_row(app, "allow_hosts", "http://127.0.0.1:9")
-    assert out(app)[1] == ("Allowed host 1: write a host name or address alone, e.g. 127.0.0.1 or api.internal, not "
-                           "a URL.")
+    assert out(app)[1] == (
+        "Allowed host 1: write a host name or address alone, e.g. 127.0.0.1 or api.internal, not a URL."
+    )
     app.text_input(key=[w.key for w in app.text_input if w.key.startswith("src:f:allow_hosts:")][0]).input(
-        "127.0.0.1").run()
+        "127.0.0.1"
+    ).run()
     value, problem = out(app)
     assert problem is None
-    assert value == {"name": "things", "openapi": str(document), "allow_hosts": ["127.0.0.1"], "timeout_s": 15.0,
-                     "max_response_bytes": 1_000_000}
+    assert value == {
+        "name": "things",
+        "openapi": str(document),
+        "allow_hosts": ["127.0.0.1"],
+        "timeout_s": 15.0,
+        "max_response_bytes": 1_000_000,
+    }
     assert HTTPToolSource.model_validate(value).model_dump(mode="json", exclude_none=True) == value
     assert json.loads(app.text_area(key="src:json").value) == value
 
     tools, reason = source_tools(FlowCall.open(), value)
     assert tools == [] and "load the OpenAPI document" in reason
     app.button(key="src:b:list").click().run()
-    assert "let HTTP tools reach \"127.0.0.1\"" in texts(app) and not app.dataframe
+    assert 'let HTTP tools reach "127.0.0.1"' in texts(app) and not app.dataframe
     app.button(key="src:b:grant").click().run()
     assert list(app.dataframe[0].value["reference"]) == ["things/http/getThing", "things/http/deleteThing"]
     tools, reason = source_tools(FlowCall.open(), value)
     assert reason is None and [(t["ref"], t["kind"], t["annotations"]["destructive"]) for t in tools] == [
-        ("things/http/getThing", "http", False), ("things/http/deleteThing", "http", True)]
+        ("things/http/getThing", "http", False),
+        ("things/http/deleteThing", "http", True),
+    ]
 
     add_row(app, "operations", "getThing")
     assert out(app)[0]["operations"] == ["getThing"]
 
 
 # ------------------------------------------------------------------ outside text stays text
+
 
 def test_the_module_shows_no_outside_text_unescaped(monkeypatch):
     """The security suite's scan of the pages (every outside value reaches Markdown through md()),
@@ -367,11 +465,15 @@ def test_an_http_source_sends_header_rows_and_a_literal_key_is_a_plain_sentence(
     app.text_input(key="src:f:openapi").input("https://api.example.com/openapi.json")
     app.run()
     add_row(app, "headers", "Authorization", "Bearer hunter2hunter2")
-    assert out(app) == (None, "Header Authorization: write a reference like $AUTHORIZATION (or 'Bearer "
-                              "$AUTHORIZATION'), not the secret itself, and set AUTHORIZATION in the environment "
-                              "FlowCall runs in (a flow file is shared, so it never holds a key).")
+    assert out(app) == (
+        None,
+        "Header Authorization: write a reference like $AUTHORIZATION (or 'Bearer "
+        "$AUTHORIZATION'), not the secret itself, and set AUTHORIZATION in the environment "
+        "FlowCall runs in (a flow file is shared, so it never holds a key).",
+    )
     app.text_input(key=[w.key for w in app.text_input if w.key.endswith(":value")][0]).input(
-        "Bearer $THINGS_TOKEN").run()
+        "Bearer $THINGS_TOKEN"
+    ).run()
     add_row(app, "headers", "X-Client", "flowcall")
     value, problem = out(app)
     assert problem is None

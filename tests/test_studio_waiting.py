@@ -19,14 +19,21 @@ from flowcall.studio.waiting import waiting_for, waiting_runs
 from tests.test_page_models import walk
 from tests.test_studio import ROOT, page, shown
 
-FLOW = Flow(name="tasks", tools=["task/v1/create_task"], needs_approval=["create_task"], max_rounds=1,
-            decision=DecisionConfig(provider="scripted"))
+FLOW = Flow(
+    name="tasks",
+    tools=["task/v1/create_task"],
+    needs_approval=["create_task"],
+    max_rounds=1,
+    decision=DecisionConfig(provider="scripted"),
+)
 
 
 def paused(question: str, tool_calls=None) -> str:
     """A run of FLOW paused on its create_task call, recorded in the test's database: its id."""
-    app = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider(
-        [tool_calls or [("create_task", {"title": "写周报"})]]))
+    app = FlowCall(
+        store=FlowCall.open().store,
+        provider_factory=lambda cfg: ScriptedProvider([tool_calls or [("create_task", {"title": "写周报"})]]),
+    )
     run = app.run(FLOW, question)
     assert run.status == RunStatus.WAITING_APPROVAL
     return run.id
@@ -39,8 +46,15 @@ def walk_links(node) -> list:
 
 def sidebar_links(app: AppTest) -> list[dict]:
     """The page links drawn in the sidebar: label, page and query parameters."""
-    return [{"label": link.proto.label, "page": link.proto.page, "query": parse_qs(link.proto.query_string),
-             "help": link.proto.help} for link in walk_links(app.sidebar)]
+    return [
+        {
+            "label": link.proto.label,
+            "page": link.proto.page,
+            "query": parse_qs(link.proto.query_string),
+            "help": link.proto.help,
+        }
+        for link in walk_links(app.sidebar)
+    ]
 
 
 def sidebar_text(app: AppTest) -> str:
@@ -54,7 +68,11 @@ def test_waiting_runs_lists_each_paused_run_newest_first_with_its_call():
     waiting = waiting_runs(app)
     assert [w["run_id"] for w in waiting] == [second, first]
     newest = waiting[0]
-    assert newest["flow_name"] == "tasks" and newest["question"] == "两个任务" and newest["tool"] == "create_task"
+    assert (
+        newest["flow_name"] == "tasks"
+        and newest["question"] == "两个任务"
+        and newest["tool"] == "create_task"
+    )
     assert [c["arguments"] for c in newest["calls"]] == [{"title": "a"}, {"title": "b"}]
     assert newest["since"].tzinfo is not None and utcnow() - newest["since"] < timedelta(minutes=5)
     # answered, it no longer waits
@@ -68,8 +86,12 @@ def test_the_sidebar_shows_a_paused_run_with_a_link_to_the_run_page():
     app = page("app.py")
     assert "Waiting for you (1)" in sidebar_text(app)
     [link] = sidebar_links(app)
-    assert link["page"] == "ask" and link["query"] == {"run": [run_id]}  # /ask?run=ID, the Run page's deep link
-    assert shown(link["label"]) == "tasks · create_task" and shown(link["help"]).startswith("记一下:写周报 (waiting ")
+    assert link["page"] == "ask" and link["query"] == {
+        "run": [run_id]
+    }  # /ask?run=ID, the Run page's deep link
+    assert shown(link["label"]) == "tasks · create_task" and shown(link["help"]).startswith(
+        "记一下:写周报 (waiting "
+    )
     for other in ("pages/runs.py", "pages/plugins.py"):  # on every page
         app.switch_page(other)
         app.run()
@@ -84,14 +106,18 @@ def test_with_no_paused_run_the_sidebar_shows_nothing():
 
 def test_untrusted_text_in_the_sidebar_is_escaped(monkeypatch: pytest.MonkeyPatch):
     """A flow name and a question are anyone's text: a link in them is not made."""
-    app = FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider(
-        [[("create_task", {"title": "x"})]]))
+    app = FlowCall(
+        store=FlowCall.open().store,
+        provider_factory=lambda cfg: ScriptedProvider([[("create_task", {"title": "x"})]]),
+    )
     run = app.run(FLOW, "[click](http://evil.example) **now**")
     assert run.status == RunStatus.WAITING_APPROVAL
     studio = page("app.py")
     [link] = sidebar_links(studio)
     assert "\\[click\\]\\(http\\:\\/\\/\u2060evil\\.example\\)" in link["help"]  # no link made
-    assert "\\*\\*now\\*\\*" in link["help"] and shown(link["help"]).startswith("[click](http://evil.example) **now**")
+    assert "\\*\\*now\\*\\*" in link["help"] and shown(link["help"]).startswith(
+        "[click](http://evil.example) **now**"
+    )
 
 
 def test_the_page_variant_lists_every_run_with_an_open_link_and_can_skip_one():
@@ -105,17 +131,25 @@ def test_the_page_variant_lists_every_run_with_an_open_link_and_can_skip_one():
         from flowcall.studio.waiting import show_waiting
 
         run_page = st.Page(f"{root}/pages/run.py", title="Run", url_path="ask")
-        box = st.Page(lambda: show_waiting(FlowCall.open(), "page", skip=skip, run_page=run_page), title="Box",
-                      url_path="box", default=True)
+        box = st.Page(
+            lambda: show_waiting(FlowCall.open(), "page", skip=skip, run_page=run_page),
+            title="Box",
+            url_path="box",
+            default=True,
+        )
         st.navigation([box, run_page]).run()
 
     app = AppTest.from_function(studio, args=(str(ROOT), skipped), default_timeout=60)
     app.run()
     assert not app.exception, app.exception
     links = walk_links(app.main)
-    assert [(link.proto.page, parse_qs(link.proto.query_string)) for link in links] == [("ask", {"run": [keep]})]
+    assert [(link.proto.page, parse_qs(link.proto.query_string)) for link in links] == [
+        ("ask", {"run": [keep]})
+    ]
     said = [shown(m.value) for m in app.markdown]
-    assert said[0].startswith("**Waiting for you (1)**: these runs are paused until you approve, deny or edit")
+    assert said[0].startswith(
+        "**Waiting for you (1)**: these runs are paused until you approve, deny or edit"
+    )
     assert said[1] == "**tasks** · create_task · waiting under a minute\none", said
 
 

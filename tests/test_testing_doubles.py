@@ -41,6 +41,7 @@ def valid(value, schema) -> None:
 
 # ------------------------------------------------------------------ ScriptedProvider.assert_complete
 
+
 def test_assert_complete_names_the_unused_turns():
     provider = ScriptedProvider(["one", "two", [("f", {})]])
     provider.complete(ModelRequest(messages=[Message(role="user", content="hi")]))
@@ -73,6 +74,7 @@ def echo(text: str) -> str:
 
 # ------------------------------------------------------------------ example_for: valid against the schema
 
+
 class Address(BaseModel):
     street: str
     postcode: str = Field(min_length=5, max_length=5)
@@ -96,8 +98,10 @@ class Order(BaseModel):
 SCHEMAS = {
     "weather tool": {
         "type": "object",
-        "properties": {"location": {"type": "string"},
-                       "extensions": {"type": "string", "enum": ["base", "all"], "default": "base"}},
+        "properties": {
+            "location": {"type": "string"},
+            "extensions": {"type": "string", "enum": ["base", "all"], "default": "base"},
+        },
         "required": ["location"],
     },
     "nested objects, arrays, enums, bounded integers": {
@@ -106,12 +110,22 @@ SCHEMAS = {
             "trip": {
                 "type": "object",
                 "properties": {
-                    "legs": {"type": "array", "minItems": 2, "maxItems": 4, "uniqueItems": True,
-                             "items": {"type": "object",
-                                       "properties": {"mode": {"enum": ["metro", "walk", "bus"]},
-                                                      "minutes": {"type": "integer", "minimum": 3, "maximum": 90},
-                                                      "tags": {"type": "array", "items": {"type": "string"}}},
-                                       "required": ["mode", "minutes", "tags"], "additionalProperties": False}},
+                    "legs": {
+                        "type": "array",
+                        "minItems": 2,
+                        "maxItems": 4,
+                        "uniqueItems": True,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "mode": {"enum": ["metro", "walk", "bus"]},
+                                "minutes": {"type": "integer", "minimum": 3, "maximum": 90},
+                                "tags": {"type": "array", "items": {"type": "string"}},
+                            },
+                            "required": ["mode", "minutes", "tags"],
+                            "additionalProperties": False,
+                        },
+                    },
                     "budget": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
                 },
                 "required": ["legs", "budget"],
@@ -145,14 +159,24 @@ SCHEMAS = {
         "type": "object",
         "properties": {
             "one": {"oneOf": [{"type": "null"}, {"type": "boolean"}]},
-            "all": {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
-                              {"properties": {"b": {"const": "B"}}, "required": ["b"]}]},
-            "tuple": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+            "all": {
+                "allOf": [
+                    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                    {"properties": {"b": {"const": "B"}}, "required": ["b"]},
+                ]
+            },
+            "tuple": {
+                "type": "array",
+                "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                "items": False,
+            },
         },
         "required": ["one", "all", "tuple"],
     },
     "pydantic model ($defs and $ref)": Order.model_json_schema(),
-    "commute card (flows/commute_weather.json)": load_flow(ROOT / "flows" / "commute_weather.json").polish.output_schema,
+    "commute card (flows/commute_weather.json)": load_flow(
+        ROOT / "flows" / "commute_weather.json"
+    ).polish.output_schema,
 }
 
 
@@ -167,15 +191,23 @@ def test_example_for_is_valid_against_the_schema(name):
 def test_example_for_picks_default_enum_minimum_and_required_only():
     assert example_for(SCHEMAS["weather tool"]) == {"location": "example"}  # optional ones are left out
     assert example_for({"enum": ["b", "a"]}) == "b" and example_for({"type": "integer", "default": 7}) == 7
-    assert example_for({"type": "integer", "minimum": 4}) == 4 and example_for({"type": "string", "format": "date"}) == "2026-01-01"
+    assert (
+        example_for({"type": "integer", "minimum": 4}) == 4
+        and example_for({"type": "string", "format": "date"}) == "2026-01-01"
+    )
     order = Order.model_validate(example_for(Order.model_json_schema()))
     assert len(order.items) == 2 and order.items[0] != order.items[1] and 0 < order.discount < 1
 
 
 def test_draft_4_exclusive_flags():
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 7, "exclusiveMinimum": True},
-                                               "x": {"type": "number", "maximum": 0, "exclusiveMaximum": True}},
-              "required": ["n", "x"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 7, "exclusiveMinimum": True},
+            "x": {"type": "number", "maximum": 0, "exclusiveMaximum": True},
+        },
+        "required": ["n", "x"],
+    }
     value = example_for(schema)
     jsonschema.Draft4Validator(schema).validate(value)
     assert value == {"n": 8, "x": -1}
@@ -208,32 +240,45 @@ def _leaf() -> st.SearchStrategy[dict]:
         if low is not None:
             schema["exclusiveMinimum" if low_open else "minimum"] = low
         if span is not None:
-            schema["exclusiveMaximum" if high_open else "maximum"] = (low if low is not None else 0) + span + 0.5
+            schema["exclusiveMaximum" if high_open else "maximum"] = (
+                (low if low is not None else 0) + span + 0.5
+            )
         return schema
 
-    bound = st.tuples(st.none() | st.integers(-50, 50), st.none() | st.integers(0, 20), st.booleans(), st.booleans())
+    bound = st.tuples(
+        st.none() | st.integers(-50, 50), st.none() | st.integers(0, 20), st.booleans(), st.booleans()
+    )
     lengths = st.tuples(st.integers(0, 12), st.integers(0, 12)).map(sorted)
     return st.one_of(
         bound.map(integer),
         bound.map(number),
         st.builds(lambda ln: {"type": "string", "minLength": ln[0], "maxLength": ln[1]}, lengths),
-        st.sampled_from([{"type": "string", "format": f} for f in ("date", "date-time", "email", "uuid", "ipv4")]),
-        st.lists(st.integers() | st.text(max_size=5), min_size=1, max_size=4, unique=True).map(lambda e: {"enum": e}),
+        st.sampled_from(
+            [{"type": "string", "format": f} for f in ("date", "date-time", "email", "uuid", "ipv4")]
+        ),
+        st.lists(st.integers() | st.text(max_size=5), min_size=1, max_size=4, unique=True).map(
+            lambda e: {"enum": e}
+        ),
         st.just({"type": "boolean"}),
         st.just({"type": "null"}),
     )
 
 
 def _nested(children: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
-    array = st.builds(lambda items, ln: {"type": "array", "items": items, "minItems": ln[0], "maxItems": ln[1]},
-                      children, st.tuples(st.integers(0, 3), st.integers(0, 3)).map(sorted))
+    array = st.builds(
+        lambda items, ln: {"type": "array", "items": items, "minItems": ln[0], "maxItems": ln[1]},
+        children,
+        st.tuples(st.integers(0, 3), st.integers(0, 3)).map(sorted),
+    )
 
     def obj(props: dict, picks: list[bool]) -> dict:
         required = [name for name, pick in zip(props, picks) if pick]
         return {"type": "object", "properties": props, "required": required}
 
     names = st.text("abcdefgh", min_size=1, max_size=4)
-    objects = st.builds(obj, st.dictionaries(names, children, max_size=4), st.lists(st.booleans(), min_size=4, max_size=4))
+    objects = st.builds(
+        obj, st.dictionaries(names, children, max_size=4), st.lists(st.booleans(), min_size=4, max_size=4)
+    )
     nullable = children.map(lambda c: {"anyOf": [{"type": "null"}, c]})
     return array | objects | nullable
 
@@ -247,8 +292,10 @@ def test_example_for_is_valid_for_generated_schemas(schema):
 # ------------------------------------------------------------------ the schema-driven model
 
 WEATHER = ToolSpec(name="get_weather", parameters=SCHEMAS["weather tool"])
-TIME = ToolSpec(name="get_time", parameters={"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}},
-                                             "required": ["zone"]})
+TIME = ToolSpec(
+    name="get_time",
+    parameters={"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]},
+)
 
 
 def ask(messages: list[Message], **kw) -> ModelRequest:
@@ -257,8 +304,13 @@ def ask(messages: list[Message], **kw) -> ModelRequest:
 
 def results_of(turn, content: str = "ok") -> list[Message]:
     """The assistant turn and a tool result for each of its calls, as the engine appends them."""
-    return [Message(role="assistant", tool_calls=turn.tool_calls),
-            *(Message(role="tool", tool_call_id=c.id, name=c.name, content=f"{c.name} {content}") for c in turn.tool_calls)]
+    return [
+        Message(role="assistant", tool_calls=turn.tool_calls),
+        *(
+            Message(role="tool", tool_call_id=c.id, name=c.name, content=f"{c.name} {content}")
+            for c in turn.tool_calls
+        ),
+    ]
 
 
 def test_calls_each_tool_once_one_per_turn_then_answers_with_the_results():
@@ -280,7 +332,10 @@ def test_calls_each_tool_once_one_per_turn_then_answers_with_the_results():
 def test_parallel_choice_and_structured_output():
     model = SchemaDrivenProvider()
     question = [Message(role="user", content="q")]
-    assert [c.name for c in model.complete(ask(question)).tool_calls] == ["get_weather", "get_time"]  # at once
+    assert [c.name for c in model.complete(ask(question)).tool_calls] == [
+        "get_weather",
+        "get_time",
+    ]  # at once
     assert [c.name for c in model.complete(ask(question, tool_choice="get_time")).tool_calls] == ["get_time"]
     assert model.complete(ask(question, tool_choice="none")).content == "No tool results. Last message: q"
     assert not model.complete(ModelRequest(messages=question)).tool_calls
@@ -336,10 +391,19 @@ def test_a_paused_and_resumed_run_answers_as_an_uninterrupted_one(tmp_path):
     from flowcall.service.front import FlowCall
 
     DELETED.clear()
-    registry = ToolRegistry([build_tool(read_report, "r/v1/read_report", annotations=ToolAnnotations(read_only=True)),
-                             build_tool(delete_report, "r/v1/delete_report", annotations=ToolAnnotations(destructive=True))])
-    flow = Flow(name="reports", tools=["read_report", "delete_report"], parallel_tool_calls=False, max_rounds=3,
-                decision=DecisionConfig(provider="scripted", model="schema"))
+    registry = ToolRegistry(
+        [
+            build_tool(read_report, "r/v1/read_report", annotations=ToolAnnotations(read_only=True)),
+            build_tool(delete_report, "r/v1/delete_report", annotations=ToolAnnotations(destructive=True)),
+        ]
+    )
+    flow = Flow(
+        name="reports",
+        tools=["read_report", "delete_report"],
+        parallel_tool_calls=False,
+        max_rounds=3,
+        decision=DecisionConfig(provider="scripted", model="schema"),
+    )
 
     def service(url: str) -> FlowCall:
         app = FlowCall(store=FlowCall.open(url).store, provider_factory=provider_for)  # a new model each time
@@ -354,10 +418,14 @@ def test_a_paused_and_resumed_run_answers_as_an_uninterrupted_one(tmp_path):
     resumed = service(url).resume(paused.id, approver=approve_all)
     assert resumed.status == RunStatus.SUCCEEDED and DELETED == ["example", "example"]
     assert resumed.final_answer == straight.final_answer
-    assert straight.final_answer == "Results: read_report -> report example: 3 pages; delete_report -> deleted example"
+    assert (
+        straight.final_answer
+        == "Results: read_report -> report example: 3 pages; delete_report -> deleted example"
+    )
 
 
 # ------------------------------------------------------------------ provider "scripted" in flows
+
 
 def test_provider_for_builds_the_schema_model_and_names_it_otherwise():
     assert isinstance(provider_for(ModelConfig(provider="scripted", model="schema")), SchemaDrivenProvider)
@@ -366,9 +434,14 @@ def test_provider_for_builds_the_schema_model_and_names_it_otherwise():
 
 
 def test_a_flow_with_the_scripted_model_needs_no_grant():
-    flow = parse_flow({"name": "s", "tools": ["time/v1/get_current_time"],
-                       "decision": {"provider": "scripted", "model": "schema"},
-                       "polish": {"provider": "scripted", "model": "schema"}})
+    flow = parse_flow(
+        {
+            "name": "s",
+            "tools": ["time/v1/get_current_time"],
+            "decision": {"provider": "scripted", "model": "schema"},
+            "polish": {"provider": "scripted", "model": "schema"},
+        }
+    )
     assert trust_items(flow) == []
 
 
@@ -376,22 +449,41 @@ def test_cli_runs_a_flow_file_on_the_scripted_model(tmp_path):
     """No model file needed: the decision model calls the clock plugin's tool (every argument of
     it is optional, so the schema-driven model sends {}) and answers with its result."""
     flow = tmp_path / "clock.json"
-    flow.write_text(json.dumps({"name": "scripted-clock", "tools": ["time/v1/get_current_time"], "max_rounds": 2,
-                                "decision": {"provider": "scripted", "model": "schema"}}))
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "What time is it?", "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    flow.write_text(
+        json.dumps(
+            {
+                "name": "scripted-clock",
+                "tools": ["time/v1/get_current_time"],
+                "max_rounds": 2,
+                "decision": {"provider": "scripted", "model": "schema"},
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "What time is it?", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
     calls = [s for s in run["steps"] if s["kind"] == "tool_call"]
     assert [(s["name"], s["arguments"], s["error_code"]) for s in calls] == [("get_current_time", {}, None)]
     assert run["status"] == "succeeded" and run["final_answer"].startswith("Results: get_current_time -> ")
     assert calls[0]["result"]["datetime"] in run["final_answer"] and "Asia/Shanghai" in run["final_answer"]
-    plain = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "What time is it?"],
-                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+    plain = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "run", str(flow), "What time is it?"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert plain.returncode == 0 and "get_current_time" in plain.stderr and "Results:" in plain.stdout
 
 
 # ------------------------------------------------------------------ typed errors
+
 
 def test_internal_is_an_error_code_and_not_found_is_a_config_error():
     assert ErrorCode("INTERNAL") is ErrorCode.INTERNAL and str(ErrorCode.INTERNAL) == "INTERNAL"
@@ -416,18 +508,37 @@ def test_the_cli_reports_not_found_in_one_line_with_exit_2(monkeypatch, capsys):
 
 # ------------------------------------------------------------------ rendering
 
+
 def step(**kw) -> Step:
     return Step(run_id="r", **{"seq": 1, "kind": StepKind.TOOL_CALL, **kw})
 
 
 def test_describe_step_lines():
     tool = step(name="get_weather", arguments={"location": "成都"}, result={"weather": "阴"}, latency_ms=1234)
-    assert describe_step(tool) == '[1] tool_call    1.23s  get_weather({"location": "成都"}) -> {"weather": "阴"}'
-    model = step(seq=2, kind=StepKind.MODEL_CALL, name="scripted/schema", calling_way="native", tokens_in=10,
-                 tokens_out=2, tool_calls=[{"name": "get_weather", "arguments": {"location": "成都"}}])
-    assert describe_step(model) == ('[2] model_call   0.00s  scripted/schema [native] 10→2 tok: '
-                                    'get_weather({"location": "成都"})')
-    failed = step(seq=3, kind=StepKind.ERROR, name=None, note="x " * 80, error_code="MAX_ROUNDS", error_message="too many")
+    assert (
+        describe_step(tool)
+        == '[1] tool_call    1.23s  get_weather({"location": "成都"}) -> {"weather": "阴"}'
+    )
+    model = step(
+        seq=2,
+        kind=StepKind.MODEL_CALL,
+        name="scripted/schema",
+        calling_way="native",
+        tokens_in=10,
+        tokens_out=2,
+        tool_calls=[{"name": "get_weather", "arguments": {"location": "成都"}}],
+    )
+    assert describe_step(model) == (
+        '[2] model_call   0.00s  scripted/schema [native] 10→2 tok: get_weather({"location": "成都"})'
+    )
+    failed = step(
+        seq=3,
+        kind=StepKind.ERROR,
+        name=None,
+        note="x " * 80,
+        error_code="MAX_ROUNDS",
+        error_message="too many",
+    )
     line = describe_step(failed)
     assert line.endswith("…)  !! MAX_ROUNDS: too many") and len(line) < 160
     from flowcall.cli import main as cli
@@ -438,9 +549,15 @@ def test_describe_step_lines():
 def test_short_answer_and_run_lines():
     assert short("a\n  b") == "a b" and short("x" * 10, 5) == "xxxx…" and short({"k": 1}) == '{"k": 1}'
     assert answer_text("hi") == "hi" and answer_text({"a": 1}) == '{\n  "a": 1\n}'
-    run = Run(id="abc", flow_name="f", question="q?", trace_id="t", status=RunStatus.SUCCEEDED,
-              started_at=dt.datetime(2026, 1, 2, 3, 4, 5),
-              steps=[step(tokens_in=3, tokens_out=1), step(seq=2, kind=StepKind.POLISH, name="p", tokens_in=2)])
+    run = Run(
+        id="abc",
+        flow_name="f",
+        question="q?",
+        trace_id="t",
+        status=RunStatus.SUCCEEDED,
+        started_at=dt.datetime(2026, 1, 2, 3, 4, 5),
+        steps=[step(tokens_in=3, tokens_out=1), step(seq=2, kind=StepKind.POLISH, name="p", tokens_in=2)],
+    )
     assert step_ref(run.steps[1]) == "2 polish p"
     assert run_totals(run) == "run abc · 2 steps · 5→1 tokens"
     assert run_line(run) == f"abc  2026-01-02 03:04:05  succeeded  {'f':<20}  q?"

@@ -4,11 +4,16 @@ from flowcall.core.tool_calls import parse_tool_calls
 
 
 def test_qwen_tool_call_tags_several():
-    text = ('<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>\n'
-            '<tool_call>\n{"name": "get_weather", "arguments": {"location": "北京"}}\n</tool_call>')
+    text = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "成都"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "北京"}}\n</tool_call>'
+    )
     parsed = parse_tool_calls(text)
     assert parsed.found_in == "tag"
-    assert [(n, a) for n, a, _ in parsed.calls] == [("get_weather", {"location": "成都"}), ("get_weather", {"location": "北京"})]
+    assert [(n, a) for n, a, _ in parsed.calls] == [
+        ("get_weather", {"location": "成都"}),
+        ("get_weather", {"location": "北京"}),
+    ]
 
 
 def test_unclosed_tag_and_trailing_comma_are_repaired():
@@ -17,14 +22,20 @@ def test_unclosed_tag_and_trailing_comma_are_repaired():
 
 
 def test_code_block_json_as_the_embedded_model_writes_it():
-    text = '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "location": "成都",\n    "extensions": "all"\n  }\n}\n```'
+    text = (
+        '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "location": "成都",\n'
+        '    "extensions": "all"\n  }\n}\n```'
+    )
     parsed = parse_tool_calls(text)
     assert parsed.found_in == "fence"
     assert parsed.calls[0][:2] == ("get_weather", {"location": "成都", "extensions": "all"})
 
 
 def test_bare_json_list_and_openai_shape_and_string_arguments():
-    text = 'Sure: [{"type": "function", "function": {"name": "a", "arguments": "{\\"k\\": 2}"}}, {"name": "b", "parameters": {}}]'
+    text = (
+        'Sure: [{"type": "function", "function": {"name": "a", "arguments": "{\\"k\\": 2}"}}, '
+        '{"name": "b", "parameters": {}}]'
+    )
     parsed = parse_tool_calls(text)
     assert [(n, a) for n, a, _ in parsed.calls] == [("a", {"k": 2}), ("b", {})]
 

@@ -22,19 +22,27 @@ def scripted_service(provider: ScriptedProvider) -> FlowCall:
 
 
 def test_warm_up_reads_each_flows_prompt_and_records_nothing():
-    provider = ScriptedProvider(['{"answer": "?"}'] * 4, capabilities=Capabilities(json_schema_output=True, grammar=True))
+    provider = ScriptedProvider(
+        ['{"answer": "?"}'] * 4, capabilities=Capabilities(json_schema_output=True, grammar=True)
+    )
     service = scripted_service(provider)
     task, remote = load_flow(FLOWS / "create_task.json"), load_flow(FLOWS / "current_time.json")
-    remote = remote.model_copy(update={"decision": remote.decision.model_copy(update={"provider": "openai", "model": "gpt-4o-mini"})})
+    remote = remote.model_copy(
+        update={"decision": remote.decision.model_copy(update={"provider": "openai", "model": "gpt-4o-mini"})}
+    )
     assert service.warm_up([task, remote]) == 1  # a remote model has no prompt cache to fill
     asked = provider.requests[0]
-    assert asked.messages[-1].content == "?" and "add_task" in asked.model_dump_json()  # the prompt way lists it in text
+    assert (
+        asked.messages[-1].content == "?" and "add_task" in asked.model_dump_json()
+    )  # the prompt way lists it in text
     assert "{{today}}" not in asked.messages[0].content  # the prompt as a run fills it, so its prefix matches
     assert service.store.list_runs() == []
 
 
 def test_model_warm_reads_the_example_flows_by_default():
-    provider = ScriptedProvider(['{"answer": "?"}'] * 20, capabilities=Capabilities(json_schema_output=True, grammar=True))
+    provider = ScriptedProvider(
+        ['{"answer": "?"}'] * 20, capabilities=Capabilities(json_schema_output=True, grammar=True)
+    )
     result = CliRunner().invoke(cli, ["model", "warm"], obj={"service": scripted_service(provider)})
     assert result.exit_code == 0, result.output
     assert f"read the fixed prompts of {len(list(FLOWS.glob('*.json')))} flow(s)" in result.output

@@ -8,7 +8,8 @@ both readings, and what two rules would decide: the mean over the bar (today), a
 readings over the bar (the lower of the two): which correct action calls each keeps and which
 unrequested ones each lets through. No threshold is fitted: the bar is the model's own.
 
-    FLOWCALL_MODEL=qwen2.5-coder-1.5b .venv/bin/python benchmarks/calibrate/action_readings.py --half calibration
+    FLOWCALL_MODEL=qwen2.5-coder-1.5b \\
+        .venv/bin/python benchmarks/calibrate/action_readings.py --half calibration
 """
 
 from __future__ import annotations
@@ -49,19 +50,32 @@ def main() -> None:
             for asked in texts:
                 readings = []
                 ask = lambda request, _label, _interpret=None: (  # noqa: E731
-                    readings.append(margin((turn := provider.complete(request)).scores)) or turn)
+                    readings.append(margin((turn := provider.complete(request)).scores)) or turn
+                )
                 tool_margin(ask, tool, asked, True)
                 if best is None or sum(readings) > sum(best):
                     best = readings
-            rows.append({"id": item.id, "tool": tool.name, "wanted": tool.name in wanted,
-                         "plain": round(best[0], 3), "examples": round(best[1], 3)})
+            rows.append(
+                {
+                    "id": item.id,
+                    "tool": tool.name,
+                    "wanted": tool.name in wanted,
+                    "plain": round(best[0], 3),
+                    "examples": round(best[1], 3),
+                }
+            )
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
-    for rule, value in (("mean", lambda r: (r["plain"] + r["examples"]) / 2), ("both", lambda r: min(r["plain"], r["examples"]))):
+    for rule, value in (
+        ("mean", lambda r: (r["plain"] + r["examples"]) / 2),
+        ("both", lambda r: min(r["plain"], r["examples"])),
+    ):
         kept = sum(1 for r in rows if r["wanted"] and value(r) > bar)
         loose = [r["id"] for r in rows if not r["wanted"] and value(r) > bar]
-        print(f"{rule:>5}: wanted action calls passing {kept}/{sum(r['wanted'] for r in rows)}, "
-              f"unwanted passing {len(loose)}/{sum(not r['wanted'] for r in rows)} {loose}")
+        print(
+            f"{rule:>5}: wanted action calls passing {kept}/{sum(r['wanted'] for r in rows)}, "
+            f"unwanted passing {len(loose)}/{sum(not r['wanted'] for r in rows)} {loose}"
+        )
 
 
 if __name__ == "__main__":

@@ -37,18 +37,27 @@ def main() -> None:
     tally: Counter[tuple[str, str]] = Counter()
     for found in recorded(FlowCall.open(None), args.experiments):
         item, run, decision, source = found.item, found.run, found.decision, found.source
-        calls = [ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments"))
-                 for c in decision.get("tool_calls") or []]
+        calls = [
+            ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments"))
+            for c in decision.get("tool_calls") or []
+        ]
         tools = [t.spec() for t in item.tools or []]
         messages = [Message(role="user", content=item.question)]
-        unsaid = [required_doc_values(doc_values([c], tools, messages), tools) for c in calls]  # as the engine
+        unsaid = [
+            required_doc_values(doc_values([c], tools, messages), tools) for c in calls
+        ]  # as the engine
         flagged = [f for per_call in unsaid for f in per_call]
         kept = [c for c, per_call in zip(calls, unsaid) if not per_call]
         retried = any(s.name == "doc_values" for s in run.steps)
 
         def verdict(made: list[ToolCall]) -> bool:
-            seen = Observed(status=str(run.status), error=run.error, calls=[(c.name, c.arguments) for c in made],
-                            answer=decision.get("answer"), latency_s=None)
+            seen = Observed(
+                status=str(run.status),
+                error=run.error,
+                calls=[(c.name, c.arguments) for c in made],
+                answer=decision.get("answer"),
+                latency_s=None,
+            )
             return passed(score(item, seen))
 
         before, after = verdict(calls), verdict(kept)
@@ -58,13 +67,17 @@ def main() -> None:
         tally[(source, "after")] += after
         tally[(source, "calls dropped")] += len(calls) - len(kept)
         if before != after or flagged:
-            print(f"{item.id}: {'pass' if before else 'fail'} -> {'pass' if after else 'fail'}; "
-                  + "; ".join(f.line() for f in flagged))
+            print(
+                f"{item.id}: {'pass' if before else 'fail'} -> {'pass' if after else 'fail'}; "
+                + "; ".join(f.line() for f in flagged)
+            )
     for source in ("bfcl", "real-world"):
         if tally[(source, "items")]:
-            print(f"{source}: {tally[(source, 'items')]} items, {tally[(source, 'retried')]} asked once more; passed: "
-                  f"the second decision stands {tally[(source, 'before')]}, calls with a required doc value not made "
-                  f"{tally[(source, 'after')]} ({tally[(source, 'calls dropped')]} calls)")
+            print(
+                f"{source}: {tally[(source, 'items')]} items, {tally[(source, 'retried')]} asked once more; "
+                f"passed: the second decision stands {tally[(source, 'before')]}, calls with a required doc "
+                f"value not made {tally[(source, 'after')]} ({tally[(source, 'calls dropped')]} calls)"
+            )
 
 
 if __name__ == "__main__":

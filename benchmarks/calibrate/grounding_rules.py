@@ -57,18 +57,30 @@ def drop_translations(call: ToolCall, tool: ToolSpec, grounds: Grounds) -> ToolC
     """As 'keep closed sets', but a value in a script the conversation does not use ("Shanghai,China"
     for 上海) is dropped too, as grounding did until it kept translations."""
     grounded = keep_closed_sets(call, tool, grounds)
-    gone = {k: v for k, v in grounded.arguments.items()
-            if k not in set(tool.parameters.get("required", [])) and grounds.in_other_script(v) and not grounds.literally(v)
-            and not enum_choice((tool.parameters.get("properties") or {}).get(k) or {}, v)}
+    gone = {
+        k: v
+        for k, v in grounded.arguments.items()
+        if k not in set(tool.parameters.get("required", []))
+        and grounds.in_other_script(v)
+        and not grounds.literally(v)
+        and not enum_choice((tool.parameters.get("properties") or {}).get(k) or {}, v)
+    }
     if not gone:
         return grounded
-    return grounded.model_copy(update={"arguments": {k: v for k, v in grounded.arguments.items() if k not in gone},
-                                       "dropped_arguments": {**grounded.dropped_arguments, **gone}})
+    return grounded.model_copy(
+        update={
+            "arguments": {k: v for k, v in grounded.arguments.items() if k not in gone},
+            "dropped_arguments": {**grounded.dropped_arguments, **gone},
+        }
+    )
 
 
 RULES: dict[str, Callable[[ToolCall, ToolSpec, Grounds], ToolCall]] = {
-    "now": now, "keep closed sets": keep_closed_sets, "keep closed sets, drop translations": drop_translations,
-    "drop nothing": nothing_dropped}
+    "now": now,
+    "keep closed sets": keep_closed_sets,
+    "keep closed sets, drop translations": drop_translations,
+    "drop nothing": nothing_dropped,
+}
 
 
 def main() -> None:
@@ -78,34 +90,57 @@ def main() -> None:
     tally: Counter[tuple[str, str, str]] = Counter()
     for found in recorded(FlowCall.open(None), args.experiments):
         item, run, decision, source = found.item, found.run, found.decision, found.source
-        raw = [ToolCall(id=c["id"], name=c["name"], arguments=json.loads(c["raw_arguments"]))
-               for c in decision.get("tool_calls") or [] if c.get("raw_arguments")]
+        raw = [
+            ToolCall(id=c["id"], name=c["name"], arguments=json.loads(c["raw_arguments"]))
+            for c in decision.get("tool_calls") or []
+            if c.get("raw_arguments")
+        ]
         tools = {t.name: t.spec() for t in item.tools or []}
         grounds = Grounds(conversation_text([Message(role="user", content=item.question)]))
         for name, rule in RULES.items():
             calls = [rule(c, tools[c.name], grounds) if c.name in tools else c for c in raw]
-            for before, after in zip([now(c, tools[c.name], grounds) if c.name in tools else c for c in raw], calls):
-                expected = next((e for e in item.expect_calls or [] if name_matches(e.name, after.name)), None)
+            for before, after in zip(
+                [now(c, tools[c.name], grounds) if c.name in tools else c for c in raw], calls
+            ):
+                expected = next(
+                    (e for e in item.expect_calls or [] if name_matches(e.name, after.name)), None
+                )
                 for key, value in (after.arguments or {}).items():
                     if expected is None or key in (before.arguments or {}):
                         continue
-                    verdict = ("unlisted" if key not in expected.arguments else
-                               "right" if argument_mismatch({key: expected.arguments[key]}, {key: value}) is None
-                               else "wrong")
+                    verdict = (
+                        "unlisted"
+                        if key not in expected.arguments
+                        else "right"
+                        if argument_mismatch({key: expected.arguments[key]}, {key: value}) is None
+                        else "wrong"
+                    )
                     tally[(found.model, source, f"{name}: kept {verdict}")] += 1
-            seen = Observed(status=str(run.status), error=run.error, calls=[(c.name, c.arguments) for c in calls],
-                            answer=decision.get("answer"), latency_s=None)
+            seen = Observed(
+                status=str(run.status),
+                error=run.error,
+                calls=[(c.name, c.arguments) for c in calls],
+                answer=decision.get("answer"),
+                latency_s=None,
+            )
             tally[(found.model, source, name)] += passed(score(item, seen))
         tally[(found.model, source, "items")] += 1
     for model in sorted({m for m, _, _ in tally}):
         for source in ("bfcl", "real-world"):
             n = tally[(model, source, "items")]
             if n:
-                print(f"{model} {source} ({n} items), passed: " + ", ".join(
-                    f"{name} {tally[(model, source, name)]}" for name in RULES))
+                print(
+                    f"{model} {source} ({n} items), passed: "
+                    + ", ".join(f"{name} {tally[(model, source, name)]}" for name in RULES)
+                )
                 for name in list(RULES)[1:]:
-                    print(f"    values {name!r} keeps that grounding drops now: " + ", ".join(
-                        f"{verdict} {tally[(model, source, f'{name}: kept {verdict}')]}" for verdict in ("right", "wrong", "unlisted")))
+                    print(
+                        f"    values {name!r} keeps that grounding drops now: "
+                        + ", ".join(
+                            f"{verdict} {tally[(model, source, f'{name}: kept {verdict}')]}"
+                            for verdict in ("right", "wrong", "unlisted")
+                        )
+                    )
 
 
 if __name__ == "__main__":

@@ -31,5 +31,10 @@ def recorded(service: FlowCall, experiment_ids: list[str]) -> Iterator[Recorded]
                 continue
             _, item = item_of(service, row.run_id)
             run = service.store.get_run(row.run_id)
-            yield Recorded(experiment.model, "real-world" if "/" in (item.id or "") else "bfcl", item, run,
-                           run.final_answer if isinstance(run.final_answer, dict) else {})
+            yield Recorded(
+                experiment.model,
+                "real-world" if "/" in (item.id or "") else "bfcl",
+                item,
+                run,
+                run.final_answer if isinstance(run.final_answer, dict) else {},
+            )

@@ -1,7 +1,8 @@
 """Score every way of asking "does a tool fit?" on the tuning data, once, and keep the numbers,
 so that ways of deciding can be compared offline (issue 14, point 2). Changes nothing.
 
-    .venv/bin/python benchmarks/calibrate/relevance_features.py collect OUT.jsonl [--per-category 20 --irrelevance 80]
+    .venv/bin/python benchmarks/calibrate/relevance_features.py collect OUT.jsonl \\
+        [--per-category 20 --irrelevance 80]
     .venv/bin/python benchmarks/calibrate/relevance_features.py analyze OUT.jsonl
 
 Tuning data only: BFCL's even split and the real-world CALIBRATION half (never the report half).
@@ -56,35 +57,50 @@ from flowcall.calling import relevance  # noqa: E402
 from flowcall.calling.schema import SchemaWay  # noqa: E402
 from flowcall.core.messages import Message, ModelRequest, ToolSpec  # noqa: E402
 
-REQUEST_FIRST = ("User request: {request}\n\nFunction: {name}\nDescription: {description}\nParameters: {parameters}\n\n"
-                 "Can this function handle the request? Answer yes or no.")
+REQUEST_FIRST = (
+    "User request: {request}\n\nFunction: {name}\nDescription: {description}\nParameters: {parameters}\n\n"
+    "Can this function handle the request? Answer yes or no."
+)
 
 
 def whole_description(tool: ToolSpec, text: str, template: str = relevance.QUESTION) -> ModelRequest:
     parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
-    question = template.format(name=tool.name, description=tool.description, parameters=parameters, request=text)
-    return ModelRequest(messages=[Message(role="system", content=relevance.SYSTEM), Message(role="user", content=question)],
-                        score_options=["yes", "no"], max_tokens=1)
+    question = template.format(
+        name=tool.name, description=tool.description, parameters=parameters, request=text
+    )
+    return ModelRequest(
+        messages=[Message(role="system", content=relevance.SYSTEM), Message(role="user", content=question)],
+        score_options=["yes", "no"],
+        max_tokens=1,
+    )
 
 
-ASKS = ("Function: {name}: {summary}\nParameters: {parameters}\n\nUser request: {request}\n\n"
-        "Is the user asking for what this function does? Answer yes or no.")
+ASKS = (
+    "Function: {name}: {summary}\nParameters: {parameters}\n\nUser request: {request}\n\n"
+    "Is the user asking for what this function does? Answer yes or no."
+)
 
 
 def asks_request(tool: ToolSpec, text: str) -> ModelRequest:
     from flowcall.calling.shortlist import summary
 
     parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
-    question = ASKS.format(name=tool.name, summary=summary(tool, relevance.PURPOSE_MAX), parameters=parameters,
-                           request=text)
-    return ModelRequest(messages=[Message(role="system", content=relevance.SYSTEM), Message(role="user", content=question)],
-                        score_options=["yes", "no"], max_tokens=1)
+    question = ASKS.format(
+        name=tool.name, summary=summary(tool, relevance.PURPOSE_MAX), parameters=parameters, request=text
+    )
+    return ModelRequest(
+        messages=[Message(role="system", content=relevance.SYSTEM), Message(role="user", content=question)],
+        score_options=["yes", "no"],
+        max_tokens=1,
+    )
 
 
 def first_sentence_request(tool: ToolSpec, text: str) -> ModelRequest:
     from flowcall.calling.shortlist import summary
 
-    return whole_description(tool.model_copy(update={"description": summary(tool, relevance.PURPOSE_MAX)}), text)
+    return whole_description(
+        tool.model_copy(update={"description": summary(tool, relevance.PURPOSE_MAX)}), text
+    )
 
 
 def collect_lead(src: Path, out: Path) -> None:
@@ -97,7 +113,9 @@ def collect_lead(src: Path, out: Path) -> None:
     with out.open("w", encoding="utf-8") as sink:
         for row, (_s, _f, _c, _k, text, _m, tools, _e) in tqdm(list(zip(done, todo)), unit="item"):
             for scored, tool in zip(row["tools"], tools):
-                scored["lead"] = relevance.margin(provider.complete(relevance.relevance_request(tool, text)).scores)
+                scored["lead"] = relevance.margin(
+                    provider.complete(relevance.relevance_request(tool, text)).scores
+                )
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
             sink.flush()
 
@@ -109,17 +127,34 @@ def collect_variants(src: Path, out: Path) -> None:
 
     provider = LocalProvider.shared()
     todo = list(rows())
-    done = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()] if src.exists() else []
+    done = (
+        [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if src.exists()
+        else []
+    )
     with out.open("w", encoding="utf-8") as sink:
-        for i, (source, family, category, kind, text, _m, tools, expected) in enumerate(tqdm(todo, unit="item")):
+        for i, (source, family, category, kind, text, _m, tools, expected) in enumerate(
+            tqdm(todo, unit="item")
+        ):
             per_tool = []
             for tool in tools:
                 asked = relevance.relevance_request(tool, text)
-                per_tool.append({"name": tool.name,
-                                 "lead": relevance.margin(provider.complete(asked).scores),
-                                 "shots": relevance.margin(provider.complete(relevance.after_examples(asked)).scores)})
-            row = {"source": source, "family": family, "category": category, "kind": kind, "question": text,
-                   "expected": expected, "tools": per_tool}
+                per_tool.append(
+                    {
+                        "name": tool.name,
+                        "lead": relevance.margin(provider.complete(asked).scores),
+                        "shots": relevance.margin(provider.complete(relevance.after_examples(asked)).scores),
+                    }
+                )
+            row = {
+                "source": source,
+                "family": family,
+                "category": category,
+                "kind": kind,
+                "question": text,
+                "expected": expected,
+                "tools": per_tool,
+            }
             if i < len(done) and "dec" in done[i]:
                 row["dec"] = done[i]["dec"]
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -144,6 +179,7 @@ def extend_rows(src: Path, out: Path, add, provider: bool = True) -> None:
 
 def collect_more(src: Path, out: Path) -> None:
     """Add the short-description variants to rows collected before (same order as rows())."""
+
     def add(provider, row, text, tools, _messages):
         for scored, tool in zip(row["tools"], tools):
             scored["short"] = relevance.margin(provider.complete(first_sentence_request(tool, text)).scores)
@@ -155,18 +191,48 @@ def collect_more(src: Path, out: Path) -> None:
 # A second set of worked examples for a third reading (`shots2`): made-up tools of families in
 # neither real-world half and none of relevance.EXAMPLES, half of them near misses.
 EXAMPLES_2 = [
-    ("get_stock_quote", "Get the latest price, day change and volume of a stock by its ticker symbol.",
-     "symbol, exchange", "how's NVDA doing today", "yes"),
-    ("get_stock_quote", "Get the latest price, day change and volume of a stock by its ticker symbol.",
-     "symbol, exchange", "buy 10 shares of NVDA at market", "no"),
-    ("book_meeting_room", "Reserve a meeting room in the office for a time slot. Rooms hold 4 to 20 people.",
-     "room, start, end, attendees", "need a room for 6 people tomorrow 2-3pm", "yes"),
-    ("book_meeting_room", "Reserve a meeting room in the office for a time slot. Rooms hold 4 to 20 people.",
-     "room, start, end, attendees", "which rooms have a projector?", "no"),
-    ("translate_text", "把文本翻译成目标语言,支持中英日韩等 30 种语言。", "text, target_lang, source_lang",
-     "帮我把'明天见'翻成日语", "yes"),
-    ("translate_text", "把文本翻译成目标语言,支持中英日韩等 30 种语言。", "text, target_lang, source_lang",
-     "你好呀,最近怎么样", "no"),
+    (
+        "get_stock_quote",
+        "Get the latest price, day change and volume of a stock by its ticker symbol.",
+        "symbol, exchange",
+        "how's NVDA doing today",
+        "yes",
+    ),
+    (
+        "get_stock_quote",
+        "Get the latest price, day change and volume of a stock by its ticker symbol.",
+        "symbol, exchange",
+        "buy 10 shares of NVDA at market",
+        "no",
+    ),
+    (
+        "book_meeting_room",
+        "Reserve a meeting room in the office for a time slot. Rooms hold 4 to 20 people.",
+        "room, start, end, attendees",
+        "need a room for 6 people tomorrow 2-3pm",
+        "yes",
+    ),
+    (
+        "book_meeting_room",
+        "Reserve a meeting room in the office for a time slot. Rooms hold 4 to 20 people.",
+        "room, start, end, attendees",
+        "which rooms have a projector?",
+        "no",
+    ),
+    (
+        "translate_text",
+        "把文本翻译成目标语言,支持中英日韩等 30 种语言。",
+        "text, target_lang, source_lang",
+        "帮我把'明天见'翻成日语",
+        "yes",
+    ),
+    (
+        "translate_text",
+        "把文本翻译成目标语言,支持中英日韩等 30 种语言。",
+        "text, target_lang, source_lang",
+        "你好呀,最近怎么样",
+        "no",
+    ),
 ]
 
 
@@ -196,28 +262,36 @@ def collect_shots2(src: Path, out: Path) -> None:
 # and what it acts on), so that chatty, pasted or misspelt requests reach the
 # gate's question in one plain form. Per tool: `lead_i`/`shots_i`, the gate's two readings of the
 # request followed by the restatement, and `lead_o`, the plain reading of the restatement alone.
-INTENT_SYSTEM = ("Say in one short English sentence what the user wants done: the action and what it acts on. "
-                 "Do not answer the request.")
+INTENT_SYSTEM = (
+    "Say in one short English sentence what the user wants done: the action and what it acts on. "
+    "Do not answer the request."
+)
 INTENT_PREFIX = "The user wants to"
 
 
 def restate(provider, text: str) -> str:
     """The model's one-sentence restatement (its reply opened with INTENT_PREFIX; the first line)."""
-    asked = ModelRequest(messages=[Message(role="system", content=INTENT_SYSTEM), Message(role="user", content=text)],
-                         max_tokens=40, assistant_prefix=INTENT_PREFIX)
+    asked = ModelRequest(
+        messages=[Message(role="system", content=INTENT_SYSTEM), Message(role="user", content=text)],
+        max_tokens=40,
+        assistant_prefix=INTENT_PREFIX,
+    )
     lines = (provider.complete(asked).content or "").strip().splitlines()
     return " ".join(lines[0].split()) if lines else ""
 
 
 def collect_intent(src: Path, out: Path) -> None:
     """Add `intent` per row and `lead_i`, `shots_i`, `lead_o` per tool to rows collected by `variants`."""
+
     def add(provider, row, text, tools, _messages):
         intent = row["intent"] = restate(provider, text)
         for scored, tool in zip(row["tools"], tools):
             asked = relevance.relevance_request(tool, f"{text}\n(In short: {intent})")
             scored["lead_i"] = relevance.margin(provider.complete(asked).scores)
             scored["shots_i"] = relevance.margin(provider.complete(relevance.after_examples(asked)).scores)
-            scored["lead_o"] = relevance.margin(provider.complete(relevance.relevance_request(tool, intent)).scores)
+            scored["lead_o"] = relevance.margin(
+                provider.complete(relevance.relevance_request(tool, intent)).scores
+            )
 
     extend_rows(src, out, add)
 
@@ -227,16 +301,25 @@ def collect_intent(src: Path, out: Path) -> None:
 # (`null_l`, `null_s`). `analyze` adds `both_a`, where the request's mean reading falls between the
 # tool's empty-request and own-request readings (0 at the first, 1 at the second): a tool whose
 # readings run low everywhere is read on its own scale, and the midpoint 0.5 needs no fitting.
-ANCHOR_SYSTEM = ("Write one message that a user would send to an assistant with this function, asking for "
-                 "something the function does. Write only the message.")
+ANCHOR_SYSTEM = (
+    "Write one message that a user would send to an assistant with this function, asking for "
+    "something the function does. Write only the message."
+)
 
 
 def anchor_request(provider, tool: ToolSpec) -> str:
     parameters = ", ".join(tool.parameters.get("properties", {})) or "none"
-    asked = ModelRequest(messages=[Message(role="system", content=ANCHOR_SYSTEM),
-                                   Message(role="user", content=f"Function: {tool.name}\nDescription: "
-                                           f"{relevance.purpose(tool)}\nParameters: {parameters}")],
-                         max_tokens=48)
+    asked = ModelRequest(
+        messages=[
+            Message(role="system", content=ANCHOR_SYSTEM),
+            Message(
+                role="user",
+                content=f"Function: {tool.name}\nDescription: "
+                f"{relevance.purpose(tool)}\nParameters: {parameters}",
+            ),
+        ],
+        max_tokens=48,
+    )
     lines = [line for line in (provider.complete(asked).content or "").strip().splitlines() if line.strip()]
     return " ".join(lines[0].strip().strip('"').split()) if lines else ""
 
@@ -247,8 +330,10 @@ def collect_anchor(src: Path, out: Path) -> None:
 
     def readings(provider, tool: ToolSpec, text: str) -> tuple[float, float]:
         asked = relevance.relevance_request(tool, text)
-        return (relevance.margin(provider.complete(asked).scores),
-                relevance.margin(provider.complete(relevance.after_examples(asked)).scores))
+        return (
+            relevance.margin(provider.complete(asked).scores),
+            relevance.margin(provider.complete(relevance.after_examples(asked)).scores),
+        )
 
     def add(provider, row, _text, tools, _messages):
         for scored, tool in zip(row["tools"], tools):
@@ -256,7 +341,13 @@ def collect_anchor(src: Path, out: Path) -> None:
             if key not in cache:
                 written = anchor_request(provider, tool)
                 pos, null = readings(provider, tool, written), readings(provider, tool, "")
-                cache[key] = {"anchor": written, "pos_l": pos[0], "pos_s": pos[1], "null_l": null[0], "null_s": null[1]}
+                cache[key] = {
+                    "anchor": written,
+                    "pos_l": pos[0],
+                    "pos_s": pos[1],
+                    "null_l": null[0],
+                    "null_s": null[1],
+                }
             scored.update(cache[key])
 
     extend_rows(src, out, add)
@@ -273,7 +364,9 @@ def collect_plain(src: Path, out: Path) -> None:
                 as_text = tool.model_copy(update={"description": plain(tool.description)})
                 asked = relevance.relevance_request(as_text, text)
                 scored["lead_h"] = relevance.margin(provider.complete(asked).scores)
-                scored["shots_h"] = relevance.margin(provider.complete(relevance.after_examples(asked)).scores)
+                scored["shots_h"] = relevance.margin(
+                    provider.complete(relevance.after_examples(asked)).scores
+                )
             else:
                 scored["lead_h"], scored["shots_h"] = scored["lead"], scored["shots"]
 
@@ -288,11 +381,15 @@ def collect_plain(src: Path, out: Path) -> None:
 # (can - generic: how much the tool explains the request) and `contrast` (can - cannot: is it
 # likelier as a request the tool handles than as a near miss; 0 needs no fitting).
 CHANNEL_SYSTEM = "You write messages that users send to an assistant. Write only the message."
-CHANNEL_CAN = ("The assistant has this function:\nFunction: {name}\nDescription: {description}\n"
-               "Parameters: {parameters}\n\nWrite a message a user might send that this function can handle.")
-CHANNEL_CANNOT = ("The assistant has this function:\nFunction: {name}\nDescription: {description}\n"
-                  "Parameters: {parameters}\n\nWrite a message a user might send on a related subject that this "
-                  "function cannot handle.")
+CHANNEL_CAN = (
+    "The assistant has this function:\nFunction: {name}\nDescription: {description}\n"
+    "Parameters: {parameters}\n\nWrite a message a user might send that this function can handle."
+)
+CHANNEL_CANNOT = (
+    "The assistant has this function:\nFunction: {name}\nDescription: {description}\n"
+    "Parameters: {parameters}\n\nWrite a message a user might send on a related subject that this "
+    "function cannot handle."
+)
 CHANNEL_GENERIC = "Write a message a user might send to an assistant."
 
 
@@ -306,18 +403,30 @@ class RequestLikelihood:
         from flowcall.core import config
         from flowcall.providers import local_model
 
-        self.llm = Llama(model_path=str(local_model.require(config.model_path())), n_ctx=n_ctx, logits_all=True,
-                         n_threads=config.model_threads(), n_threads_batch=config.model_threads(), verbose=False,
-                         seed=42, n_batch=256, n_ubatch=256)
+        self.llm = Llama(
+            model_path=str(local_model.require(config.model_path())),
+            n_ctx=n_ctx,
+            logits_all=True,
+            n_threads=config.model_threads(),
+            n_threads_batch=config.model_threads(),
+            verbose=False,
+            seed=42,
+            n_batch=256,
+            n_ubatch=256,
+        )
 
     def __call__(self, system: str, user: str, text: str) -> float:
         import numpy as np
 
-        head = (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-                "<|im_start|>assistant\n")
+        head = (
+            f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+            "<|im_start|>assistant\n"
+        )
         context = self.llm.tokenize(head.encode(), add_bos=False, special=True)
         reply = self.llm.tokenize(text.encode(), add_bos=False, special=False)
-        reply = reply[: self.llm.n_ctx() - len(context) - 2] + self.llm.tokenize(b"<|im_end|>", add_bos=False, special=True)
+        reply = reply[: self.llm.n_ctx() - len(context) - 2] + self.llm.tokenize(
+            b"<|im_end|>", add_bos=False, special=True
+        )
         tokens = context + reply
         common = 0
         for a, b in zip(self.llm._input_ids[: self.llm.n_tokens], tokens):
@@ -325,8 +434,8 @@ class RequestLikelihood:
                 break
             common += 1
         self.llm.n_tokens = min(common, len(context))  # eval drops the KV cache from here on
-        self.llm.eval(tokens[self.llm.n_tokens:])
-        logits = np.asarray(self.llm.scores[len(context) - 1: len(tokens) - 1], dtype=np.float64)
+        self.llm.eval(tokens[self.llm.n_tokens :])
+        logits = np.asarray(self.llm.scores[len(context) - 1 : len(tokens) - 1], dtype=np.float64)
         peak = logits.max(axis=1, keepdims=True)
         logprobs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=1, keepdims=True)))
         return round(float(logprobs[np.arange(len(reply)), reply].sum()), 4)
@@ -339,8 +448,11 @@ def collect_channel(src: Path, out: Path) -> None:
     def add(_provider, row, text, tools, _messages):
         row["generic"] = score(CHANNEL_SYSTEM, CHANNEL_GENERIC, text)
         for scored, tool in zip(row["tools"], tools):
-            fields = {"name": tool.name, "description": relevance.purpose(tool),
-                      "parameters": ", ".join(tool.parameters.get("properties", {})) or "none"}
+            fields = {
+                "name": tool.name,
+                "description": relevance.purpose(tool),
+                "parameters": ", ".join(tool.parameters.get("properties", {})) or "none",
+            }
             scored["can"] = score(CHANNEL_SYSTEM, CHANNEL_CAN.format(**fields), text)
             scored["cannot"] = score(CHANNEL_SYSTEM, CHANNEL_CANNOT.format(**fields), text)
 
@@ -377,12 +489,25 @@ def calibration_examples() -> dict[str, list[tuple]]:
         if kind is None or any(answer == kind for *_, answer in chosen):
             continue
         tool = item.tools[0].spec()
-        chosen.append((tool.name, relevance.purpose(tool), ", ".join(tool.parameters.get("properties", {})) or "none",
-                       item.question, kind))
+        chosen.append(
+            (
+                tool.name,
+                relevance.purpose(tool),
+                ", ".join(tool.parameters.get("properties", {})) or "none",
+                item.question,
+                kind,
+            )
+        )
     families = list(per_family)
-    return {family: [example for other in families if other != family
-                     for example in sorted(per_family[other], key=lambda e: e[4] != "yes")]
-            for family in [*families, "bfcl"]}
+    return {
+        family: [
+            example
+            for other in families
+            if other != family
+            for example in sorted(per_family[other], key=lambda e: e[4] != "yes")
+        ]
+        for family in [*families, "bfcl"]
+    }
 
 
 def collect_realshots(src: Path, out: Path) -> None:
@@ -410,30 +535,65 @@ def rows():
     for name in ("irrelevance", "simple", "multiple", "parallel", "parallel_multiple"):
         count = args.irrelevance if name == "irrelevance" else args.per_category
         for case in load_cases(name)[::2][:count]:
-            expected = sorted({shown for shown, original in case.name_map.items()
-                               for answer in case.ground_truth if original in answer})
-            yield ("bfcl", "bfcl", name, "quiet" if name == "irrelevance" else "call", relevance.last_user_text(case.messages),
-                   case.messages, case.tools, expected)
-    items, problems = parse_jsonl((ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8"))
+            expected = sorted(
+                {
+                    shown
+                    for shown, original in case.name_map.items()
+                    for answer in case.ground_truth
+                    if original in answer
+                }
+            )
+            yield (
+                "bfcl",
+                "bfcl",
+                name,
+                "quiet" if name == "irrelevance" else "call",
+                relevance.last_user_text(case.messages),
+                case.messages,
+                case.tools,
+                expected,
+            )
+    items, problems = parse_jsonl(
+        (ROOT / "benchmarks/data/realworld/calibration.jsonl").read_text(encoding="utf-8")
+    )
     assert not problems, problems[:3]
     for item in items:
         family, rest = item.id.split("/", 1)
         category = rest.rsplit("-", 1)[0]
         expected = sorted({c.name for c in item.expect_calls or []})
-        yield ("realworld", family, category, "quiet" if item.expect_no_call else "call", item.question,
-               [Message(role="user", content=item.question)], [t.spec() for t in item.tools], expected)
+        yield (
+            "realworld",
+            family,
+            category,
+            "quiet" if item.expect_no_call else "call",
+            item.question,
+            [Message(role="user", content=item.question)],
+            [t.spec() for t in item.tools],
+            expected,
+        )
 
 
 def decision_scores(provider, messages: list[Message], tools: list[ToolSpec]) -> dict[str, float]:
     """logP of "tool" and "answer" as the first word of the schema way's decision after '{"'."""
     asked = ModelRequest(messages=messages, tools=tools, tool_choice="auto")
-    sent = SchemaWay().prepare(asked, provider.capabilities).model_copy(
-        update={"assistant_prefix": '{"', "response_format": None, "score_options": ["tool", "answer"], "max_tokens": 1})
+    sent = (
+        SchemaWay()
+        .prepare(asked, provider.capabilities)
+        .model_copy(
+            update={
+                "assistant_prefix": '{"',
+                "response_format": None,
+                "score_options": ["tool", "answer"],
+                "max_tokens": 1,
+            }
+        )
+    )
     return provider.complete(sent).scores or {}
 
 
 def collect_dec(src: Path, out: Path) -> None:
     """Add `dec` (the decision's own "no call" option) to rows collected before."""
+
     def add(provider, row, _text, tools, messages):
         scores = decision_scores(provider, messages, tools)
         row["dec"] = scores.get("tool", 0.0) - scores.get("answer", 0.0)
@@ -454,20 +614,38 @@ def collect(out: Path) -> None:
                 key = json.dumps(tool.model_dump(), sort_keys=True)
                 if key not in null_cache:
                     null_cache[key] = relevance.margin(provider.complete(whole_description(tool, "")).scores)
-                per_tool.append({
-                    "name": tool.name,
-                    "fr": relevance.margin(provider.complete(whole_description(tool, text)).scores),
-                    "rf": relevance.margin(provider.complete(whole_description(tool, text, REQUEST_FIRST)).scores),
-                    "null": null_cache[key],
-                })
+                per_tool.append(
+                    {
+                        "name": tool.name,
+                        "fr": relevance.margin(provider.complete(whole_description(tool, text)).scores),
+                        "rf": relevance.margin(
+                            provider.complete(whole_description(tool, text, REQUEST_FIRST)).scores
+                        ),
+                        "null": null_cache[key],
+                    }
+                )
             scores = decision_scores(provider, messages, tools)
-            sink.write(json.dumps({"source": source, "family": family, "category": category, "kind": kind,
-                                   "question": text, "expected": expected, "tools": per_tool,
-                                   "dec": scores.get("tool", 0.0) - scores.get("answer", 0.0)}, ensure_ascii=False) + "\n")
+            sink.write(
+                json.dumps(
+                    {
+                        "source": source,
+                        "family": family,
+                        "category": category,
+                        "kind": kind,
+                        "question": text,
+                        "expected": expected,
+                        "tools": per_tool,
+                        "dec": scores.get("tool", 0.0) - scores.get("answer", 0.0),
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
             sink.flush()
 
 
 # --- analysis ------------------------------------------------------------------------------
+
 
 def item_score(row: dict, method: str) -> float:
     """One number per item: how strongly the best tool fits, by `method`."""
@@ -552,22 +730,68 @@ def analyze(path: Path) -> None:
     bfcl = [r for r in data if r["source"] == "bfcl"]
     real = [r for r in data if r["source"] == "realworld"]
     families = sorted({r["family"] for r in real})
-    methods = [m for m in ["fr", "rf", "null", "fr-null", "rf-null", "dec", "short", "asks", "lead", "shots", "both",
-                           "shots2", "three", "lead_i", "shots_i", "both_i", "lead_o", "four", "both_o", "lead+dec", "both+dec",
-                           "both_m", "both_a", "both_n", "both_p", "both_h",
-                           "chan", "contrast", "both+con", "both+chan", "lead_f", "shots_f", "both_f",
-                           "shots_r", "both_r", "three_r"]
-               if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
-               or m.removesuffix("-null") in data[0]["tools"][0]]
-    print(f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families")
-    print(f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free (0): bfcl q/c/bal | real q/c/bal")
+    methods = [
+        m
+        for m in [
+            "fr",
+            "rf",
+            "null",
+            "fr-null",
+            "rf-null",
+            "dec",
+            "short",
+            "asks",
+            "lead",
+            "shots",
+            "both",
+            "shots2",
+            "three",
+            "lead_i",
+            "shots_i",
+            "both_i",
+            "lead_o",
+            "four",
+            "both_o",
+            "lead+dec",
+            "both+dec",
+            "both_m",
+            "both_a",
+            "both_n",
+            "both_p",
+            "both_h",
+            "chan",
+            "contrast",
+            "both+con",
+            "both+chan",
+            "lead_f",
+            "shots_f",
+            "both_f",
+            "shots_r",
+            "both_r",
+            "three_r",
+        ]
+        if ("dec" in m and "dec" in data[0] and m.split("+")[0] in ("dec", *data[0]["tools"][0]))
+        or m.removesuffix("-null") in data[0]["tools"][0]
+    ]
+    print(
+        f"{len(bfcl)} BFCL even cases, {len(real)} real-world calibration items in {len(families)} families"
+    )
+    print(
+        f"{'method':8} {'AUC bfcl':>8} {'AUC real':>8} {'pick bfcl':>9} {'pick real':>9}  threshold-free "
+        "(0): bfcl q/c/bal | real q/c/bal"
+    )
     for m in methods:
         qb = scores_at(bfcl, m, 0.0)
         qr = scores_at(real, m, 0.0)
-        print(f"{m:8} {auc(bfcl, m):8.3f} {auc(real, m):8.3f} {top_pick(bfcl, m):9.2f} {top_pick(real, m):9.2f}  "
-              f"{qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%} | {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}")
-    print("\nleave-one-family-out: threshold fitted on BFCL even + the other families, scored on the one left out"
-          " (pooled over families); and BFCL-only threshold scored on all real-world")
+        print(
+            f"{m:8} {auc(bfcl, m):8.3f} {auc(real, m):8.3f} {top_pick(bfcl, m):9.2f} "
+            f"{top_pick(real, m):9.2f}  {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%} | "
+            f"{qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
+        )
+    print(
+        "\nleave-one-family-out: threshold fitted on BFCL even + the other families, scored on the one left "
+        "out (pooled over families); and BFCL-only threshold scored on all real-world"
+    )
     for m in methods:
         held = []  # (kind, score, threshold)
         for fam in families:
@@ -578,17 +802,27 @@ def analyze(path: Path) -> None:
         call = [item_score(r, m) > t for r, t in held if r["kind"] == "call"]
         tb = best_threshold(bfcl, m)
         qr = scores_at(real, m, tb)
-        print(f"  {m:8} LOFO real q/c/bal {sum(quiet) / len(quiet):.0%}/{sum(call) / len(call):.0%}/"
-              f"{(sum(quiet) / len(quiet) + sum(call) / len(call)) / 2:.1%}   BFCL-fit t={tb:5.2f}: real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
-              f"   medians quiet/call real {statistics.median(item_score(r, m) for r in real if r['kind'] == 'quiet'):.2f}/"
-              f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f}"
-              f"   LOFO bars {min(t for _, t in held):.2f}..{max(t for _, t in held):.2f}")
-    print("\nthe bar on the whole mix: the best mean of the two sources' balanced accuracies (how call_margin is chosen)")
+        print(
+            f"  {m:8} LOFO real q/c/bal "
+            f"{sum(quiet) / len(quiet):.0%}/{sum(call) / len(call):.0%}/"
+            f"{(sum(quiet) / len(quiet) + sum(call) / len(call)) / 2:.1%} "
+            f"  BFCL-fit t={tb:5.2f}: real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}   medians quiet/call real "
+            f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'quiet'):.2f}/"
+            f"{statistics.median(item_score(r, m) for r in real if r['kind'] == 'call'):.2f} "
+            f"  LOFO bars {min(t for _, t in held):.2f}..{max(t for _, t in held):.2f}"
+        )
+    print(
+        "\nthe bar on the whole mix: the best mean of the two "
+        "sources' balanced accuracies (how call_margin is chosen)"
+    )
     for m in methods:
         candidates = sorted(set(round(item_score(r, m), 2) for r in data))
         t = max(candidates, key=lambda c: (scores_at(bfcl, m, c)[2] + scores_at(real, m, c)[2]) / 2)
         qb, qr = scores_at(bfcl, m, t), scores_at(real, m, t)
-        print(f"  {m:8} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}")
+        print(
+            f"  {m:8} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real "
+            f"{qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
+        )
 
 
 def band(data: list[dict]) -> None:
@@ -625,13 +859,32 @@ def band(data: list[dict]) -> None:
             held_c.append((c, n_c))
         lq = sum(q * n for q, n in held_q) / sum(n for _, n in held_q)
         lc = sum(c * n for c, n in held_c) / sum(n for _, n in held_c)
-        print(f"  {base:6} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real {qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}"
-              f"   family left out {lq:.0%}/{lc:.0%}/{(lq + lc) / 2:.1%}")
+        print(
+            f"  {base:6} bar {t:5.2f}: BFCL even {qb[0]:.0%}/{qb[1]:.0%}/{qb[2]:.1%}   real "
+            f"{qr[0]:.0%}/{qr[1]:.0%}/{qr[2]:.1%}   family left out {lq:.0%}/{lc:.0%}/{(lq + lc) / 2:.1%}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["collect", "more", "lead", "variants", "shots2", "intent", "dec", "anchor", "plain", "channel", "first", "realshots", "analyze"])
+    parser.add_argument(
+        "command",
+        choices=[
+            "collect",
+            "more",
+            "lead",
+            "variants",
+            "shots2",
+            "intent",
+            "dec",
+            "anchor",
+            "plain",
+            "channel",
+            "first",
+            "realshots",
+            "analyze",
+        ],
+    )
     parser.add_argument("path", type=Path)
     parser.add_argument("out", type=Path, nargs="?")
     parser.add_argument("--per-category", type=int, default=20)
@@ -664,7 +917,9 @@ def main() -> None:
         collect_shots2(args.path, args.out)
     else:
         analyze(args.path)
-        data = [json.loads(line) for line in args.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        data = [
+            json.loads(line) for line in args.path.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
         if "dec" in data[0]:
             for row in data:
                 for tool in row["tools"]:

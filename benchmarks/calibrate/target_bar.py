@@ -14,7 +14,8 @@ examples"), the item's best tool. It prints single and no-fit against the bar, t
 most room under both targets (the largest smaller slack: no balance between the two is fitted),
 and that bar with each family left out.
 
-    FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/target_bar.py ID [--targets 65,75] [--current 1.35]
+    FLOWCALL_HOME=... .venv/bin/python benchmarks/calibrate/target_bar.py ID \\
+        [--targets 65,75] [--current 1.35]
 """
 
 from __future__ import annotations
@@ -75,14 +76,23 @@ def main() -> None:
         if kind in ("single", "nofit") and row.passed is not None:
             items.append((family, kind, reading(service.store.get_run(row.run_id)), row.passed))
     singles = sum(kind == "single" for _, kind, *_ in items)
-    print(f"experiment {args.experiment}: {singles} single-call and {len(items) - singles} no-fit items, gate open")
-    print(f"  gate open: single {rates(items, float('-inf'))[0]:.1f}%, no fit {rates(items, float('-inf'))[1]:.1f}%")
+    print(
+        f"experiment {args.experiment}: {singles} single-call "
+        f"and {len(items) - singles} no-fit items, gate open"
+    )
+    print(
+        f"  gate open: single {rates(items, float('-inf'))[0]:.1f}%, no fit "
+        f"{rates(items, float('-inf'))[1]:.1f}%"
+    )
     for bar in (0.0, 0.5, 0.8, 1.0, 1.1, 1.2, 1.3, args.current, 1.5, 1.7, 2.0):
         single, nofit = rates(items, bar)
         print(f"  bar {bar:5.2f}: single {single:5.1f}%  no fit {nofit:5.1f}%")
     bar = best_bar(items, targets)
     single, nofit = rates(items, bar)
-    print(f"most room under both targets ({args.targets}): bar {bar:.2f}, single {single:.1f}%, no fit {nofit:.1f}%")
+    print(
+        f"most room under both targets ({args.targets}): bar "
+        f"{bar:.2f}, single {single:.1f}%, no fit {nofit:.1f}%"
+    )
     for family in sorted({f for f, *_ in items}):
         rest = [i for i in items if i[0] != family]
         held = [i for i in items if i[0] == family]
@@ -91,7 +101,10 @@ def main() -> None:
         b = best_bar(rest, targets)
         s = [v > b and ok for _, k, v, ok in held if k == "single"]
         n = [v <= b or ok for _, k, v, ok in held if k == "nofit"]
-        print(f"  without {family:12} bar {b:.2f}: on {family}: single {sum(s)}/{len(s)}, no fit {sum(n)}/{len(n)}")
+        print(
+            f"  without {family:12} bar {b:.2f}: on {family}: "
+            f"single {sum(s)}/{len(s)}, no fit {sum(n)}/{len(n)}"
+        )
 
 
 if __name__ == "__main__":

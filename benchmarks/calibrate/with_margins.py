@@ -30,8 +30,13 @@ from flowcall.providers import local  # noqa: E402
 def narrowing_veto(way, request, capabilities, call):
     """auto's veto, but the chain sees only the tools above it."""
     veto = way.tuning.veto_margin
-    if (veto is None or not capabilities.scoring or request.tool_choice != "auto"
-            or not request.tools or has_tool_results(request.messages)):
+    if (
+        veto is None
+        or not capabilities.scoring
+        or request.tool_choice != "auto"
+        or not request.tools
+        or has_tool_results(request.messages)
+    ):
         return request
     fitting = [tool for value, tool in score_tools(request, call, "auto") if value > veto]
     if not fitting:
@@ -43,7 +48,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--veto", help="auto's veto_margin: a number, or 'call' for the model's call_margin")
     parser.add_argument("--call", type=float, help="the relevance gate's call_margin")
-    parser.add_argument("--narrow", action="store_true", help="auto shows the chain only the tools above the veto")
+    parser.add_argument(
+        "--narrow", action="store_true", help="auto shows the chain only the tools above the veto"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     original = local.tuning_for
@@ -54,11 +61,15 @@ def main() -> None:
         if args.call is not None:
             update["call_margin"] = args.call
         if args.veto is not None:
-            update["veto_margin"] = (update.get("call_margin", tuning.call_margin) if args.veto == "call"
-                                     else float(args.veto))
+            update["veto_margin"] = (
+                update.get("call_margin", tuning.call_margin) if args.veto == "call" else float(args.veto)
+            )
         tuning = tuning.model_copy(update=update)
-        print(f"margins: call {tuning.call_margin}, veto {tuning.veto_margin} (narrowing: {args.narrow}), "
-              f"more calls {tuning.more_calls_margin}", file=sys.stderr)
+        print(
+            f"margins: call {tuning.call_margin}, veto {tuning.veto_margin} (narrowing: {args.narrow}), "
+            f"more calls {tuning.more_calls_margin}",
+            file=sys.stderr,
+        )
         return tuning
 
     local.tuning_for = patched

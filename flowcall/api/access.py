@@ -57,16 +57,24 @@ class Limits:
             bucket.at = now
             if bucket.tokens < 1.0:
                 wait = math.ceil((1.0 - bucket.tokens) * 60.0 / self.rate)
-                raise ApiError(429, RATE_LIMITED, f"too many requests with this key; try again in {wait} s",
-                               headers={"Retry-After": str(wait)})
+                raise ApiError(
+                    429,
+                    RATE_LIMITED,
+                    f"too many requests with this key; try again in {wait} s",
+                    headers={"Retry-After": str(wait)},
+                )
             bucket.tokens -= 1.0
 
     def start_run(self, caller: Caller) -> None:
         with self._lock:
             bucket = self._buckets.setdefault(caller.name, _Bucket(float(self.burst), time.monotonic()))
             if bucket.running >= self.concurrent:
-                raise ApiError(429, RATE_LIMITED, f"this key already has {bucket.running} runs going, its limit; "
-                               "try again when one ends", headers={"Retry-After": "1"})
+                raise ApiError(
+                    429,
+                    RATE_LIMITED,
+                    f"this key already has {bucket.running} runs going, its limit; try again when one ends",
+                    headers={"Retry-After": "1"},
+                )
             bucket.running += 1
 
     def end_run(self, caller: Caller) -> None:
@@ -88,6 +96,11 @@ def identify(request: Request, service: Any, *, auth: bool) -> Caller:
     secret = bearer(request)
     key = service.check_key(secret) if secret else None
     if key is None:
-        raise ApiError(401, UNAUTHORIZED, "give a valid API key as 'Authorization: Bearer <key>' "
-                       "(create one with: flowcall keys create NAME)", headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(
+            401,
+            UNAUTHORIZED,
+            "give a valid API key as 'Authorization: Bearer <key>' "
+            "(create one with: flowcall keys create NAME)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     return Caller(key.name, tuple(key.flows) if key.flows is not None else None)

@@ -18,14 +18,23 @@ SETTINGS_VARIABLE = "FLOWCALL_API_SETTINGS"  # how `serve --workers N` hands its
 
 
 def create_app(service: Any, settings: Settings) -> Any:
-    app = FastAPI(title="FlowCall", version="1", summary="Run FlowCall flows over HTTP",
-                  description="Every request needs `Authorization: Bearer <key>` (`flowcall keys create NAME`).")
+    app = FastAPI(
+        title="FlowCall",
+        version="1",
+        summary="Run FlowCall flows over HTTP",
+        description="Every request needs `Authorization: Bearer <key>` (`flowcall keys create NAME`).",
+    )
     app.state.api = ApiContext(service, settings, Limits(settings.rate, settings.burst, settings.concurrent))
     errors.install(app)
     app.include_router(runs.router)
     app.include_router(chat.router)
-    return Guard(app, host=settings.host, max_body=settings.max_body, allow_hosts=settings.allow_hosts,
-                 allow_origins=settings.allow_origins)
+    return Guard(
+        app,
+        host=settings.host,
+        max_body=settings.max_body,
+        allow_hosts=settings.allow_hosts,
+        allow_origins=settings.allow_origins,
+    )
 
 
 def settings_to_env(settings: Settings, database_url: str | None) -> None:

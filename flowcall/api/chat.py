@@ -50,13 +50,24 @@ class ChatRequest(BaseModel):
 def list_models(who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> dict[str, Any]:
     """The flows this key may use, as models."""
     flows = [f for f in api.service.store.list_flows() if who.allows(f["name"])]
-    return {"object": "list", "data": [
-        {"id": f["name"], "object": "model", "created": int(f["updated_at"].timestamp()) if f["updated_at"] else 0,
-         "owned_by": "flowcall"} for f in flows]}
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": f["name"],
+                "object": "model",
+                "created": int(f["updated_at"].timestamp()) if f["updated_at"] else 0,
+                "owned_by": "flowcall",
+            }
+            for f in flows
+        ],
+    }
 
 
 @router.post("/chat/completions")
-async def chat_completions(body: ChatRequest, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> Any:
+async def chat_completions(
+    body: ChatRequest, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
+) -> Any:
     who.require(body.model)
     question = last_user_text(body.messages)
     flow = await run_in_threadpool(_startable, api, body.model, None)
@@ -65,18 +76,32 @@ async def chat_completions(body: ChatRequest, who: Caller = Depends(caller), api
     headers = {RUN_ID_HEADER: run_id}
     api.limits.start_run(who)
     if body.stream:
-        work = lambda on_step: api.service.run(flow, question, on_step=on_step, run_id=run_id,  # noqa: E731
-                                               context=context)
-        return StreamingResponse(_chunks(api, who, work, body.model, run_id), media_type="text/event-stream",
-                                 headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        work = lambda on_step: api.service.run(  # noqa: E731
+            flow,
+            question,
+            on_step=on_step,
+            run_id=run_id,
+            context=context,
+        )
+        return StreamingResponse(
+            _chunks(api, who, work, body.model, run_id),
+            media_type="text/event-stream",
+            headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     try:
-        run = await wait_for(lambda: api.service.run(flow, question, run_id=run_id, context=context),
-                             api.settings.wait_s)
+        run = await wait_for(
+            lambda: api.service.run(flow, question, run_id=run_id, context=context), api.settings.wait_s
+        )
     finally:
         api.limits.end_run(who)
     if run is None:
-        raise ApiError(504, "TIMEOUT", f"the run takes longer than {api.settings.wait_s:g} s; it goes on: "
-                       f"GET /v1/runs/{run_id}", headers=headers, run_id=run_id)
+        raise ApiError(
+            504,
+            "TIMEOUT",
+            f"the run takes longer than {api.settings.wait_s:g} s; it goes on: GET /v1/runs/{run_id}",
+            headers=headers,
+            run_id=run_id,
+        )
     _check_answered(run, headers)
     return JSONResponse(completion(run, body.model), headers=headers)
 
@@ -92,7 +117,9 @@ def _last_question(messages: list[ChatMessage]) -> int:
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].role == "user" and _text(messages[index]).strip():
             return index
-    raise ApiError(400, INVALID_ARGUMENT, "the messages hold no user message with text; the last one is the question")
+    raise ApiError(
+        400, INVALID_ARGUMENT, "the messages hold no user message with text; the last one is the question"
+    )
 
 
 def last_user_text(messages: list[ChatMessage]) -> str:
@@ -104,13 +131,21 @@ def earlier_turns(messages: list[ChatMessage]) -> list[ChatTurn]:
     """The chat before the question, for a flow with `conversation`: the user's and the
     assistant's text, the last MAX_TURNS of it. System messages are left out (the flow's own
     prompt governs), and so are tool messages (the flow's tools are its own)."""
-    earlier = [m for m in messages[:_last_question(messages)] if m.role in ("user", "assistant") and _text(m).strip()]
+    earlier = [
+        m
+        for m in messages[: _last_question(messages)]
+        if m.role in ("user", "assistant") and _text(m).strip()
+    ]
     turns = []
     for message in earlier[-MAX_TURNS:]:
         text = _text(message)
         if len(text) > MAX_MESSAGE_CHARS:
-            raise ApiError(400, INVALID_ARGUMENT, f"an earlier {message.role} message is over {MAX_MESSAGE_CHARS} "
-                           "characters; shorten it or leave it out")
+            raise ApiError(
+                400,
+                INVALID_ARGUMENT,
+                f"an earlier {message.role} message is over {MAX_MESSAGE_CHARS} "
+                "characters; shorten it or leave it out",
+            )
         turns.append(ChatTurn(role=message.role, content=text))
     return turns
 
@@ -121,11 +156,24 @@ def answer_text(run: Run) -> str:
 
 
 def completion(run: Run, model: str) -> dict[str, Any]:
-    return {"id": f"chatcmpl-{run.id}", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_text(run)},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": run.tokens_in, "completion_tokens": run.tokens_out,
-                      "total_tokens": run.tokens_in + run.tokens_out}}
+    return {
+        "id": f"chatcmpl-{run.id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": answer_text(run)},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": run.tokens_in,
+            "completion_tokens": run.tokens_out,
+            "total_tokens": run.tokens_in + run.tokens_out,
+        },
+    }
 
 
 def _check_answered(run: Run, headers: dict[str, str]) -> None:
@@ -133,18 +181,35 @@ def _check_answered(run: Run, headers: dict[str, str]) -> None:
     if run.status == RunStatus.SUCCEEDED:
         return
     if run.status == RunStatus.WAITING_APPROVAL:
-        raise ApiError(409, "WAITING_APPROVAL", f"a call waits for a person; decide it with POST /v1/runs/{run.id}/resume",
-                       headers=headers, run_id=run.id)
+        raise ApiError(
+            409,
+            "WAITING_APPROVAL",
+            f"a call waits for a person; decide it with POST /v1/runs/{run.id}/resume",
+            headers=headers,
+            run_id=run.id,
+        )
     if run.status == RunStatus.CANCELLED:
-        raise ApiError(409, CONFLICT, f"the run was cancelled: {run.error or ''}".strip(), headers=headers, run_id=run.id)
+        raise ApiError(
+            409, CONFLICT, f"the run was cancelled: {run.error or ''}".strip(), headers=headers, run_id=run.id
+        )
     code = (run.error or "RUN_FAILED").split(":", 1)[0].strip() or "RUN_FAILED"
-    raise ApiError(502, code, f"the flow's run failed: {run.error or 'no reason recorded'}", headers=headers,
-                   run_id=run.id)
+    raise ApiError(
+        502,
+        code,
+        f"the flow's run failed: {run.error or 'no reason recorded'}",
+        headers=headers,
+        run_id=run.id,
+    )
 
 
 def _chunk(run_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
-    body = {"id": f"chatcmpl-{run_id}", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": f"chatcmpl-{run_id}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
@@ -164,10 +229,11 @@ async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: s
             return
         text = answer_text(run)
         for start in range(0, len(text), 200):
-            yield _chunk(run_id, model, {"content": text[start:start + 200]})
+            yield _chunk(run_id, model, {"content": text[start : start + 200]})
         yield _chunk(run_id, model, {}, "stop")
         yield "data: [DONE]\n\n"
     except Exception as exc:  # noqa: BLE001 - the stream has started: the error goes in it
-        yield f"data: {json.dumps(error_body('INTERNAL', f'the run could not go on ({type(exc).__name__})'))}\n\n"
+        failed = error_body("INTERNAL", f"the run could not go on ({type(exc).__name__})")
+        yield f"data: {json.dumps(failed)}\n\n"
     finally:
         api.limits.end_run(who)

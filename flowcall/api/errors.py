@@ -25,8 +25,9 @@ NOT_GRANTED, CONFLICT, INTERNAL = "NOT_GRANTED", "CONFLICT", "INTERNAL"
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, *, headers: dict[str, str] | None = None,
-                 **extra: Any):
+    def __init__(
+        self, status: int, code: str, message: str, *, headers: dict[str, str] | None = None, **extra: Any
+    ):
         super().__init__(message)
         self.status, self.code, self.message, self.headers, self.extra = status, code, message, headers, extra
 
@@ -35,8 +36,9 @@ def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "type": code, "message": message, **extra}}
 
 
-def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None,
-                   **extra: Any) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
     return JSONResponse(error_body(code, message, **extra), status_code=status, headers=headers)
 
 
@@ -61,12 +63,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()[:5]
+        )
         return error_response(422, INVALID_ARGUMENT, f"the request is not valid: {problems}")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {401: UNAUTHORIZED, 403: FORBIDDEN, 404: NOT_FOUND, 405: INVALID_ARGUMENT}.get(exc.status_code, CONFLICT)
+        code = {401: UNAUTHORIZED, 403: FORBIDDEN, 404: NOT_FOUND, 405: INVALID_ARGUMENT}.get(
+            exc.status_code, CONFLICT
+        )
         return error_response(exc.status_code, code, str(exc.detail))
 
     @app.exception_handler(Exception)

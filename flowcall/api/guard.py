@@ -12,8 +12,15 @@ from flowcall.trust.exposure import allowed_names, host_name
 
 
 class Guard:
-    def __init__(self, app: Any, *, host: str, max_body: int, allow_hosts: Iterable[str] = (),
-                 allow_origins: Iterable[str] = ()):
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str,
+        max_body: int,
+        allow_hosts: Iterable[str] = (),
+        allow_origins: Iterable[str] = (),
+    ):
         self.app, self.max_body = app, max_body
         self.names = {name.lower() for name in allowed_names(host, allow_hosts)}
         self.origins = {origin.rstrip("/").lower() for origin in allow_origins}
@@ -49,7 +56,10 @@ class Guard:
         scheme, _, authority = origin.partition("://")
         if scheme.lower() in ("http", "https") and host_name(authority) in self.names:
             return None
-        return "requests from a page on another site are refused (start the server with --allow-origin to allow one)"
+        return (
+            "requests from a page on another site are refused "
+            "(start the server with --allow-origin to allow one)"
+        )
 
 
 async def _read_capped(receive: Any, limit: int) -> bytes | None:
@@ -84,6 +94,11 @@ def _replay(body: bytes, receive: Any) -> Any:
 
 async def _json(send: Any, status: int, code: str, message: str) -> None:
     body = json.dumps(error_body(code, message)).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

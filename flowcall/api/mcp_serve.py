@@ -42,12 +42,15 @@ def tool_name(flow: Flow) -> str:
 def check_exposure(host: str, token: str | None) -> None:
     """Anything but loopback is reachable by others: refuse to serve it without a token."""
     if not is_loopback(host) and not token:
-        raise ConfigError(f"--host {host or '(all)'} is reachable from other machines; give a bearer token with "
-                          "--token or the env var FLOWCALL_MCP_TOKEN (or serve on 127.0.0.1)")
+        raise ConfigError(
+            f"--host {host or '(all)'} is reachable from other machines; give a bearer token with "
+            "--token or the env var FLOWCALL_MCP_TOKEN (or serve on 127.0.0.1)"
+        )
 
 
 def error_code(run: Run) -> str:
-    """The code part of run.error ("PROVIDER_ERROR: ..." -> "PROVIDER_ERROR"); the rest may hold paths or URLs."""
+    """The code part of run.error ("PROVIDER_ERROR: ..." -> "PROVIDER_ERROR"); the rest may hold
+    paths or URLs."""
     code = (run.error or "").split(":", 1)[0].strip()
     return code if _CODE.match(code) else "RUN_FAILED"
 
@@ -75,9 +78,12 @@ def build_server(service: FlowCall, flow: Flow, *, remote: bool = True, max_conc
         if not isinstance(question, str) or not question.strip():
             return _error("give the question as a non-empty string argument 'question'")
         if not slots.acquire(blocking=False):
-            return _error(f"busy: this server already runs {max_concurrent} calls at once; try again in a moment")
+            return _error(
+                f"busy: this server already runs {max_concurrent} calls at once; try again in a moment"
+            )
         try:
-            # the engine is synchronous; the thread is not abandoned on cancel, so the slot is held until it ends
+            # the engine is synchronous; the thread is not abandoned on cancel, so the slot is held
+            # until it ends
             run = await anyio.to_thread.run_sync(service.run, flow, question)
         except Exception as exc:  # the run could not even start (a missing tool, a bad config)
             logger.exception("flow '%s' could not run", flow.name)
@@ -99,8 +105,11 @@ def _flow_tool(flow: Flow) -> Any:
     return types.Tool(
         name=tool_name(flow),
         description=flow.description or f"Ask the FlowCall flow '{flow.name}' a question.",
-        input_schema={"type": "object", "properties": {"question": {"type": "string", "description": "The question."}},
-                      "required": ["question"]},
+        input_schema={
+            "type": "object",
+            "properties": {"question": {"type": "string", "description": "The question."}},
+            "required": ["question"],
+        },
         output_schema=schema if schema and schema.get("type") == "object" else None,
         annotations=types.ToolAnnotations(read_only_hint=False, open_world_hint=True),
     )
@@ -112,12 +121,18 @@ def _run_result(run: Run, tool: Any, *, remote: bool) -> Any:
 
     if run.status == RunStatus.WAITING_APPROVAL:
         # not a failure: the run is stored and goes on once a person answers
-        return _error(f"waiting for approval: run {run.id}; a person resumes it with "
-                      f"`flowcall runs resume {run.id} --approve`", run_id=run.id)
+        return _error(
+            f"waiting for approval: run {run.id}; a person resumes it with "
+            f"`flowcall runs resume {run.id} --approve`",
+            run_id=run.id,
+        )
     if run.status != RunStatus.SUCCEEDED:
         if remote:
-            return _error(f"the flow failed (run {run.id}, {error_code(run)}); see it with "
-                          f"`flowcall runs show {run.id}` on the server", run_id=run.id)
+            return _error(
+                f"the flow failed (run {run.id}, {error_code(run)}); see it with "
+                f"`flowcall runs show {run.id}` on the server",
+                run_id=run.id,
+            )
         return _error(f"the flow failed (run {run.id}): {run.error}", run_id=run.id)
     answer = run.final_answer
     text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
@@ -125,19 +140,29 @@ def _run_result(run: Run, tool: Any, *, remote: bool) -> Any:
     # the host's model must know an answer no tool result backs: a second text block says so
     content = [types.TextContent(type="text", text=text)]
     if run.outcome:
-        said = ("no tool result backs this answer" if run.outcome == "answered_without_tools"
-                else "not every part of this answer was done by a tool")
-        content.append(types.TextContent(type="text", text=f"note: {said}: " + "; ".join(run.outcome_reasons)))
-    return types.CallToolResult(content=content, structured_content=structured,
-                                meta={"flowcall/run_id": run.id, **({"flowcall/engine/outcome": run.outcome}
-                                                                    if run.outcome else {})})
+        said = (
+            "no tool result backs this answer"
+            if run.outcome == "answered_without_tools"
+            else "not every part of this answer was done by a tool"
+        )
+        content.append(
+            types.TextContent(type="text", text=f"note: {said}: " + "; ".join(run.outcome_reasons))
+        )
+    return types.CallToolResult(
+        content=content,
+        structured_content=structured,
+        meta={"flowcall/run_id": run.id, **({"flowcall/engine/outcome": run.outcome} if run.outcome else {})},
+    )
 
 
 def _error(message: str, run_id: str | None = None) -> Any:
     import mcp_types as types
 
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True,
-                                meta={"flowcall/run_id": run_id} if run_id else None)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)],
+        is_error=True,
+        meta={"flowcall/run_id": run_id} if run_id else None,
+    )
 
 
 def transport_security(host: str, allow_hosts: Iterable[str] = (), allow_origins: Iterable[str] = ()) -> Any:
@@ -150,8 +175,9 @@ def transport_security(host: str, allow_hosts: Iterable[str] = (), allow_origins
         bare = f"[{name}]" if ":" in name else name  # IPv6 in a Host header is bracketed
         hosts += [bare, f"{bare}:*"]
         origins += [f"{scheme}://{bare}{port}" for scheme in ("http", "https") for port in ("", ":*")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[*origins, *allow_origins])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[*origins, *allow_origins]
+    )
 
 
 class BearerAuth:
@@ -172,23 +198,44 @@ class BearerAuth:
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 1008})
                 else:
-                    await Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+                    await Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})(
+                        scope, receive, send
+                    )
                 return
         await self.app(scope, receive, send)
 
 
-def http_app(service: FlowCall, flow: Flow, *, host: str = "127.0.0.1", token: str | None = None,
-             allow_hosts: Iterable[str] = (), allow_origins: Iterable[str] = (), max_concurrent: int = 2) -> Any:
+def http_app(
+    service: FlowCall,
+    flow: Flow,
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    allow_hosts: Iterable[str] = (),
+    allow_origins: Iterable[str] = (),
+    max_concurrent: int = 2,
+) -> Any:
     """The streamable HTTP app, with the checks above; the ASGI app uvicorn serves."""
     check_exposure(host, token)
     server = build_server(service, flow, remote=True, max_concurrent=max_concurrent)
-    app = server.streamable_http_app(host=host, transport_security=transport_security(host, allow_hosts, allow_origins))
+    app = server.streamable_http_app(
+        host=host, transport_security=transport_security(host, allow_hosts, allow_origins)
+    )
     return BearerAuth(app, token) if token else app
 
 
-def serve(service: FlowCall, flow: Flow, transport: str, host: str = "127.0.0.1", port: int = 8765, *,
-          token: str | None = None, allow_hosts: Iterable[str] = (), allow_origins: Iterable[str] = (),
-          max_concurrent: int = 2) -> None:
+def serve(
+    service: FlowCall,
+    flow: Flow,
+    transport: str,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    token: str | None = None,
+    allow_hosts: Iterable[str] = (),
+    allow_origins: Iterable[str] = (),
+    max_concurrent: int = 2,
+) -> None:
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
@@ -203,6 +250,13 @@ def serve(service: FlowCall, flow: Flow, transport: str, host: str = "127.0.0.1"
     else:
         import uvicorn
 
-        app = http_app(service, flow, host=host, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins,
-                       max_concurrent=max_concurrent)
+        app = http_app(
+            service,
+            flow,
+            host=host,
+            token=token,
+            allow_hosts=allow_hosts,
+            allow_origins=allow_origins,
+            max_concurrent=max_concurrent,
+        )
         uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -35,10 +35,14 @@ async def steps_then_run(work: Callable[[Callable[[Step], None]], Run]) -> Async
     (for a keep-alive). An exception from `work` is raised here."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Step] = asyncio.Queue()
-    future = loop.run_in_executor(_RUNS, lambda: work(lambda step: loop.call_soon_threadsafe(queue.put_nowait, step)))
+    future = loop.run_in_executor(
+        _RUNS, lambda: work(lambda step: loop.call_soon_threadsafe(queue.put_nowait, step))
+    )
     while True:
         getter = asyncio.ensure_future(queue.get())
-        done, _ = await asyncio.wait({getter, future}, timeout=KEEP_ALIVE_S, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {getter, future}, timeout=KEEP_ALIVE_S, return_when=asyncio.FIRST_COMPLETED
+        )
         if getter in done:
             yield getter.result()
             continue
@@ -53,23 +57,39 @@ async def steps_then_run(work: Callable[[Callable[[Step], None]], Run]) -> Async
 
 def waiting(run: Run) -> list[dict[str, Any]]:
     """What a paused run waits for, as the API shows it (steps.waiting_calls)."""
-    return [{"call_id": s.tool_call_id, "tool": s.name, "arguments": s.arguments, "note": s.note}
-            for s in waiting_calls(run)]
+    return [
+        {"call_id": s.tool_call_id, "tool": s.name, "arguments": s.arguments, "note": s.note}
+        for s in waiting_calls(run)
+    ]
 
 
 def step_summary(step: Step) -> dict[str, Any]:
-    return {"seq": step.seq, "kind": str(step.kind), "round": step.round, "name": step.name,
-            "error_code": step.error_code, "latency_ms": round(step.latency_ms or 0.0, 1),
-            "tokens_in": step.tokens_in, "tokens_out": step.tokens_out}
+    return {
+        "seq": step.seq,
+        "kind": str(step.kind),
+        "round": step.round,
+        "name": step.name,
+        "error_code": step.error_code,
+        "latency_ms": round(step.latency_ms or 0.0, 1),
+        "tokens_in": step.tokens_in,
+        "tokens_out": step.tokens_out,
+    }
 
 
 def run_summary(run: Run, *, steps: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "id": run.id, "flow": run.flow_name, "status": str(run.status), "question": run.question,
-        "answer": run.final_answer, "outcome": run.outcome, "outcome_reasons": run.outcome_reasons,
-        "error": run.error, "started_at": run.started_at.isoformat(),
+        "id": run.id,
+        "flow": run.flow_name,
+        "status": str(run.status),
+        "question": run.question,
+        "answer": run.final_answer,
+        "outcome": run.outcome,
+        "outcome_reasons": run.outcome_reasons,
+        "error": run.error,
+        "started_at": run.started_at.isoformat(),
         "ended_at": run.ended_at.isoformat() if run.ended_at else None,
-        "tokens_in": run.tokens_in, "tokens_out": run.tokens_out,
+        "tokens_in": run.tokens_in,
+        "tokens_out": run.tokens_out,
     }
     if steps:
         body["steps"] = [step_summary(s) for s in run.steps]

@@ -28,7 +28,9 @@ router = APIRouter(prefix="/v1", tags=["flows and runs"])
 class RunRequest(BaseModel):
     question: str = Field(min_length=1, max_length=20_000)
     version: int | None = Field(default=None, ge=1, description="A version of the flow; default: the latest.")
-    stream: bool = Field(default=False, description="Server-Sent Events: each step as it commits, then the run.")
+    stream: bool = Field(
+        default=False, description="Server-Sent Events: each step as it commits, then the run."
+    )
     queue: bool = Field(default=False, description="Hand the run to the workers (a broker must be set).")
 
 
@@ -45,14 +47,25 @@ class ResumeRequest(BaseModel):
 
 @router.get("/flows")
 def list_flows(who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> list[dict[str, Any]]:
-    return [{"name": f["name"], "version": f["version"], "description": f["description"],
-             "updated_at": f["updated_at"].isoformat() if f["updated_at"] else None}
-            for f in api.service.store.list_flows() if who.allows(f["name"])]
+    return [
+        {
+            "name": f["name"],
+            "version": f["version"],
+            "description": f["description"],
+            "updated_at": f["updated_at"].isoformat() if f["updated_at"] else None,
+        }
+        for f in api.service.store.list_flows()
+        if who.allows(f["name"])
+    ]
 
 
 @router.get("/flows/{name}")
-def export_flow(name: str, version: int | None = Query(default=None, ge=1), who: Caller = Depends(caller),
-                api: ApiContext = Depends(api_of)) -> dict[str, Any]:
+def export_flow(
+    name: str,
+    version: int | None = Query(default=None, ge=1),
+    who: Caller = Depends(caller),
+    api: ApiContext = Depends(api_of),
+) -> dict[str, Any]:
     """The flow's JSON, as `flowcall flows export` writes it."""
     who.require(name)
     flow, _, _ = api.service.store.get_flow(name, version)
@@ -60,8 +73,9 @@ def export_flow(name: str, version: int | None = Query(default=None, ge=1), who:
 
 
 @router.post("/flows", status_code=201)
-def import_flow(body: dict[str, Any] = Body(...), who: Caller = Depends(caller),
-                api: ApiContext = Depends(api_of)) -> dict[str, Any]:
+def import_flow(
+    body: dict[str, Any] = Body(...), who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
+) -> dict[str, Any]:
     """Save a flow, as `flowcall flows import` does: a name taken by a different flow gets a new
     one (NAME-imported); a saved flow is never changed."""
     if who.flows is not None:
@@ -70,12 +84,18 @@ def import_flow(body: dict[str, Any] = Body(...), who: Caller = Depends(caller),
     api.service.registry.resolve(flow.plugin_refs())
     adopted = api.service.adopt(flow)
     pending = [item.summary for item, granted in api.service.trust_status(adopted.flow) if not granted]
-    return {"name": adopted.flow.name, "version": adopted.version, "note": adopted.note, "needs_grant": pending}
+    return {
+        "name": adopted.flow.name,
+        "version": adopted.version,
+        "note": adopted.note,
+        "needs_grant": pending,
+    }
 
 
 @router.post("/flows/{name}/runs", responses={202: {"description": "The run waits for a person, or goes on"}})
-async def start_run(name: str, body: RunRequest, who: Caller = Depends(caller),
-                    api: ApiContext = Depends(api_of)) -> Any:
+async def start_run(
+    name: str, body: RunRequest, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
+) -> Any:
     """Run the flow on a question. Without `stream`, the answer comes when the run ends (200),
     or 202 with the run's id when it waits for a person or takes longer than the server waits."""
     who.require(name)
@@ -83,18 +103,37 @@ async def start_run(name: str, body: RunRequest, who: Caller = Depends(caller),
     service = api.service
     if body.queue:
         run = await in_thread(lambda: service.run_queued(flow, body.question))
-        return await _answer(api, who, lambda on_step: service.follow(run.id, on_step=on_step), body.stream,
-                             lambda: service.follow(run.id, timeout_s=api.settings.wait_s), run.id)
+        return await _answer(
+            api,
+            who,
+            lambda on_step: service.follow(run.id, on_step=on_step),
+            body.stream,
+            lambda: service.follow(run.id, timeout_s=api.settings.wait_s),
+            run.id,
+        )
     run_id = str(uuid.uuid4())
-    return await _answer(api, who, lambda on_step: service.run(flow, body.question, on_step=on_step, run_id=run_id),
-                         body.stream, lambda: service.run(flow, body.question, run_id=run_id), run_id)
+    return await _answer(
+        api,
+        who,
+        lambda on_step: service.run(flow, body.question, on_step=on_step, run_id=run_id),
+        body.stream,
+        lambda: service.run(flow, body.question, run_id=run_id),
+        run_id,
+    )
 
 
 @router.get("/runs")
-def list_runs(flow: str | None = None, status: str | None = None, limit: int = Query(default=50, ge=1, le=500),
-              since: datetime | None = None, until: datetime | None = None, model: str | None = None,
-              text: str | None = None, who: Caller = Depends(caller),
-              api: ApiContext = Depends(api_of)) -> list[dict[str, Any]]:
+def list_runs(
+    flow: str | None = None,
+    status: str | None = None,
+    limit: int = Query(default=50, ge=1, le=500),
+    since: datetime | None = None,
+    until: datetime | None = None,
+    model: str | None = None,
+    text: str | None = None,
+    who: Caller = Depends(caller),
+    api: ApiContext = Depends(api_of),
+) -> list[dict[str, Any]]:
     """Newest first, with the filters of `flowcall runs list`."""
     if flow is not None:
         who.require(flow)
@@ -111,14 +150,17 @@ def get_run(run_id: str, who: Caller = Depends(caller), api: ApiContext = Depend
 
 
 @router.post("/runs/{run_id}/resume", responses={202: {"description": "The run waits again, or goes on"}})
-async def resume_run(run_id: str, body: ResumeRequest, who: Caller = Depends(caller),
-                     api: ApiContext = Depends(api_of)) -> Any:
+async def resume_run(
+    run_id: str, body: ResumeRequest, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
+) -> Any:
     """Go on with a run that waits for a person: approve, deny (with a reason) or edit each
     waiting call by its id. A call left out keeps waiting."""
     run = await run_in_threadpool(api.service.store.get_run, run_id)
     who.require(run.flow_name)
-    decided = {d.call_id: Decision(action=d.action, arguments=d.arguments, reason=d.reason, by=f"API key {who.name}")
-               for d in body.decisions}
+    decided = {
+        d.call_id: Decision(action=d.action, arguments=d.arguments, reason=d.reason, by=f"API key {who.name}")
+        for d in body.decisions
+    }
 
     def resume() -> Run:
         try:
@@ -130,7 +172,9 @@ async def resume_run(run_id: str, body: ResumeRequest, who: Caller = Depends(cal
 
 
 @router.post("/runs/{run_id}/cancel")
-def cancel_run(run_id: str, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> dict[str, Any]:
+def cancel_run(
+    run_id: str, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
+) -> dict[str, Any]:
     run = api.service.store.get_run(run_id)
     who.require(run.flow_name)
     return run_summary(api.service.cancel(run.id, by=f"API key {who.name}"))
@@ -145,21 +189,27 @@ def _startable(api: ApiContext, name: str, version: int | None) -> Any:
     return flow
 
 
-async def _answer(api: ApiContext, who: Caller, streamed: Any, stream: bool, blocking: Any,
-                  run_id: str | None = None) -> Any:
+async def _answer(
+    api: ApiContext, who: Caller, streamed: Any, stream: bool, blocking: Any, run_id: str | None = None
+) -> Any:
     """The run as the request asked for it: a stream of its steps, or its summary when it ends
     (202 with its id when it waits longer than the server waits). The key's concurrency limit
     holds while the run goes on."""
     api.limits.start_run(who)
     if stream:
-        return StreamingResponse(_events(api, who, streamed), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            _events(api, who, streamed),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     try:
         run = await wait_for(blocking, api.settings.wait_s)
     finally:
         api.limits.end_run(who)
     if run is None:
-        return JSONResponse({"id": run_id, "status": "running", "follow": f"/v1/runs/{run_id}"}, status_code=202)
+        return JSONResponse(
+            {"id": run_id, "status": "running", "follow": f"/v1/runs/{run_id}"}, status_code=202
+        )
     return JSONResponse(run_summary(run), status_code=status_code(run))
 
 

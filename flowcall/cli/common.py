@@ -1,6 +1,7 @@
 """What the `flowcall` command groups share: the service behind them, flows given as a file
-or a saved name, and `echo`, which every line they print goes through. Its own module so that command groups in other modules (cli_datasets.py,
-cli_experiments.py) reach them without importing cli.py, which imports them."""
+or a saved name, and `echo`, which every line they print goes through. Its own module so
+that command groups in other modules (cli_datasets.py, cli_experiments.py) reach them without
+importing cli.py, which imports them."""
 
 from __future__ import annotations
 
@@ -15,10 +16,18 @@ from flowcall.core.spec import load_flow
 
 def reach_options(command: Any) -> Any:
     """--allow-host and --allow-origin, for a command that serves over HTTP (exposure.py)."""
-    command = click.option("--allow-origin", "allow_origins", multiple=True,
-                           help="One more browser Origin allowed, e.g. https://app.example.com; repeatable.")(command)
-    return click.option("--allow-host", "allow_hosts", multiple=True,
-                        help="One more Host name callers may use (a DNS name, a NAT address); repeatable.")(command)
+    command = click.option(
+        "--allow-origin",
+        "allow_origins",
+        multiple=True,
+        help="One more browser Origin allowed, e.g. https://app.example.com; repeatable.",
+    )(command)
+    return click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        help="One more Host name callers may use (a DNS name, a NAT address); repeatable.",
+    )(command)
 
 
 def echo(message: Any = None, **kwargs: Any) -> None:
@@ -41,5 +50,6 @@ def flow_from_ref(service: Any, flow_ref: str) -> Any:
     """A flow JSON file, or the name of a saved flow."""
     if Path(flow_ref).suffix == ".json" or Path(flow_ref).is_file():
         return load_flow(flow_ref)
-    service.seed_examples()  # a new installation knows the example flows by name (flowcall run commute-weather ...)
+    # a new installation knows the example flows by name (flowcall run commute-weather ...)
+    service.seed_examples()
     return service.store.get_flow(flow_ref)[0]

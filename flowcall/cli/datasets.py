@@ -29,7 +29,9 @@ def _report_saved(name: str, saved: Saved, count: int) -> None:
 
 @datasets_group.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--name", required=True, help="The dataset's name; importing again under it makes a new version.")
+@click.option(
+    "--name", required=True, help="The dataset's name; importing again under it makes a new version."
+)
 @click.pass_context
 def datasets_import(ctx: click.Context, file: Path, name: str) -> None:
     """Check every line of FILE (.jsonl or .csv) and store its items as a version of NAME.
@@ -42,10 +44,17 @@ def datasets_import(ctx: click.Context, file: Path, name: str) -> None:
 
 
 @datasets_group.command("import-bfcl")
-@click.argument("category", type=click.Choice(["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]))
+@click.argument(
+    "category", type=click.Choice(["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"])
+)
 @click.option("--name", required=True, help="The dataset's name.")
-@click.option("--split", type=click.Choice(["all", "even", "odd"]), default="all", show_default=True,
-              help="As `eval bfcl`: even-numbered cases tune the local model's thresholds, odd ones are held out.")
+@click.option(
+    "--split",
+    type=click.Choice(["all", "even", "odd"]),
+    default="all",
+    show_default=True,
+    help="As `eval bfcl`: even-numbered cases tune the local model's thresholds, odd ones are held out.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="At most N cases (the first N of the split).")
 @click.pass_context
 def datasets_import_bfcl(ctx: click.Context, category: str, name: str, split: str, limit: int | None) -> None:
@@ -81,8 +90,10 @@ def datasets_list(ctx: click.Context, as_json: bool) -> None:
         echo(json.dumps(found, ensure_ascii=False, indent=2, default=str))
         return
     for d in found:
-        echo(f"{d['name']:<24} v{d['version']:<3} {d['items']:>6} items  {d['updated_at']:%Y-%m-%d %H:%M}  "
-                   f"{short(d['source'], 50)}")
+        echo(
+            f"{d['name']:<24} v{d['version']:<3} {d['items']:>6} items  {d['updated_at']:%Y-%m-%d %H:%M}  "
+            f"{short(d['source'], 50)}"
+        )
 
 
 @datasets_group.command("show")
@@ -97,8 +108,10 @@ def datasets_show(ctx: click.Context, name: str, version: int | None, as_json: b
     if as_json:
         echo(json.dumps([item.dump() for item in dataset.items], ensure_ascii=False, indent=2))
         return
-    echo(f"dataset {dataset.name} v{dataset.version} · {len(dataset.items)} items · from {dataset.source} · "
-               f"{dataset.created_at:%Y-%m-%d %H:%M}")
+    echo(
+        f"dataset {dataset.name} v{dataset.version} · {len(dataset.items)} items · from {dataset.source} · "
+        f"{dataset.created_at:%Y-%m-%d %H:%M}"
+    )
     for position, item in enumerate(dataset.items, start=1):
         label = f"[{item.id}] " if item.id else ""
         echo(f"{position:>5}  {label}{short(item.question, 60)}")
@@ -108,11 +121,19 @@ def datasets_show(ctx: click.Context, name: str, version: int | None, as_json: b
 @datasets_group.command("export")
 @click.argument("name")
 @click.option("--version", type=int, help="Default: the latest.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True,
-              help="csv: cells a spreadsheet would run as a formula start with ' (read back as they were).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="csv: cells a spreadsheet would run as a formula start with ' (read back as they were).",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Default: stdout.")
 @click.pass_context
-def datasets_export(ctx: click.Context, name: str, version: int | None, fmt: str, output: Path | None) -> None:
+def datasets_export(
+    ctx: click.Context, name: str, version: int | None, fmt: str, output: Path | None
+) -> None:
     """A dataset version as JSONL (or CSV) that imports back to the same items."""
     from flowcall.core.datasets import to_csv, to_jsonl
 

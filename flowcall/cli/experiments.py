@@ -21,13 +21,23 @@ def experiments_group() -> None:
 @click.argument("flow_ref")
 @click.argument("dataset")
 @click.option("--version", type=int, help="The dataset's version (default: the latest).")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run every item K times (models are not always deterministic).")
-@click.option("--queue", is_flag=True, help="Hand the runs to the workers (FLOWCALL_BROKER_URL, `flowcall worker`); "
-              "the bar follows them from the database.")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run every item K times (models are not always deterministic).",
+)
+@click.option(
+    "--queue",
+    is_flag=True,
+    help="Hand the runs to the workers (FLOWCALL_BROKER_URL, `flowcall worker`); "
+    "the bar follows them from the database.",
+)
 @click.pass_context
-def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: int | None, repeat: int,
-                    queue: bool) -> None:
+def experiments_run(
+    ctx: click.Context, flow_ref: str, dataset: str, version: int | None, repeat: int, queue: bool
+) -> None:
     """Run every item of DATASET through FLOW_REF (a flow file or a saved flow's name) as a recorded
     run, score each expectation, and store the experiment. A progress bar shows on stderr."""
     from tqdm import tqdm
@@ -40,10 +50,15 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
     bar: list[tqdm] = []
 
     def started(experiment) -> None:
-        echo(f"experiment {experiment.id}: {experiment.flow_name} v{experiment.flow_version} × "
-                   f"{experiment.dataset_name} v{experiment.dataset_version} ({len(experiment.items)} runs"
-                   + (", on the workers)" if queue else ")"), err=True)
-        bar.append(tqdm(total=len(experiment.items), unit="run", file=sys.stderr, desc=f"experiment {experiment.id}"))
+        echo(
+            f"experiment {experiment.id}: {experiment.flow_name} v{experiment.flow_version} × "
+            f"{experiment.dataset_name} v{experiment.dataset_version} ({len(experiment.items)} runs"
+            + (", on the workers)" if queue else ")"),
+            err=True,
+        )
+        bar.append(
+            tqdm(total=len(experiment.items), unit="run", file=sys.stderr, desc=f"experiment {experiment.id}")
+        )
 
     failed = 0
 
@@ -59,8 +74,9 @@ def experiments_run(ctx: click.Context, flow_ref: str, dataset: str, version: in
             started(experiment)
             experiment = _follow(app, experiment.id, scored)
         else:
-            experiment = run_experiment(app, flow, flow_ref, dataset, version, repeat=repeat, on_start=started,
-                                        on_item=scored)
+            experiment = run_experiment(
+                app, flow, flow_ref, dataset, version, repeat=repeat, on_start=started, on_item=scored
+            )
     finally:
         if bar:
             bar[0].close()
@@ -83,13 +99,25 @@ def experiments_resume(ctx: click.Context, experiment_id: str) -> None:
 
     def started(experiment) -> None:
         done = sum(item.passed is not None for item in experiment.items)
-        echo(f"experiment {experiment.id}: {len(experiment.items) - done} of {len(experiment.items)} runs "
-                   "left to run", err=True)
-        bar.append(tqdm(total=len(experiment.items), initial=done, unit="run", file=sys.stderr,
-                        desc=f"experiment {experiment.id}"))
+        echo(
+            f"experiment {experiment.id}: {len(experiment.items) - done} of {len(experiment.items)} runs "
+            "left to run",
+            err=True,
+        )
+        bar.append(
+            tqdm(
+                total=len(experiment.items),
+                initial=done,
+                unit="run",
+                file=sys.stderr,
+                desc=f"experiment {experiment.id}",
+            )
+        )
 
     try:
-        experiment = resume_experiment(app, experiment_id, on_start=started, on_item=lambda _: bar[0].update(1))
+        experiment = resume_experiment(
+            app, experiment_id, on_start=started, on_item=lambda _: bar[0].update(1)
+        )
     finally:
         if bar:
             bar[0].close()
@@ -104,8 +132,9 @@ def experiments_cancel(ctx: click.Context, experiment_id: str) -> None:
     cancelled (a running one stops at its next step); the scored items are kept."""
     from flowcall.eval.experiments import cancel_experiment
 
-    experiment = cancel_experiment(service(ctx), experiment_id,
-                                   by=f"{os.environ.get('USER') or 'someone'} (flowcall experiments cancel)")
+    experiment = cancel_experiment(
+        service(ctx), experiment_id, by=f"{os.environ.get('USER') or 'someone'} (flowcall experiments cancel)"
+    )
     _show_header(experiment)
     for line in summary_lines(experiment.summary):
         echo(line)
@@ -115,7 +144,6 @@ def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
     """Watch an experiment the workers run until it is no longer running; each newly scored item
     to `on_item`. Ctrl-C stops watching only: the workers go on."""
     import time
-
 
     done: set[tuple[int, int]] = set()
     try:
@@ -129,8 +157,11 @@ def _follow(app, experiment_id: int, on_item, poll_s: float = 0.5):
                 return experiment
             time.sleep(poll_s)
     except KeyboardInterrupt:
-        echo(f"\nstopped watching; the workers go on with experiment {experiment_id}: "
-                   f"flowcall experiments show {experiment_id}", err=True)
+        echo(
+            f"\nstopped watching; the workers go on with experiment {experiment_id}: "
+            f"flowcall experiments show {experiment_id}",
+            err=True,
+        )
         raise
 
 
@@ -143,10 +174,12 @@ def _show_ended(experiment) -> None:
 
 def _show_header(experiment) -> None:
     polish = f", polish {experiment.polish_model}" if experiment.polish_model else ""
-    echo(f"experiment {experiment.id}  {experiment.status.value}  flow {experiment.flow_name} "
-               f"v{experiment.flow_version} ({experiment.flow_ref})  dataset {experiment.dataset_name} "
-               f"v{experiment.dataset_version}  {experiment.model} [{experiment.calling_way}]{polish}"
-               + (f"  ×{experiment.repeat}" if experiment.repeat > 1 else ""))
+    echo(
+        f"experiment {experiment.id}  {experiment.status.value}  flow {experiment.flow_name} "
+        f"v{experiment.flow_version} ({experiment.flow_ref})  dataset {experiment.dataset_name} "
+        f"v{experiment.dataset_version}  {experiment.model} [{experiment.calling_way}]{polish}"
+        + (f"  ×{experiment.repeat}" if experiment.repeat > 1 else "")
+    )
     if experiment.error:
         echo(f"stopped: {experiment.error}")
 
@@ -160,8 +193,11 @@ def experiments_list(ctx: click.Context, limit: int, as_json: bool) -> None:
 
     found = service(ctx).experiments(limit)
     if as_json:
-        echo(json.dumps([e.model_dump(mode="json", exclude={"items"}) for e in found], ensure_ascii=False,
-                              indent=2))
+        echo(
+            json.dumps(
+                [e.model_dump(mode="json", exclude={"items"}) for e in found], ensure_ascii=False, indent=2
+            )
+        )
         return
     for experiment in found:
         echo(experiment_line(experiment))
@@ -174,7 +210,9 @@ def _item_label(item) -> str:
 
 @experiments_group.command("show")
 @click.argument("experiment_id")
-@click.option("--json", "as_json", is_flag=True, help="The experiment, its summary and every item's verdicts.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="The experiment, its summary and every item's verdicts."
+)
 @click.pass_context
 def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> None:
     """An experiment: what ran, the totals, and each item's verdicts and run."""
@@ -185,8 +223,10 @@ def experiments_show(ctx: click.Context, experiment_id: str, as_json: bool) -> N
         return
     _show_header(experiment)
     if experiment.status.value == "running":
-        echo(f"if the process running it stopped (killed, a restart): flowcall experiments resume "
-                   f"{experiment.id} (or give it up: flowcall experiments cancel {experiment.id})")
+        echo(
+            f"if the process running it stopped (killed, a restart): flowcall experiments resume "
+            f"{experiment.id} (or give it up: flowcall experiments cancel {experiment.id})"
+        )
     if experiment.summary is not None:
         for line in summary_lines(experiment.summary):
             echo(line)
@@ -216,11 +256,15 @@ def experiments_compare(ctx: click.Context, before: str, after: str) -> None:
     a, b = app.experiment(before), app.experiment(after)
     result = compare(a, b)
     broke = sum(c.broke for c in result.changes)
-    echo(f"experiment {a.id} → {b.id}: {broke} pass→fail, {len(result.changes) - broke} fail→pass, "
-               f"{result.same} unchanged")
-    for what, x, y in (("flow", f"{a.flow_name} v{a.flow_version}", f"{b.flow_name} v{b.flow_version}"),
-                       ("dataset", f"{a.dataset_name} v{a.dataset_version}", f"{b.dataset_name} v{b.dataset_version}"),
-                       ("model", f"{a.model} [{a.calling_way}]", f"{b.model} [{b.calling_way}]")):
+    echo(
+        f"experiment {a.id} → {b.id}: {broke} pass→fail, {len(result.changes) - broke} fail→pass, "
+        f"{result.same} unchanged"
+    )
+    for what, x, y in (
+        ("flow", f"{a.flow_name} v{a.flow_version}", f"{b.flow_name} v{b.flow_version}"),
+        ("dataset", f"{a.dataset_name} v{a.dataset_version}", f"{b.dataset_name} v{b.dataset_version}"),
+        ("model", f"{a.model} [{a.calling_way}]", f"{b.model} [{b.calling_way}]"),
+    ):
         if x != y:
             echo(f"  {what}: {x} → {y}")
     for change in result.changes:
@@ -231,5 +275,8 @@ def experiments_compare(ctx: click.Context, before: str, after: str) -> None:
             echo(f"    flowcall runs diff {change.before.run_id} {change.after.run_id}")
     for label, keys in ((f"only in {a.id}", result.only_before), (f"only in {b.id}", result.only_after)):
         if keys:
-            echo(f"{len(keys)} item(s) {label}: " + ", ".join(short(k, 40) for k in keys[:5])
-                       + (" ..." if len(keys) > 5 else ""))
+            echo(
+                f"{len(keys)} item(s) {label}: "
+                + ", ".join(short(k, 40) for k in keys[:5])
+                + (" ..." if len(keys) > 5 else "")
+            )

@@ -24,15 +24,20 @@ def _flows_text(key: ApiKey) -> str:
 
 @keys_group.command("create")
 @click.argument("name")
-@click.option("--flows", metavar="A,B", help="The saved flows the key may call, comma-separated. Default: every flow.")
+@click.option(
+    "--flows", metavar="A,B", help="The saved flows the key may call, comma-separated. Default: every flow."
+)
 @click.pass_context
 def keys_create(ctx: click.Context, name: str, flows: str | None) -> None:
     """Make a key named NAME and print it, once: only its hash is stored."""
     key, secret = service(ctx).create_key(name, None if flows is None else flows.split(","))
     echo(f"created key {key.name} (fc_{key.prefix}) for {_flows_text(key)}:", err=True)
     echo(secret)  # alone on stdout, so that KEY=$(flowcall keys create NAME) keeps it
-    echo("This key will not be shown again: keep it somewhere safe now. Programs send it with every request "
-         "to `flowcall serve` as the header", err=True)
+    echo(
+        "This key will not be shown again: keep it somewhere safe now. Programs send it with every request "
+        "to `flowcall serve` as the header",
+        err=True,
+    )
     echo("  Authorization: Bearer <key>", err=True)
 
 
@@ -51,7 +56,10 @@ def keys_list(ctx: click.Context, as_json: bool) -> None:
     echo(f"{'NAME':<24} {'PREFIX':<12} {'CREATED':<17} {'REVOKED':<17} FLOWS")
     for key in found:
         revoked = f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "-"
-        echo(f"{key.name:<24} fc_{key.prefix:<9} {key.created_at:%Y-%m-%d %H:%M} {revoked:<17} {_flows_text(key)}")
+        echo(
+            f"{key.name:<24} fc_{key.prefix:<9} "
+            f"{key.created_at:%Y-%m-%d %H:%M} {revoked:<17} {_flows_text(key)}"
+        )
 
 
 @keys_group.command("revoke")

@@ -69,21 +69,43 @@ def cli(ctx: click.Context, db: str | None) -> None:
 @click.argument("question")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole run with its steps as JSON.")
 @click.option("--quiet", is_flag=True, help="No live step lines on stderr.")
-@click.option("--approve", is_flag=True, help="Ask on the terminal when a call needs approval (else the run waits).")
-@click.option("--queue", is_flag=True, help="Hand the run to the workers (FLOWCALL_BROKER_URL, `flowcall worker`) "
-              "and print its id.")
-@click.option("--wait", is_flag=True, help="With --queue: show its steps as the worker commits them, then the answer.")
-@click.option("--require-tools", is_flag=True, help="Exit 1 when the answer has no tool result behind it "
-              "(the decision wanted a tool, and none gave a result).")
+@click.option(
+    "--approve", is_flag=True, help="Ask on the terminal when a call needs approval (else the run waits)."
+)
+@click.option(
+    "--queue",
+    is_flag=True,
+    help="Hand the run to the workers (FLOWCALL_BROKER_URL, `flowcall worker`) and print its id.",
+)
+@click.option(
+    "--wait", is_flag=True, help="With --queue: show its steps as the worker commits them, then the answer."
+)
+@click.option(
+    "--require-tools",
+    is_flag=True,
+    help="Exit 1 when the answer has no tool result behind it "
+    "(the decision wanted a tool, and none gave a result).",
+)
 @click.pass_context
-def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, quiet: bool, approve: bool,
-            queue: bool, wait: bool, require_tools: bool) -> None:
+def run_cmd(
+    ctx: click.Context,
+    flow_ref: str,
+    question: str,
+    as_json: bool,
+    quiet: bool,
+    approve: bool,
+    queue: bool,
+    wait: bool,
+    require_tools: bool,
+) -> None:
     """Run FLOW_REF (a flow JSON file, or the name of a saved flow) on QUESTION."""
     if wait and not queue:
         raise click.UsageError("--wait goes with --queue")
     if queue and approve:
-        raise click.UsageError("--approve cannot go with --queue: a worker has nobody to ask; a call that needs "
-                               "a person pauses the run, and `flowcall runs resume --approve` goes on with it")
+        raise click.UsageError(
+            "--approve cannot go with --queue: a worker has nobody to ask; a call that needs "
+            "a person pauses the run, and `flowcall runs resume --approve` goes on with it"
+        )
     service = _service(ctx)
     flow = _flow(service, flow_ref)
     service.require_trust(flow, flow_ref)  # before anything is stored, started or sent
@@ -94,13 +116,18 @@ def run_cmd(ctx: click.Context, flow_ref: str, question: str, as_json: bool, qui
             echo(f"queued; see it with: flowcall runs show {run.id[:8]}", err=True)
             return
         show = not (quiet or as_json)
-        run = service.follow(run.id, on_step=(lambda step: echo(describe_step(step), err=True)) if show else None)
+        run = service.follow(
+            run.id, on_step=(lambda step: echo(describe_step(step), err=True)) if show else None
+        )
     else:
         with _watch(not (quiet or as_json)) as on_step:
             run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
     if run.flow_name != flow.name:
-        echo(f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
-                   f"{run.flow_name!r}; the saved {flow.name!r} is unchanged", err=True)
+        echo(
+            f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
+            f"{run.flow_name!r}; the saved {flow.name!r} is unchanged",
+            err=True,
+        )
     _report(ctx, run, as_json, quiet, require_tools)
 
 
@@ -111,13 +138,19 @@ def ask_on_terminal(call: Any, tool: Any) -> Any:
     echo(f"\n{tool.version} wants to run with {json.dumps(call.arguments, ensure_ascii=False)}", err=True)
     marks = ", ".join(k for k, v in vars(tool.annotations).items() if v) or "no annotations"
     echo(f"  ({marks}; {tool.source} tool) {short(tool.description, 100)}", err=True)
-    action = click.prompt("  [a]pprove, [d]eny or [e]dit the arguments?", type=click.Choice(["a", "d", "e"]), err=True)
+    action = click.prompt(
+        "  [a]pprove, [d]eny or [e]dit the arguments?", type=click.Choice(["a", "d", "e"]), err=True
+    )
     if action == "a":
         return Decision(action="approve", by="terminal")
     if action == "d":
-        return Decision(action="deny", reason=click.prompt("  reason (optional)", default="", err=True), by="terminal")
+        return Decision(
+            action="deny", reason=click.prompt("  reason (optional)", default="", err=True), by="terminal"
+        )
     while True:
-        text = click.prompt("  arguments as JSON", default=inert(json.dumps(call.arguments, ensure_ascii=False)), err=True)
+        text = click.prompt(
+            "  arguments as JSON", default=inert(json.dumps(call.arguments, ensure_ascii=False)), err=True
+        )
         try:
             edited = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -134,8 +167,10 @@ def _report(ctx: click.Context, run: Any, as_json: bool, quiet: bool, require_to
     if run.status == RunStatus.WAITING_APPROVAL:
         if as_json:
             echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
-        echo(f"run {run.id} waits for approval; continue with: flowcall runs resume {run.id[:8]} --approve",
-                   err=True)
+        echo(
+            f"run {run.id} waits for approval; continue with: flowcall runs resume {run.id[:8]} --approve",
+            err=True,
+        )
         ctx.exit(3)
     if as_json:
         echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
@@ -167,7 +202,9 @@ def runs() -> None:
 @click.argument("run_id")
 @click.option("--approve", "how", flag_value="ask", help="Ask on the terminal for each waiting call.")
 @click.option("--approve-all", "how", flag_value="approve", help="Approve every waiting call.")
-@click.option("--deny-all", "how", flag_value="deny", help="Deny every waiting call (the model hears APPROVAL_DENIED).")
+@click.option(
+    "--deny-all", "how", flag_value="deny", help="Deny every waiting call (the model hears APPROVAL_DENIED)."
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", is_flag=True)
 @click.pass_context
@@ -204,7 +241,9 @@ def runs_cancel(ctx: click.Context, run_id: str) -> None:
 @click.option("--queued", "all_queued", is_flag=True, help="Every run still queued.")
 @click.option("--interrupted", "all_interrupted", is_flag=True, help="Every interrupted run.")
 @click.pass_context
-def runs_requeue(ctx: click.Context, run_ids: tuple[str, ...], all_queued: bool, all_interrupted: bool) -> None:
+def runs_requeue(
+    ctx: click.Context, run_ids: tuple[str, ...], all_queued: bool, all_interrupted: bool
+) -> None:
     """Hand runs to the workers again: after Redis lost its tasks (a restart without persistence),
     runs stay queued or interrupted in the database. A run already running, ended or taken by
     another worker is left as it is, so asking twice does no harm."""
@@ -227,11 +266,24 @@ def runs_requeue(ctx: click.Context, run_ids: tuple[str, ...], all_queued: bool,
 @click.option("--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def runs_list(ctx: click.Context, flow_name: str | None, status: str | None, model: str | None, text: str | None,
-              limit: int, as_json: bool) -> None:
-    found = _service(ctx).store.list_runs(flow_name=flow_name, status=status, model=model, text=text, limit=limit)
+def runs_list(
+    ctx: click.Context,
+    flow_name: str | None,
+    status: str | None,
+    model: str | None,
+    text: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    found = _service(ctx).store.list_runs(
+        flow_name=flow_name, status=status, model=model, text=text, limit=limit
+    )
     if as_json:
-        echo(json.dumps([r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2))
+        echo(
+            json.dumps(
+                [r.model_dump(mode="json", exclude={"steps"}) for r in found], ensure_ascii=False, indent=2
+            )
+        )
         return
     for r in found:
         echo(run_line(r))
@@ -274,8 +326,13 @@ def runs_replay(ctx: click.Context, run_id: str, as_json: bool) -> None:
         original, replayed = _service(ctx).replay(run_id, on_step=on_step)
     diffs = differences(original, replayed)
     if as_json:
-        echo(json.dumps({"original": original.id, "replay": replayed.model_dump(mode="json"), "differences": diffs},
-                              ensure_ascii=False, indent=2))
+        echo(
+            json.dumps(
+                {"original": original.id, "replay": replayed.model_dump(mode="json"), "differences": diffs},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
     else:
         echo(f"replay {replayed.id} of {original.id}: " + ("identical" if not diffs else "; ".join(diffs)))
     if diffs:
@@ -286,25 +343,39 @@ def runs_replay(ctx: click.Context, run_id: str, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--from-step", "seq", type=int, required=True, help="A model_call, tool_call or polish step.")
 @click.option("--arguments", help="For a tool_call step: the arguments to run it with, as a JSON object.")
-@click.option("--prompt", help="For a model_call step: the decision system prompt; for a polish step: the polish prompt.")
+@click.option(
+    "--prompt",
+    help="For a model_call step: the decision system prompt; for a polish step: the polish prompt.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", is_flag=True)
 @click.pass_context
-def runs_rerun(ctx: click.Context, run_id: str, seq: int, arguments: str | None, prompt: str | None,
-               as_json: bool, quiet: bool) -> None:
+def runs_rerun(
+    ctx: click.Context,
+    run_id: str,
+    seq: int,
+    arguments: str | None,
+    prompt: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     """A new run that reuses RUN_ID's steps before --from-step and goes on live from there."""
     edits: dict[str, Any] = {}
     if arguments is not None:
         try:
             edits["arguments"] = json.loads(arguments)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"--arguments is not valid JSON ({exc.msg}); give an object like '{{\"name\": \"李四\"}}'")
+            raise ConfigError(
+                f'--arguments is not valid JSON ({exc.msg}); give an object like \'{{"name": "李四"}}\''
+            )
         if not isinstance(edits["arguments"], dict):
-            raise ConfigError("--arguments must be a JSON object, like '{\"name\": \"李四\"}'")
+            raise ConfigError('--arguments must be a JSON object, like \'{"name": "李四"}\'')
     service = _service(ctx)
     if prompt is not None:
         chosen = next((s for s in service.store.get_run(run_id).steps if s.seq == seq), None)
-        edits["polish_prompt" if chosen is not None and chosen.kind == StepKind.POLISH else "decision_prompt"] = prompt
+        edits[
+            "polish_prompt" if chosen is not None and chosen.kind == StepKind.POLISH else "decision_prompt"
+        ] = prompt
     with _watch(not (quiet or as_json)) as on_step:
         rerun = service.rerun_from(run_id, seq, on_step=on_step, **edits)
     _report(ctx, rerun, as_json, quiet)
@@ -372,8 +443,11 @@ def flows_list(ctx: click.Context) -> None:
 
 @flows.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--new-version", is_flag=True,
-              help="Store FILE as a new version of the saved flow of the same name (you say so; never by default).")
+@click.option(
+    "--new-version",
+    is_flag=True,
+    help="Store FILE as a new version of the saved flow of the same name (you say so; never by default).",
+)
 @click.pass_context
 def flows_import(ctx: click.Context, file: Path, new_version: bool) -> None:
     """Validate FILE and save it as a flow. By default it never changes a saved flow: a name
@@ -394,8 +468,11 @@ def flows_import(ctx: click.Context, file: Path, new_version: bool) -> None:
         echo(f"note: {adopted.note}", err=True)
     pending = [item for item, granted in service.trust_status(adopted.flow) if not granted]
     if pending:
-        echo(f"it would start or reach {len(pending)} thing(s) nobody granted yet; review them with: "
-                   f"flowcall trust {shlex.quote(adopted.flow.name)}", err=True)
+        echo(
+            f"it would start or reach {len(pending)} thing(s) nobody granted yet; review them with: "
+            f"flowcall trust {shlex.quote(adopted.flow.name)}",
+            err=True,
+        )
 
 
 @flows.command("export")
@@ -425,9 +502,23 @@ def plugins() -> None:
 def plugins_list(ctx: click.Context, as_json: bool) -> None:
     tools = _service(ctx).registry.all()
     if as_json:
-        echo(json.dumps([{"name": t.name, "version": t.version, "description": t.description,
-                                "parameters": t.parameters, "source": t.source,
-                                "annotations": vars(t.annotations)} for t in tools], ensure_ascii=False, indent=2))
+        echo(
+            json.dumps(
+                [
+                    {
+                        "name": t.name,
+                        "version": t.version,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                        "source": t.source,
+                        "annotations": vars(t.annotations),
+                    }
+                    for t in tools
+                ],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     from flowcall.service.front import review_tool
 
@@ -455,7 +546,11 @@ def _show_tool(tool: Any) -> None:
     echo(f"{tool.version}  ({tool.source})")
     echo(f"  description: {tool.description}")
     echo(f"  annotations: {', '.join(f'{k}={v}' for k, v in vars(tool.annotations).items())}")
-    exact = "counted with the embedded model's tokenizer" if checked.tokens_exact else "estimated: the model is absent"
+    exact = (
+        "counted with the embedded model's tokenizer"
+        if checked.tokens_exact
+        else "estimated: the model is absent"
+    )
     echo(f"  token cost:  {checked.tokens} tokens in every decision request it is attached to ({exact})")
     for warning in checked.warnings:
         echo(f"  WARNING: {warning}")
@@ -468,65 +563,150 @@ def eval_group() -> None:
 
 
 @eval_group.command("bfcl")
-@click.option("--category", "categories", multiple=True, default=["all"], show_default=True,
-              type=click.Choice(["all", "simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]))
+@click.option(
+    "--category",
+    "categories",
+    multiple=True,
+    default=["all"],
+    show_default=True,
+    type=click.Choice(["all", "simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]),
+)
 @click.option("--limit", type=int, help="At most N cases per category (the first N).")
-@click.option("--split", type=click.Choice(["all", "even", "odd"]), default="all", show_default=True,
-              help="Even-numbered cases tune the local model's thresholds (benchmarks/calibrate/); odd ones are held out.")
-@click.option("--provider", default="local", show_default=True,
-              type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
-@click.option("--model", "model_name", help="Required for remote providers; for local, the loaded GGUF "
-              "(FLOWCALL_MODEL or FLOWCALL_MODEL_PATH).")
+@click.option(
+    "--split",
+    type=click.Choice(["all", "even", "odd"]),
+    default="all",
+    show_default=True,
+    help="Even-numbered cases tune the local model's thresholds "
+    "(benchmarks/calibrate/); odd ones are held out.",
+)
+@click.option(
+    "--provider",
+    default="local",
+    show_default=True,
+    type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]),
+)
+@click.option(
+    "--model",
+    "model_name",
+    help="Required for remote providers; for local, the loaded GGUF (FLOWCALL_MODEL or FLOWCALL_MODEL_PATH).",
+)
 @click.option("--base-url", help="For --provider openai-compatible.")
-@click.option("--way", default="auto", show_default=True, type=click.Choice(["auto", "native", "schema", "prompt", "router"]))
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="BFCL-format folder (default: the bundled one).")
+@click.option(
+    "--way",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "native", "schema", "prompt", "router"]),
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="BFCL-format folder (default: the bundled one).",
+)
 @click.option("--save", is_flag=True, help="Record every case as a run (open it with `runs show`).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None, split: str, provider: str, model_name: str,
-              base_url: str | None, way: str, data_dir: Path | None, save: bool, as_json: bool) -> None:
-    """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST checker does."""
-    from tqdm import tqdm
-
+def eval_bfcl(
+    ctx: click.Context,
+    categories: tuple[str, ...],
+    limit: int | None,
+    split: str,
+    provider: str,
+    model_name: str,
+    base_url: str | None,
+    way: str,
+    data_dir: Path | None,
+    save: bool,
+    as_json: bool,
+) -> None:
+    """Accuracy of a model and calling way on BFCL's non-live categories, checked as BFCL's AST
+    checker does."""
     from flowcall.core.spec import DecisionConfig
     from flowcall.core.steps import MemorySink
-    from flowcall.eval import CATEGORIES, load_cases
-    from flowcall.eval.runner import as_dicts, evaluate, summarize
-    from flowcall.providers import provider_for
+    from flowcall.eval.runner import as_dicts, summarize
 
     model_name = _model_name(provider, model_name)
-    names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
-    start = {"all": 0, "even": 0, "odd": 1}[split]
-    step = 1 if split == "all" else 2
-    cases = [case for name in names for case in load_cases(name, data_dir)[start::step][:limit]]
-    decision = DecisionConfig(provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512)
+    cases = _bfcl_cases(categories, split, limit, data_dir)
+    decision = DecisionConfig(
+        provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512
+    )
     sink = _service(ctx).store if save else MemorySink()
-    # the bar goes to stderr, so it shows while stdout carries the JSON report
-    with tqdm(total=len(cases), desc=f"{provider}/{model_name} [{way}]", unit="case", file=sys.stderr) as bar:
+    outcomes = _evaluate_with_bar(cases, decision, sink, label=f"{provider}/{model_name} [{way}]")
+    summaries = summarize(outcomes)
+    if as_json:
+        echo(
+            json.dumps(
+                {
+                    "provider": provider,
+                    "model": model_name,
+                    "way": way,
+                    "summary": as_dicts(summaries),
+                    "cases": as_dicts(outcomes),
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+        return
+    _echo_bfcl_table(summaries)
+
+
+def _evaluate_with_bar(cases: list, decision: Any, sink: Any, *, label: str) -> list:
+    """The cases' outcomes, with a progress bar on stderr, so it shows while stdout carries the
+    JSON report."""
+    from tqdm import tqdm
+
+    from flowcall.eval.runner import evaluate
+    from flowcall.providers import provider_for
+
+    with tqdm(total=len(cases), desc=label, unit="case", file=sys.stderr) as bar:
+
         def progress(outcome) -> None:
             bar.update(1)
             bar.set_postfix_str(f"{outcome.category} {'ok' if outcome.valid else outcome.error_type}")
 
-        outcomes = evaluate(cases, decision, provider_for, sink, on_case=progress)
-    summaries = summarize(outcomes)
-    if as_json:
-        echo(json.dumps({"provider": provider, "model": model_name, "way": way, "summary": as_dicts(summaries),
-                               "cases": as_dicts(outcomes)}, ensure_ascii=False, indent=2))
-        return
-    echo(f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} "
-               f"{'tok out':>7} {'calls':>5} {'prompt%':>7} {'gen%':>5}")
+        return evaluate(cases, decision, provider_for, sink, on_case=progress)
+
+
+def _bfcl_cases(categories: tuple[str, ...], split: str, limit: int | None, data_dir: Path | None) -> list:
+    """The cases asked for: each category's first `limit` of the split (even cases tune, odd are held out)."""
+    from flowcall.eval import CATEGORIES, load_cases
+
+    names = list(CATEGORIES) if "all" in categories else list(dict.fromkeys(categories))
+    start = {"all": 0, "even": 0, "odd": 1}[split]
+    step = 1 if split == "all" else 2
+    return [case for name in names for case in load_cases(name, data_dir)[start::step][:limit]]
+
+
+def _echo_bfcl_table(summaries: list) -> None:
+    """The report as a table, a row per category, then each category's commonest failures."""
+    echo(
+        f"{'category':<18} {'cases':>5} {'accuracy':>9} {'schema-valid':>13} {'median s':>9} {'tok in':>7} "
+        f"{'tok out':>7} {'calls':>5} {'prompt%':>7} {'gen%':>5}"
+    )
     for row in summaries:
         valid = f"{row.schema_valid_share:.1%}" if row.schema_valid_share is not None else "-"
-        split = (f"{row.prompt_eval_share:>7.0%} {row.generation_share:>5.0%}" if row.prompt_eval_share is not None
-                 else f"{'-':>7} {'-':>5}")
-        echo(f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
-                   f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} {row.median_tokens_out:>7.0f} "
-                   f"{row.median_model_calls:>5.0f} {split}")
-    echo("(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
-               "reading prompts / generating, local model only)")
+        split = (
+            f"{row.prompt_eval_share:>7.0%} {row.generation_share:>5.0%}"
+            if row.prompt_eval_share is not None
+            else f"{'-':>7} {'-':>5}"
+        )
+        echo(
+            f"{row.category:<18} {row.cases:>5} {row.accuracy:>9.1%} {valid:>13} "
+            f"{row.median_latency_ms / 1000:>9.2f} {row.median_tokens_in:>7.0f} "
+            f"{row.median_tokens_out:>7.0f} {row.median_model_calls:>5.0f} {split}"
+        )
+    echo(
+        "(medians per case; calls = model calls per case; prompt%/gen% = share of the model's time spent "
+        "reading prompts / generating, local model only)"
+    )
     for row in summaries:
         if row.errors:
-            echo(f"  {row.category} failures: " + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4]))
+            echo(
+                f"  {row.category} failures: "
+                + ", ".join(f"{k} x{v}" for k, v in list(row.errors.items())[:4])
+            )
 
 
 @cli.command("trust")
@@ -536,8 +716,14 @@ def eval_bfcl(ctx: click.Context, categories: tuple[str, ...], limit: int | None
 @click.option("--list", "list_all", is_flag=True, help="List every grant on this machine.")
 @click.option("--revoke", metavar="KEY", help="Revoke the grants whose key starts with KEY (8+ characters).")
 @click.pass_context
-def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes: bool, list_all: bool,
-              revoke: str | None) -> None:
+def trust_cmd(
+    ctx: click.Context,
+    flow_ref: str | None,
+    run_id: str | None,
+    yes: bool,
+    list_all: bool,
+    revoke: str | None,
+) -> None:
     """Show what FLOW_REF would start or reach (programs, servers, hosts, model URLs) and grant it.
 
     A flow file cannot grant itself anything: its MCP commands and URLs, OpenAPI documents,
@@ -545,21 +731,19 @@ def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes:
     studio's Run page). A grant covers exactly what was shown: a changed command needs a new one."""
     service = _service(ctx)
     if list_all or revoke:
-        if revoke:
-            for gone in service.store.revoke(revoke):
-                echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
-            return
-        for grant in service.store.list_grants():
-            echo(f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
-                       f"{grant['summary']}")
+        _list_or_revoke_grants(service, revoke)
         return
     if bool(flow_ref) == bool(run_id):
-        raise click.UsageError("give a flow (file or saved name), or --run RUN_ID; or use --list / --revoke KEY")
+        raise click.UsageError(
+            "give a flow (file or saved name), or --run RUN_ID; or use --list / --revoke KEY"
+        )
     flow = service.flow_of(service.store.get_run(run_id)) if run_id else _flow(service, flow_ref)
     status = service.trust_status(flow)
     if not status:
-        echo(f"flow {flow.name!r} starts no program and reaches nothing beyond the configured models; "
-                   "nothing to grant")
+        echo(
+            f"flow {flow.name!r} starts no program and reaches nothing beyond the configured models; "
+            "nothing to grant"
+        )
         return
     for item, granted in status:
         echo(f"  [{'granted' if granted else 'NOT granted'}] {item.summary}")
@@ -569,12 +753,27 @@ def trust_cmd(ctx: click.Context, flow_ref: str | None, run_id: str | None, yes:
         return
     if not yes:
         if not sys.stdin.isatty():
-            raise ConfigError("nothing was granted: confirm on a terminal, or pass --yes after reading the list above")
+            raise ConfigError(
+                "nothing was granted: confirm on a terminal, or pass --yes after reading the list above"
+            )
         if not click.confirm(f"grant these {len(pending)} item(s)?", default=False, err=True):
             echo("nothing was granted", err=True)
             ctx.exit(1)
     service.grant(flow, by=os.environ.get("USER") or "cli")
     echo(f"granted {len(pending)} item(s)")
+
+
+def _list_or_revoke_grants(service: Any, revoke: str | None) -> None:
+    """`trust --revoke KEY` revokes the grants whose key starts with KEY; `trust --list` lists them all."""
+    if revoke:
+        for gone in service.store.revoke(revoke):
+            echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
+        return
+    for grant in service.store.list_grants():
+        echo(
+            f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
+            f"{grant['summary']}"
+        )
 
 
 @cli.group("mcp")
@@ -594,8 +793,15 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
         raise click.UsageError("give either --url or a command after --")
     server = MCPServerConfig(name="server", url=url, command=list(command) or None)
     for tool in server_tools(server):
-        marks = [m for m, on in (("read_only", tool.annotations.read_only), ("destructive", tool.annotations.destructive),
-                                 ("open_world", tool.annotations.open_world)) if on]
+        marks = [
+            m
+            for m, on in (
+                ("read_only", tool.annotations.read_only),
+                ("destructive", tool.annotations.destructive),
+                ("open_world", tool.annotations.open_world),
+            )
+            if on
+        ]
         echo(f"{tool.name:<28} {','.join(marks) or '-':<28} {short(tool.description, 70)}")
         echo(f"    {json.dumps(tool.parameters, ensure_ascii=False)}")
         for warning in description_warnings(tool):
@@ -607,14 +813,32 @@ def mcp_tools(url: str | None, command: tuple[str, ...]) -> None:
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Anything but loopback needs --token.")
 @click.option("--port", type=int, default=8765, show_default=True)
-@click.option("--token", envvar="FLOWCALL_MCP_TOKEN", show_envvar=True,
-              help="HTTP: every request must carry `Authorization: Bearer TOKEN`; required off loopback.")
+@click.option(
+    "--token",
+    envvar="FLOWCALL_MCP_TOKEN",
+    show_envvar=True,
+    help="HTTP: every request must carry `Authorization: Bearer TOKEN`; required off loopback.",
+)
 @reach_options
-@click.option("--max-concurrent", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Calls that run at once; one more is answered 'busy, try again'.")
+@click.option(
+    "--max-concurrent",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Calls that run at once; one more is answered 'busy, try again'.",
+)
 @click.pass_context
-def mcp_serve(ctx: click.Context, flow_ref: str, transport: str, host: str, port: int, token: str | None,
-              allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], max_concurrent: int) -> None:
+def mcp_serve(
+    ctx: click.Context,
+    flow_ref: str,
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    max_concurrent: int,
+) -> None:
     """Serve FLOW_REF as an MCP server with one tool: question in, the flow's answer out."""
     from flowcall.api.mcp_serve import check_exposure, serve, tool_name
 
@@ -625,10 +849,22 @@ def mcp_serve(ctx: click.Context, flow_ref: str, transport: str, host: str, port
     service.require_trust(flow, flow_ref)  # what the flow starts or reaches must have been granted
     if transport == "http":
         auth = "bearer token required" if token else "no token: loopback only"
-        echo(f"serving flow '{flow.name}' as MCP tool '{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
-                   err=True)
-    serve(service, flow, transport, host, port, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins,
-          max_concurrent=max_concurrent)
+        echo(
+            f"serving flow '{flow.name}' as MCP tool "
+            f"'{tool_name(flow)}' at http://{host}:{port}/mcp ({auth})",
+            err=True,
+        )
+    serve(
+        service,
+        flow,
+        transport,
+        host,
+        port,
+        token=token,
+        allow_hosts=allow_hosts,
+        allow_origins=allow_origins,
+        max_concurrent=max_concurrent,
+    )
 
 
 @cli.group()
@@ -663,7 +899,10 @@ def model_warm(ctx: click.Context, flow_files: tuple[Path, ...]) -> None:
 
     paths = list(flow_files) or sorted(config.EXAMPLE_FLOWS.glob("*.json"))
     flows = [load_flow(path) for path in paths]
-    with tqdm(total=len(flows), desc=f"warming {config.model_path().stem}", unit="flow", file=sys.stderr) as bar:
+    with tqdm(
+        total=len(flows), desc=f"warming {config.model_path().stem}", unit="flow", file=sys.stderr
+    ) as bar:
+
         def one(flow) -> None:
             bar.set_postfix_str(flow.name)
             bar.update(1)
@@ -688,7 +927,10 @@ def model_list() -> None:
     for item in MODELS.values():
         state = local_model.status(config.home() / "models" / item.file)
         have = "verified" if state["verified"] else "present" if state["present"] else "not fetched"
-        echo(f"{'*' if item.name == current else ' '} {item.name:<20} {item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}")
+        echo(
+            f"{'*' if item.name == current else ' '} {item.name:<20} "
+            f"{item.size / 1e6:>6.0f} MB  {have:<11}  {item.about}"
+        )
 
 
 @cli.group("profiles")
@@ -700,7 +942,10 @@ def _profile_lines(profile: Any) -> list[str]:
     where = f" @ {profile.base_url}" if profile.base_url else ""
     lines = [f"{profile.provider}/{profile.model}{where}  probed {profile.probed_at:%Y-%m-%d %H:%M:%S}"]
     for check in profile.checks:
-        lines.append(f"  {check.outcome:<12} {check.name:<20} {check.latency_ms / 1000:6.2f}s  {short(check.detail, 90)}")
+        lines.append(
+            f"  {check.outcome:<12} {check.name:<20} "
+            f"{check.latency_ms / 1000:6.2f}s  {short(check.detail, 90)}"
+        )
     return lines
 
 
@@ -715,30 +960,46 @@ def _model_name(provider: str, given: str | None) -> str:
 
 
 @profiles_group.command("probe")
-@click.option("--provider", required=True, type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]))
-@click.option("--model", "model_name", help="Required for remote providers; for local, the loaded GGUF "
-              "(FLOWCALL_MODEL or FLOWCALL_MODEL_PATH) is probed whatever the name.")
+@click.option(
+    "--provider", required=True, type=click.Choice(["local", "openai", "dashscope", "openai-compatible"])
+)
+@click.option(
+    "--model",
+    "model_name",
+    help="Required for remote providers; for local, the loaded GGUF "
+    "(FLOWCALL_MODEL or FLOWCALL_MODEL_PATH) is probed whatever the name.",
+)
 @click.option("--base-url", help="For --provider openai-compatible, e.g. http://127.0.0.1:11434/v1")
 @click.option("--timeout", "timeout_s", default=120.0, show_default=True, help="Seconds per check.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def models_probe(ctx: click.Context, provider: str, model_name: str, base_url: str | None, timeout_s: float,
-                 as_json: bool) -> None:
+def models_probe(
+    ctx: click.Context, provider: str, model_name: str, base_url: str | None, timeout_s: float, as_json: bool
+) -> None:
     """Test native tool calls, JSON-schema output and parallel calls on a model; store the profile
     (`auto` then picks the calling way from it)."""
     from flowcall.core.spec import ModelConfig
 
     config = ModelConfig(provider=provider, model=_model_name(provider, model_name), base_url=base_url)
     on_check = None if as_json else (lambda c: echo(f"  {c.name}: {c.outcome}", err=True))
-    profile = _service(ctx).probe_model(config, timeout_s=timeout_s, on_check=on_check)  # stored if it learned
+    profile = _service(ctx).probe_model(
+        config, timeout_s=timeout_s, on_check=on_check
+    )  # stored if it learned
     if as_json:
-        echo(json.dumps({**profile.model_dump(mode="json"), "capabilities_update": profile.capabilities_update()},
-                              ensure_ascii=False, indent=2))
+        echo(
+            json.dumps(
+                {**profile.model_dump(mode="json"), "capabilities_update": profile.capabilities_update()},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
     else:
         echo("\n".join(_profile_lines(profile)))
     if not profile.learned_anything():
-        raise ConfigError(f"no check reached the model ({profile.checks[0].detail}); check the server, key and "
-                          "base URL, then probe again. Nothing was stored.")
+        raise ConfigError(
+            f"no check reached the model ({profile.checks[0].detail}); check the server, key and "
+            "base URL, then probe again. Nothing was stored."
+        )
     if not as_json:
         echo(f"stored; auto will use: {json.dumps(profile.capabilities_update())}")
 
@@ -762,8 +1023,11 @@ def models_list(ctx: click.Context, as_json: bool) -> None:
 def models_group() -> None:
     """The old name of `profiles` (kept working): `model` is the embedded model, `profiles` what
     a probe measured."""
-    echo("note: `flowcall models` is now `flowcall profiles` (the old name still works; `flowcall model` "
-         "is the embedded model)", err=True)
+    echo(
+        "note: `flowcall models` is now `flowcall profiles` (the old name still works; `flowcall model` "
+        "is the embedded model)",
+        err=True,
+    )
 
 
 for _name, _command in profiles_group.commands.items():
@@ -777,10 +1041,19 @@ cli.add_command(studio_command)
 
 
 @cli.command("worker")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Runs this worker executes at once (one process each).")
-@click.option("--loglevel", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-              default="INFO", show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs this worker executes at once (one process each).",
+)
+@click.option(
+    "--loglevel",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
 def worker_cmd(concurrency: int, loglevel: str) -> None:
     """Execute the runs submitted with --queue (a Celery worker on FLOWCALL_BROKER_URL; the store
     must be PostgreSQL). Start as many as you like, on any machine that reaches both."""

@@ -14,23 +14,60 @@ from flowcall.trust.exposure import is_loopback
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", type=int, default=8000, show_default=True)
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Server processes; each keeps its own rate and concurrency limits.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Server processes; each keeps its own rate and concurrency limits.",
+)
 @click.option("--no-auth", is_flag=True, help="Answer requests without a key: on a loopback --host only.")
 @reach_options
-@click.option("--max-body", type=click.IntRange(min=1_000), default=1_000_000, show_default=True,
-              help="The largest request body, in bytes.")
-@click.option("--rate", type=click.FloatRange(min=1), default=120.0, show_default=True,
-              help="Requests a minute per key (bursts of up to --burst).")
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1_000),
+    default=1_000_000,
+    show_default=True,
+    help="The largest request body, in bytes.",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=1),
+    default=120.0,
+    show_default=True,
+    help="Requests a minute per key (bursts of up to --burst).",
+)
 @click.option("--burst", type=click.IntRange(min=1), default=30, show_default=True)
-@click.option("--concurrent", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Runs a key may have going at once.")
-@click.option("--wait", "wait_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
-              help="Seconds a request waits for its run; after that it answers 202 with the run's id.")
+@click.option(
+    "--concurrent",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Runs a key may have going at once.",
+)
+@click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    help="Seconds a request waits for its run; after that it answers 202 with the run's id.",
+)
 @click.pass_context
-def serve_command(ctx: click.Context, host: str, port: int, workers: int, no_auth: bool, allow_hosts: tuple[str, ...],
-                  allow_origins: tuple[str, ...], max_body: int, rate: float, burst: int, concurrent: int,
-                  wait_s: float) -> None:
+def serve_command(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    workers: int,
+    no_auth: bool,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    max_body: int,
+    rate: float,
+    burst: int,
+    concurrent: int,
+    wait_s: float,
+) -> None:
     """Serve the saved flows over HTTP: a REST API for flows and runs, and an OpenAI-compatible
     /v1/chat/completions where `model` is a flow's name. Requests need a key (`flowcall keys create`)."""
     import uvicorn
@@ -39,17 +76,23 @@ def serve_command(ctx: click.Context, host: str, port: int, workers: int, no_aut
     from flowcall.api.context import Settings
 
     if no_auth and not is_loopback(host):
-        raise click.UsageError(f"--no-auth answers anyone who reaches the port; --host {host or '(all)'} is "
-                               "reachable from other machines. Create a key instead: flowcall keys create NAME")
-    settings = Settings(host=host, auth=not no_auth, max_body=max_body, rate=rate, burst=burst, concurrent=concurrent,
-                        wait_s=wait_s, allow_hosts=allow_hosts, allow_origins=allow_origins)
+        raise click.UsageError(
+            f"--no-auth answers anyone who reaches the port; --host {host or '(all)'} is "
+            "reachable from other machines. Create a key instead: flowcall keys create NAME"
+        )
+    settings = Settings(
+        host=host,
+        auth=not no_auth,
+        max_body=max_body,
+        rate=rate,
+        burst=burst,
+        concurrent=concurrent,
+        wait_s=wait_s,
+        allow_hosts=allow_hosts,
+        allow_origins=allow_origins,
+    )
     service = _service(ctx)
-    if not no_auth and not service.list_keys():
-        echo("note: no API key exists yet, so every request will be refused; create one with: "
-             "flowcall keys create NAME", err=True)
-    shown = f"[{host}]" if ":" in host else host
-    echo(f"serving the flows at http://{shown}:{port}/v1 (API docs: /docs; "
-         f"{'no key needed: loopback only' if no_auth else 'a key is required'})", err=True)
+    _announce(host, port, no_auth, has_keys=bool(service.list_keys()))
     if workers == 1:
         uvicorn.run(create_app(service, settings), host=host, port=port, log_level="warning")
     else:
@@ -57,13 +100,35 @@ def serve_command(ctx: click.Context, host: str, port: int, workers: int, no_aut
         _serve_workers(host, port, workers)
 
 
+def _announce(host: str, port: int, no_auth: bool, *, has_keys: bool) -> None:
+    """Where the API listens and whether it wants a key, on stderr: stdout stays the server's."""
+    if not no_auth and not has_keys:
+        echo(
+            "note: no API key exists yet, so every request will be refused; create one with: "
+            "flowcall keys create NAME",
+            err=True,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    echo(
+        f"serving the flows at http://{shown}:{port}/v1 (API docs: /docs; "
+        f"{'no key needed: loopback only' if no_auth else 'a key is required'})",
+        err=True,
+    )
+
+
 def _serve_workers(host: str, port: int, workers: int) -> None:
     """As uvicorn.run(..., workers=N), with the listening socket made a TCP one (tcp_socket)."""
     from uvicorn import Config
     from uvicorn.supervisors import Multiprocess
 
-    config = Config("flowcall.api.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning")
+    config = Config(
+        "flowcall.api.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
     try:
         Multiprocess(config, sockets=[tcp_socket(config.bind_socket())]).run()
     except KeyboardInterrupt:

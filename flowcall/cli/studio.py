@@ -26,10 +26,26 @@ def studio_command(ctx: click.Context, host: str, port: int) -> None:
     if ctx.find_root().obj.get("db"):
         env["FLOWCALL_DATABASE_URL"] = ctx.find_root().obj["db"]
     if not os.environ.get("FLOWCALL_MODEL_PATH") and not local_model.status()["present"]:
-        echo("note: the embedded model is not here yet; fetch it on the Models page or with: flowcall model fetch",
-             err=True)
+        echo(
+            "note: the embedded model is not here yet; fetch "
+            "it on the Models page or with: flowcall model fetch",
+            err=True,
+        )
     shown = f"[{host}]" if ":" in host else host
     echo(f"the studio is at http://{shown}:{port}", err=True)
-    argv = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", host, "--server.port", str(port),
-            "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    argv = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     os.execve(sys.executable, argv, env)

@@ -21,8 +21,11 @@ def encode(artifacts: dict[str, Any]) -> dict[str, Any]:
     saved: dict[str, Any] = {}
     for key, value in artifacts.items():
         if _is_frame(value):
-            saved[key] = {"type": "dataframe", "dtypes": {str(c): str(t) for c, t in value.dtypes.items()},
-                          "split": value.to_json(orient="split", date_format="iso", force_ascii=False)}
+            saved[key] = {
+                "type": "dataframe",
+                "dtypes": {str(c): str(t) for c, t in value.dtypes.items()},
+                "split": value.to_json(orient="split", date_format="iso", force_ascii=False),
+            }
             continue
         try:
             saved[key] = {"type": "json", "value": json.loads(json.dumps(value, ensure_ascii=False))}
@@ -41,8 +44,10 @@ def decode(saved: dict[str, Any] | None) -> dict[str, Any]:
         elif kind == "json":
             artifacts[key] = entry.get("value")
         elif kind != "unsaved":
-            raise ConfigError(f"the run's saved artifact {key!r} has an unknown type {kind!r}; "
-                              "this run's state cannot be read by this FlowCall")
+            raise ConfigError(
+                f"the run's saved artifact {key!r} has an unknown type {kind!r}; "
+                "this run's state cannot be read by this FlowCall"
+            )
     return artifacts
 
 

@@ -2,12 +2,15 @@
 
 FLOWCALL_HOME          folder for the database and the embedded model (default ~/.flowcall)
 FLOWCALL_DATABASE_URL  any SQLAlchemy URL (default: SQLite at $FLOWCALL_HOME/flowcall.db)
-FLOWCALL_MODEL         which embedded model the local provider runs, by name (default qwen2.5-coder-1.5b; qwen2.5-coder-0.5b for slow machines)
+FLOWCALL_MODEL         which embedded model the local provider runs, by name (default
+                       qwen2.5-coder-1.5b; qwen2.5-coder-0.5b for slow machines)
 FLOWCALL_MODEL_PATH    a GGUF file for the local provider (default: the embedded model's file)
-FLOWCALL_THREADS       CPU threads for the local model (default: the physical cores; 1 each lets two runs share 2 cores)
+FLOWCALL_THREADS       CPU threads for the local model (default: the physical cores; 1 each lets
+                       two runs share 2 cores)
 FLOWCALL_LOCAL_TIMEOUT_S  how long one local model generation may run (default 600)
 FLOWCALL_PROMPT_CACHE_MB  memory for the local model's cached prompt prefixes (default 1024; 0 turns it off)
-FLOWCALL_PROMPT_CACHE_DISK_MB  disk for them under $FLOWCALL_HOME/prompt-cache, across processes (default 1024; 0: off)
+FLOWCALL_PROMPT_CACHE_DISK_MB  disk for them under $FLOWCALL_HOME/prompt-cache, across processes
+                               (default 1024; 0: off)
 FLOWCALL_PROVIDER_TIMEOUT_S  how long one request to a remote or OpenAI-compatible model may take (default 60)
 FLOWCALL_LEASE_S       how long a running run's lease lasts before another host may take it over (default 30)
 FLOWCALL_BROKER_URL    a Redis URL (redis://host:6379/0): runs submitted with --queue go to `flowcall worker`s
@@ -32,7 +35,8 @@ from urllib.parse import urlsplit
 from flowcall.core import embedded_models
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # a clone's root; in an installed package, site-packages
-# the example flows and sample plugins ship inside the package (flows/ and plugins/ at a clone's root point here)
+# the example flows and sample plugins ship inside the package (flows/ and plugins/ at a clone's
+# root point here)
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE_FLOWS = EXAMPLES / "flows"
 EMBEDDED_MODEL_FILE = embedded_models.MODELS[embedded_models.DEFAULT].file
@@ -82,8 +86,10 @@ def embedded_model(name: str | None = None) -> embedded_models.EmbeddedModel:
     if name not in embedded_models.MODELS:
         from flowcall.core.errors import ConfigError
 
-        raise ConfigError(f"no embedded model named {name!r}; choose one of {', '.join(embedded_models.MODELS)} "
-                          "(FLOWCALL_MODEL), or set FLOWCALL_MODEL_PATH to a GGUF file")
+        raise ConfigError(
+            f"no embedded model named {name!r}; choose one of {', '.join(embedded_models.MODELS)} "
+            "(FLOWCALL_MODEL), or set FLOWCALL_MODEL_PATH to a GGUF file"
+        )
     return embedded_models.MODELS[name]
 
 
@@ -141,7 +147,9 @@ def _megabytes(variable: str, default: int) -> int:
     if not value.isdigit():
         from flowcall.core.errors import ConfigError
 
-        raise ConfigError(f"{variable} must be a whole number of megabytes (0 turns the cache off), not {value!r}")
+        raise ConfigError(
+            f"{variable} must be a whole number of megabytes (0 turns the cache off), not {value!r}"
+        )
     return int(value)
 
 
@@ -222,8 +230,13 @@ def _url_identity(url: str) -> tuple[str, str, int, str, str] | None:
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         return None
-    return (scheme, parts.hostname.lower().rstrip("."), port or _DEFAULT_PORTS[scheme],
-            parts.path.rstrip("/"), parts.query)
+    return (
+        scheme,
+        parts.hostname.lower().rstrip("."),
+        port or _DEFAULT_PORTS[scheme],
+        parts.path.rstrip("/"),
+        parts.query,
+    )
 
 
 def same_base_url(a: str | None, b: str | None) -> bool:

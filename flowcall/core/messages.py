@@ -137,7 +137,9 @@ class ModelTurn(BaseModel):
     latency_ms: float = 0.0
     retries: list[dict[str, Any]] = Field(default_factory=list)  # one entry per failed attempt
     parse_errors: list[str] = Field(default_factory=list)  # calls seen in text but not parsable
-    withheld: list[str] = Field(default_factory=list)  # calls the model made that a check did not let through, and why
+    withheld: list[str] = Field(
+        default_factory=list
+    )  # calls the model made that a check did not let through, and why
     scores: dict[str, float] | None = None  # answers a score_options request
     gate: GateReading | None = None  # a decision after the relevance gate: what it found
     # what a check made of this reply, in words ("checked whether get_weather fits: yes, margin

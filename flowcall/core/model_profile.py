@@ -53,10 +53,15 @@ class ModelProfile(BaseModel):
         native, schema = found.get("native_tools"), found.get("json_schema_output")
         if native and native.passed:
             return f"the probe of {day} found this model writes valid native tool calls"
-        why = f"the probe of {day} found no valid native tool call ({native.detail[:80]})" if native else \
-            f"the probe of {day} did not reach its tool-call check"
+        why = (
+            f"the probe of {day} found no valid native tool call ({native.detail[:80]})"
+            if native
+            else f"the probe of {day} did not reach its tool-call check"
+        )
         if schema:
-            return why + (", and JSON-schema output works" if schema.passed else ", nor valid JSON-schema output")
+            return why + (
+                ", and JSON-schema output works" if schema.passed else ", nor valid JSON-schema output"
+            )
         return why
 
     def learned_anything(self) -> bool:

@@ -34,8 +34,10 @@ def depth(value: Any) -> int:
 
 
 def too_deep(what: str, limit: int) -> TooDeep:
-    return TooDeep(f"{what} nests deeper than {limit} levels; FlowCall refuses it (nothing was stored or started). "
-                   "Flatten it, or check that it is the file you meant")
+    return TooDeep(
+        f"{what} nests deeper than {limit} levels; FlowCall refuses it (nothing was stored or started). "
+        "Flatten it, or check that it is the file you meant"
+    )
 
 
 def check_depth(value: Any, what: str, limit: int = DOCUMENT_DEPTH) -> Any:

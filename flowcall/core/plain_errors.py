@@ -3,7 +3,8 @@ wrong with its value and what to do.
 
     Flow name: use only letters, digits, spaces, '-', '_' and '.'; 'my/flow' has '/'.
     Max rounds: must be between 1 and 50 (it is 0).
-    Decision model › provider: pick one of local, openai, dashscope, openai-compatible, scripted (it is 'gpt').
+    Decision model › provider: pick one of local, openai, dashscope, openai-compatible, scripted
+    (it is 'gpt').
 
 The field's words come from where the error sits in a flow (Flow's fields, walked through its
 nested models); the limits and choices from the field itself, so a sentence says both ends of
@@ -33,18 +34,37 @@ LIMIT = 8  # sentences; the rest are counted
 
 # the top level of a flow, in words
 _TOP_WORDS = {
-    "format": "Format", "name": "Flow name", "description": "Description", "decision": "Decision model",
-    "tools": "Tools", "tool_choice": "Tool choice", "parallel_tool_calls": "Parallel tool calls",
-    "max_rounds": "Max rounds", "retry_budget": "Retry budget", "tool_timeout_s": "Tool timeout in seconds",
-    "router_rules": "Router rules", "mcp_servers": "MCP servers", "http_tools": "HTTP tools",
-    "needs_approval": "Needs approval", "polish": "Polish model", "layout": "Layout",
+    "format": "Format",
+    "name": "Flow name",
+    "description": "Description",
+    "decision": "Decision model",
+    "tools": "Tools",
+    "tool_choice": "Tool choice",
+    "parallel_tool_calls": "Parallel tool calls",
+    "max_rounds": "Max rounds",
+    "retry_budget": "Retry budget",
+    "tool_timeout_s": "Tool timeout in seconds",
+    "router_rules": "Router rules",
+    "mcp_servers": "MCP servers",
+    "http_tools": "HTTP tools",
+    "needs_approval": "Needs approval",
+    "polish": "Polish model",
+    "layout": "Layout",
 }
 # a field inside a model, in words
 _FIELD_WORDS = {
-    "base_url": "base URL", "system_prompt": "system prompt", "max_tokens": "max tokens",
-    "calling_way": "calling way", "output_schema": "output schema", "url": "URL", "env": "environment",
-    "startup_timeout_s": "startup timeout in seconds", "call_timeout_s": "call timeout in seconds",
-    "openapi": "OpenAPI document", "allow_hosts": "allowed hosts", "timeout_s": "timeout in seconds",
+    "base_url": "base URL",
+    "system_prompt": "system prompt",
+    "max_tokens": "max tokens",
+    "calling_way": "calling way",
+    "output_schema": "output schema",
+    "url": "URL",
+    "env": "environment",
+    "startup_timeout_s": "startup timeout in seconds",
+    "call_timeout_s": "call timeout in seconds",
+    "openapi": "OpenAPI document",
+    "allow_hosts": "allowed hosts",
+    "timeout_s": "timeout in seconds",
     "max_response_bytes": "max response bytes",
 }
 # lists whose items are named by their "name" ("MCP server 'git'"), else by their number
@@ -80,13 +100,24 @@ _TYPE_WORDS = {
     "json_type": "must be JSON text",
 }
 # what pydantic's own wording starts with, for errors this module has no sentence for
-_JARGON = [(re.compile(r"^(Input|Value|String|List|Dictionary|Object|Tuple|Set|Data) should (be |have |match )?"),
-            lambda m: "must " + (m.group(2) or "")),
-           (re.compile(r"\bshould\b"), lambda m: "must")]
+_JARGON = [
+    (
+        re.compile(r"^(Input|Value|String|List|Dictionary|Object|Tuple|Set|Data) should (be |have |match )?"),
+        lambda m: "must " + (m.group(2) or ""),
+    ),
+    (re.compile(r"\bshould\b"), lambda m: "must"),
+]
 
 
-def plain_errors(exc: ValidationError, data: Any = None, *, model: type[BaseModel],
-                 at: Loc = (), paths: bool = False, limit: int = LIMIT) -> list[str]:
+def plain_errors(
+    exc: ValidationError,
+    data: Any = None,
+    *,
+    model: type[BaseModel],
+    at: Loc = (),
+    paths: bool = False,
+    limit: int = LIMIT,
+) -> list[str]:
     """One sentence per error of `exc`, each naming the field in words and saying what to do.
 
     `data`: what was validated, to name a list's items by their own name ("MCP server 'git'").
@@ -120,6 +151,7 @@ def plain_errors(exc: ValidationError, data: Any = None, *, model: type[BaseMode
 
 # ------------------------------------------------------------------ the field, in words
 
+
 def _at(data: Any, loc: Loc) -> Any:
     """The value at `loc` in `data`, or None."""
     for part in loc:
@@ -143,7 +175,7 @@ def _words(loc: Loc, data: Any, at: Loc) -> str:
             if part in _NAMED_ITEMS and i + 1 < len(full) and isinstance(full[i + 1], int):
                 index = full[i + 1]
                 # the item's own name, where `data` holds it (it is the item, or holds it)
-                name = _at(data, full[len(at):i + 2] + ("name",)) if len(at) <= i + 2 else None
+                name = _at(data, full[len(at) : i + 2] + ("name",)) if len(at) <= i + 2 else None
                 if part != "router_rules" and isinstance(name, str) and name.strip():
                     parts.append(f"{_NAMED_ITEMS[part]} {shown_value(name)}")
                 else:
@@ -158,7 +190,9 @@ def _words(loc: Loc, data: Any, at: Loc) -> str:
         elif len(full) > 1 and full[i - 1] == "env" and i == len(full) - 1:
             parts.append(f"variable {shown_value(part)}")
         else:
-            parts.append(_FIELD_WORDS.get(part, part.replace("_", " ")) if _plain_key(part) else shown_value(part))
+            parts.append(
+                _FIELD_WORDS.get(part, part.replace("_", " ")) if _plain_key(part) else shown_value(part)
+            )
         i += 1
     return " › ".join(parts) if parts else "The flow"
 
@@ -182,6 +216,7 @@ def _path(loc: Loc) -> str:
 
 
 # ------------------------------------------------------------------ the field, in the model
+
 
 def _unwrap(annotation: Any) -> Any:
     """X from X | None."""
@@ -226,8 +261,14 @@ def _resolve(model: type[BaseModel], loc: Loc) -> tuple[Any, Any]:
 def _bounds(field: Any) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for meta in getattr(field, "metadata", ()):
-        for kind, name in ((Ge, "ge"), (Gt, "gt"), (Le, "le"), (Lt, "lt"), (MinLen, "min_length"),
-                           (MaxLen, "max_length")):
+        for kind, name in (
+            (Ge, "ge"),
+            (Gt, "gt"),
+            (Le, "le"),
+            (Lt, "lt"),
+            (MinLen, "min_length"),
+            (MaxLen, "max_length"),
+        ):
             if isinstance(meta, kind):
                 found[name] = getattr(meta, name)
     return found
@@ -239,6 +280,7 @@ def _choices(field: Any) -> list[Any]:
 
 
 # ------------------------------------------------------------------ values, shown back
+
 
 def _clean(text: str) -> str:
     """Control, format (bidi) and separator characters as escapes: the value is untrusted."""
@@ -283,7 +325,7 @@ def _number(value: Any) -> str:
 
 
 def _is_value(error: dict[str, Any]) -> str:
-    """ (it is 0), or nothing when the value is a whole object or list (too much to say back)."""
+    """(it is 0), or nothing when the value is a whole object or list (too much to say back)."""
     value = error.get("input")
     if isinstance(value, (dict, list)) and len(_json(value)) > SHOWN_CHARS:
         return f" (it is {'an object' if isinstance(value, dict) else 'a list'})"
@@ -291,6 +333,7 @@ def _is_value(error: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------ the sentences
+
 
 def _sentence(error: dict[str, Any], data: Any, model: type[BaseModel], at: Loc, paths: bool) -> str:
     loc = tuple(error.get("loc", ()))
@@ -318,11 +361,17 @@ def _finish(sentence: str) -> str:
 
 def _validator_message(error: dict[str, Any]) -> str:
     cause = (error.get("ctx") or {}).get("error")
-    text = str(cause) if cause is not None else re.sub(r"^(Value error|Assertion failed), ", "", error.get("msg", ""))
+    text = (
+        str(cause)
+        if cause is not None
+        else re.sub(r"^(Value error|Assertion failed), ", "", error.get("msg", ""))
+    )
     return _clean(" ".join(text.split())) or "this value is not accepted"
 
 
-def _extra(parent: Loc, keys: list[str | int], data: Any, model: type[BaseModel], at: Loc, paths: bool) -> str:
+def _extra(
+    parent: Loc, keys: list[str | int], data: Any, model: type[BaseModel], at: Loc, paths: bool
+) -> str:
     """The unknown settings of one object, with the setting meant (a close spelling) or the ones there are."""
     _, inner = _resolve(model, at + parent)
     known = list(inner.model_fields) if inner is not None else []
@@ -331,11 +380,17 @@ def _extra(parent: Loc, keys: list[str | int], data: Any, model: type[BaseModel]
     if not (at + parent):
         said = f"{shown} {'is not a flow setting' if one else 'are not flow settings'}"
     else:
-        said = f"{_words(parent, data, at)}: {shown} {'is not one of its settings' if one else 'are not its settings'}"
+        said = f"{_words(parent, data, at)}: {shown} " + (
+            "is not one of its settings" if one else "are not its settings"
+        )
         if paths:
-            said += f" ({', '.join(_path(at + parent + (key,)) for key in keys[:3])}{', …' if len(keys) > 3 else ''})"
-    close = [(key, match[0]) for key in keys
-             if (match := difflib.get_close_matches(str(key), known, n=1, cutoff=0.6) if known else [])]
+            named = ", ".join(_path(at + parent + (key,)) for key in keys[:3])
+            said += f" ({named}{', …' if len(keys) > 3 else ''})"
+    close = [
+        (key, match[0])
+        for key in keys
+        if (match := difflib.get_close_matches(str(key), known, n=1, cutoff=0.6) if known else [])
+    ]
     if close and one:
         return f"{said}; did you mean '{close[0][1]}'? Otherwise remove it"
     if close:
@@ -370,13 +425,20 @@ def _problem(kind: str, error: dict[str, Any], field: Any, loc: Loc) -> str:
         return f"pick one of {listed}" + _is_value(error)
     if kind == "string_too_short":
         least = ctx.get("min_length", 1)
-        return "must not be empty" if least <= 1 else f"needs at least {least} characters (it has {len(str(value))})"
+        return (
+            "must not be empty"
+            if least <= 1
+            else f"needs at least {least} characters (it has {len(str(value))})"
+        )
     if kind == "string_too_long":
         return f"can have at most {ctx.get('max_length')} characters (it has {len(str(value))})"
     if kind == "too_short":
         least = ctx.get("min_length", 1)
-        hint = ('; give the program and its arguments, e.g. ["uvx", "mcp-server-git"]'
-                if loc and loc[-1] == "command" else "")
+        hint = (
+            '; give the program and its arguments, e.g. ["uvx", "mcp-server-git"]'
+            if loc and loc[-1] == "command"
+            else ""
+        )
         if least <= 1:
             return "must not be empty" + hint
         return f"needs at least {least} items (it has {ctx.get('actual_length', len(value or []))}){hint}"
@@ -385,7 +447,8 @@ def _problem(kind: str, error: dict[str, Any], field: Any, loc: Loc) -> str:
     if kind in _TYPE_WORDS:
         return _TYPE_WORDS[kind] + _is_value(error)
     if kind == "json_invalid":
-        return f"is not valid JSON ({_clean(_cut(str(ctx.get('error', '')), 80))}); check its quotes, commas and brackets"
+        why = _clean(_cut(str(ctx.get("error", "")), 80))
+        return f"is not valid JSON ({why}); check its quotes, commas and brackets"
     if kind == "recursion_loop":
         return "refers to itself; write it out without the loop"
     return _plain_fallback(error.get("msg", "")) + _is_value(error)
@@ -416,7 +479,9 @@ def _pattern_problem(pattern: str, value: Any) -> str:
     text = value if isinstance(value, str) else str(value)
     if pattern == _FLOW_NAME:
         bad = _offending(text, r"[\w\-. ]")
-        return "use only letters, digits, spaces, '-', '_' and '.'" + (f"; {shown_value(text)} has {bad}" if bad else "")
+        return "use only letters, digits, spaces, '-', '_' and '.'" + (
+            f"; {shown_value(text)} has {bad}" if bad else ""
+        )
     if pattern == _NAMESPACE:
         rule = "use 1 to 40 lowercase letters, digits, '-' and '_', starting with a letter or digit"
         if not text:

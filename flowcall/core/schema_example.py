@@ -89,7 +89,9 @@ def example_for(schema: Any, *, root: Any = None, index: int = 0, _depth: int = 
         if schema.get(key):
             options = schema[key]
             # Optional[X] is anyOf [X, null]: prefer the real value
-            option = next((o for o in options if not (isinstance(o, dict) and o.get("type") == "null")), options[0])
+            option = next(
+                (o for o in options if not (isinstance(o, dict) and o.get("type") == "null")), options[0]
+            )
             rest = {k: v for k, v in schema.items() if k != key}
             return again({**rest, **option} if isinstance(option, dict) else option)
     if schema.get("allOf"):

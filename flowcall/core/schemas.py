@@ -69,8 +69,10 @@ def search(pattern: str, text: str, *, timeout_s: float = MATCH_TIMEOUT_S) -> bo
     try:
         return regex.search(pattern, text, timeout=timeout_s) is not None
     except TimeoutError as exc:
-        raise RegexTimeout(f"the pattern {pattern!r:.80} was still matching after {timeout_s:g} s (it backtracks "
-                           "catastrophically on this text); simplify it, e.g. no nested repeats like (a+)+") from exc
+        raise RegexTimeout(
+            f"the pattern {pattern!r:.80} was still matching after {timeout_s:g} s (it backtracks "
+            "catastrophically on this text); simplify it, e.g. no nested repeats like (a+)+"
+        ) from exc
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
@@ -83,7 +85,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         yield ValidationError(f"{instance!r:.80} could not be checked: {exc}")
 
 
-def _pattern_properties(validator: Any, properties: dict, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _pattern_properties(
+    validator: Any, properties: dict, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in properties.items():
@@ -91,7 +95,9 @@ def _pattern_properties(validator: Any, properties: dict, instance: Any, schema:
             try:
                 matched = search(pattern, key)
             except RegexTimeout as exc:
-                yield ValidationError(f"the property name {key!r:.80} could not be checked: {exc}", path=[key])
+                yield ValidationError(
+                    f"the property name {key!r:.80} could not be checked: {exc}", path=[key]
+                )
                 continue
             if matched:
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
@@ -100,7 +106,9 @@ def _pattern_properties(validator: Any, properties: dict, instance: Any, schema:
 # Draft 2020-12 with its two regex keywords bounded; everything else as jsonschema does it.
 # (`format: regex` is only asserted with a format checker, which no untrusted schema gets.)
 BoundedValidator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, validators={"pattern": _pattern, "patternProperties": _pattern_properties})
+    jsonschema.Draft202012Validator,
+    validators={"pattern": _pattern, "patternProperties": _pattern_properties},
+)
 
 
 def outside_refs(schema: Any) -> list[tuple[str, str]]:
@@ -156,8 +164,10 @@ def ref_problem(schema: Any) -> str | None:
         return None
     keyword, ref = refs[0]
     more = f" (and {len(refs) - 1} more)" if len(refs) > 1 else ""
-    return (f"{keyword} {ref!r} points outside the schema{more}; FlowCall fetches no schema, so inline the "
-            "definition (under \"$defs\", referred to as \"#/$defs/NAME\")")
+    return (
+        f"{keyword} {ref!r} points outside the schema{more}; FlowCall fetches no schema, so inline the "
+        'definition (under "$defs", referred to as "#/$defs/NAME")'
+    )
 
 
 def check_refs(schema: Any, where: str | None = None) -> None:
@@ -196,23 +206,30 @@ def schema_problem(schema: Any) -> str | None:
         where = "/".join(str(p) for p in exc.path)
         return f"not a valid JSON Schema{f' at /{where}' if where else ''}: {exc.message}"
     for path, key, value in _walk(schema):
-        patterns = [value] if key == "pattern" and isinstance(value, str) else (
-            list(value) if key == "patternProperties" and isinstance(value, dict) else [])
+        patterns = (
+            [value]
+            if key == "pattern" and isinstance(value, str)
+            else (list(value) if key == "patternProperties" and isinstance(value, dict) else [])
+        )
         for pattern in patterns:
             problem = pattern_problem(pattern)
             if problem:
                 return f"at {path or '/'}{key}: {problem}"
         if key in (*_REF_KEYWORDS, "$recursiveRef") and isinstance(value, str) and not value.startswith("#"):
-            return (f"at {path or '/'}{key}: {value!r:.80} refers outside the schema; only references within "
-                    "it (#/...) are allowed, nothing is fetched")
+            return (
+                f"at {path or '/'}{key}: {value!r:.80} refers outside the schema; only references within "
+                "it (#/...) are allowed, nothing is fetched"
+            )
     return None
 
 
 def schema_errors(schema: dict[str, Any], value: Any, *, limit: int = 3) -> list[str]:
     """Why `value` is not valid against `schema` (at most `limit` reasons); [] when it is."""
     try:
-        errors = sorted(BoundedValidator(schema, registry=LOCAL_ONLY).iter_errors(value),
-                        key=lambda e: list(map(str, e.path)))
+        errors = sorted(
+            BoundedValidator(schema, registry=LOCAL_ONLY).iter_errors(value),
+            key=lambda e: list(map(str, e.path)),
+        )
     except Exception as exc:  # referencing's Unresolvable and the like: a schema problem, not a pass
         return [f"the schema could not be applied: {type(exc).__name__}: {exc}"]
     return [f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:limit]]

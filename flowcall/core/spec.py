@@ -41,33 +41,92 @@ _ENV_REFERENCE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch
 _HEADER_REFERENCE = re.compile(r"(?:(?:Bearer|Basic|Token|Bot) )?\$([A-Za-z_][A-Za-z0-9_]*)")  # fullmatch
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")  # an HTTP token (RFC 9110)
 # headers that say how the message is framed or where it goes: not the flow's to set
-_FRAMING_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer",
-                    "keep-alive", "proxy-authorization", "proxy-connection"}
+_FRAMING_HEADERS = {
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+}
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # GITHUB_TOKEN, apiKey, X-Api-Key
 # a whole word of a name that says its value is a credential
-_SECRET_WORDS = frozenset({
-    "key", "keys", "token", "pass", "pwd", "pat", "password", "passwd", "passphrase", "secret", "secrets",
-    "credential", "credentials", "authorization", "cookie", "cookies", "bearer", "apikey", "privatekey",
-})
+_SECRET_WORDS = frozenset(
+    {
+        "key",
+        "keys",
+        "token",
+        "pass",
+        "pwd",
+        "pat",
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "authorization",
+        "cookie",
+        "cookies",
+        "bearer",
+        "apikey",
+        "privatekey",
+    }
+)
 # ... or part of a word (glued names: DBPASSWORD, accesstoken, OPENAIAPIKEY)
-_SECRET_PARTS = ("password", "passwd", "secret", "apikey", "accesskey", "privatekey", "authorization",
-                 "cookie", "credential")
+_SECRET_PARTS = (
+    "password",
+    "passwd",
+    "secret",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "authorization",
+    "cookie",
+    "credential",
+)
 # a last word that makes the name about the secret, not the secret: DB_PASSWORD_FILE is a path
 # (the Docker convention), TOKEN_URL an endpoint, TOKEN_TTL a duration, max_tokens a count
-_ABOUT_WORDS = frozenset({"file", "path", "dir", "url", "uri", "endpoint", "name", "type", "mode", "ttl",
-                          "timeout", "expiry", "expires", "limit", "count", "size", "length", "tokens"})
+_ABOUT_WORDS = frozenset(
+    {
+        "file",
+        "path",
+        "dir",
+        "url",
+        "uri",
+        "endpoint",
+        "name",
+        "type",
+        "mode",
+        "ttl",
+        "timeout",
+        "expiry",
+        "expires",
+        "limit",
+        "count",
+        "size",
+        "length",
+        "tokens",
+    }
+)
 _HARMLESS_VALUES = frozenset({"", "true", "false", "yes", "no", "on", "off", "none", "null", "0", "1"})
 
 # values that are credentials whatever their name: well-known key formats ...
 _KEY_FORMATS = re.compile(
-    r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-|ant-)?(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"  # OpenAI & co
-    r"|(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"             # Stripe
-    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"        # AWS access key id
+    # OpenAI & co
+    r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-|ant-)?(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"
+    r"|(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r"|(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
-    r"|(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"                   # Slack
-    r"|(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}"                           # Google
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"       # a JWT
-    r"|-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----"                      # PEM
+    r"|(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}"  # Google
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT
+    r"|-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----"  # PEM
 )
 # ... a long random run (no '/' or '.': paths, model names and tool refs split there) ...
 _LONG_RUN = re.compile(r"[A-Za-z0-9+=_-]{32,}")
@@ -150,7 +209,9 @@ class MCPServerConfig(BaseModel):
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:
         if (self.command is None) == (self.url is None):
-            raise ValueError(f"MCP server '{self.name}' needs exactly one of command (stdio) or url (streamable HTTP)")
+            raise ValueError(
+                f"MCP server '{self.name}' needs exactly one of command (stdio) or url (streamable HTTP)"
+            )
         return self
 
     def describe(self) -> str:
@@ -174,25 +235,37 @@ class HTTPToolSource(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$", description="Lowercase; the tools' namespace.")
     openapi: str = Field(min_length=1, description="A file path or an http(s) URL of the document.")
-    base_url: str | None = Field(default=None, pattern=r"^https?://", description="Overrides the document's servers.")
+    base_url: str | None = Field(
+        default=None, pattern=r"^https?://", description="Overrides the document's servers."
+    )
     operations: list[str] | None = Field(default=None, description="Only these operationIds (default: all).")
-    allow_hosts: list[str] = Field(default_factory=list,
-                                   description="Hosts allowed although they are internal (loopback, private...).")
+    allow_hosts: list[str] = Field(
+        default_factory=list, description="Hosts allowed although they are internal (loopback, private...)."
+    )
     timeout_s: float = Field(default=15.0, gt=0, le=300)
     max_response_bytes: int = Field(default=1_000_000, gt=0, le=50_000_000)
-    headers: dict[str, str] = Field(default_factory=dict, max_length=20, description=(
-        "Sent with every request. A secret is written as a reference, $NAME or 'Bearer $NAME', read from the "
-        "environment when the request is made."))
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=20,
+        description=(
+            "Sent with every request. A secret is written as a reference, $NAME or 'Bearer $NAME', read "
+            "from the environment when the request is made."
+        ),
+    )
 
     @field_validator("headers")
     @classmethod
     def _headers_are_headers(cls, headers: dict[str, str]) -> dict[str, str]:
         for name, value in headers.items():
             if not _HEADER_NAME.fullmatch(name):
-                raise ValueError(f"header {name!r} is not a header name: use letters, digits and - (e.g. X-Api-Key)")
+                raise ValueError(
+                    f"header {name!r} is not a header name: use letters, digits and - (e.g. X-Api-Key)"
+                )
             if name.lower() in _FRAMING_HEADERS:
-                raise ValueError(f"header {name!r} says how a request is framed or routed, which is not the flow's "
-                                 "to set: remove it")
+                raise ValueError(
+                    f"header {name!r} says how a request is framed or routed, which is not the flow's "
+                    "to set: remove it"
+                )
             if any(c in value for c in "\r\n\0") or len(value) > 4096:
                 raise ValueError(f"header {name!r}: a value is one line of at most 4096 characters")
         return headers
@@ -214,8 +287,10 @@ class HTTPToolSource(BaseModel):
             if match:
                 variable = match.group(1)
                 if variable not in os.environ:
-                    raise ConfigError(f"HTTP tools '{self.name}': header {name} reads ${variable}, which is not set "
-                                      f"in the environment; set {variable} where FlowCall runs")
+                    raise ConfigError(
+                        f"HTTP tools '{self.name}': header {name} reads ${variable}, which is not set "
+                        f"in the environment; set {variable} where FlowCall runs"
+                    )
                 value = value[: match.start(1) - 1] + os.environ[variable]
             resolved[name] = value
         return resolved
@@ -231,7 +306,8 @@ class FlowLayout(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     positions: dict[Annotated[str, Field(max_length=300)], tuple[Coordinate, Coordinate]] = Field(
-        default_factory=dict, max_length=1000)
+        default_factory=dict, max_length=1000
+    )
     parked: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=200)
 
 
@@ -254,18 +330,32 @@ class Flow(BaseModel):
         default=2, ge=0, le=10, description="How many wrong calls the model may correct."
     )
     tool_timeout_s: float = Field(default=30.0, gt=0, le=600)
-    router_rules: list[RouterRule] = Field(default_factory=list, description="Intent rules for the router way.")
-    mcp_servers: list[MCPServerConfig] = Field(default_factory=list, description="MCP servers whose tools it attaches.")
-    http_tools: list[HTTPToolSource] = Field(default_factory=list, description="OpenAPI documents whose operations it attaches.")
-    needs_approval: list[str] = Field(default_factory=list, description="Tools whose calls wait for a person, "
-                                      "besides destructive ones and those of untrusted MCP servers.")
+    router_rules: list[RouterRule] = Field(
+        default_factory=list, description="Intent rules for the router way."
+    )
+    mcp_servers: list[MCPServerConfig] = Field(
+        default_factory=list, description="MCP servers whose tools it attaches."
+    )
+    http_tools: list[HTTPToolSource] = Field(
+        default_factory=list, description="OpenAPI documents whose operations it attaches."
+    )
+    needs_approval: list[str] = Field(
+        default_factory=list,
+        description="Tools whose calls wait for a person, "
+        "besides destructive ones and those of untrusted MCP servers.",
+    )
     polish: PolishConfig | None = None
-    conversation: bool = Field(default=False, description="A chat client (the HTTP API's chat completions) "
-                               "may send the earlier messages of its conversation; the decision model reads them "
-                               "before the question. Off: only the last user message is read.")
+    conversation: bool = Field(
+        default=False,
+        description="A chat client (the HTTP API's chat completions) "
+        "may send the earlier messages of its conversation; the decision model reads them "
+        "before the question. Off: only the last user message is read.",
+    )
     answers_without_tools: bool = Field(
-        default=False, description="An answer that no tool result backs is a plain success (small talk, a flow "
-        "whose tools are optional). Off: such a run ends as answered_without_tools, shown amber.")
+        default=False,
+        description="An answer that no tool result backs is a plain success (small talk, a flow "
+        "whose tools are optional). Off: such a run ends as answered_without_tools, shown amber.",
+    )
     # kept with the flow (its file and its row) but out of its spec and hash: see FlowLayout
     layout: FlowLayout | None = Field(default=None, exclude=True)
 
@@ -305,8 +395,9 @@ class Flow(BaseModel):
 
     def plugin_refs(self) -> list[str]:
         """The tool references served by plugins, not by the flow's MCP servers or HTTP tools."""
-        prefixes = (tuple(f"{server.name}/mcp/" for server in self.mcp_servers)
-                    + tuple(f"{source.name}/http/" for source in self.http_tools))
+        prefixes = tuple(f"{server.name}/mcp/" for server in self.mcp_servers) + tuple(
+            f"{source.name}/http/" for source in self.http_tools
+        )
         return [ref for ref in self.tools if not (prefixes and ref.startswith(prefixes))]
 
     @model_serializer(mode="wrap")
@@ -398,10 +489,15 @@ def _find_secrets(data: Any, path: str = "", *, in_schema: bool = False) -> list
             if isinstance(key, str) and _value_problem(key):
                 found.append((where, "a key that looks like a secret"))
             literal = isinstance(value, (str, int, float)) and not isinstance(value, bool)
-            if (not in_schema and isinstance(key, str) and literal and _is_secret_name(key)
-                    and str(value).strip().lower() not in _HARMLESS_VALUES
-                    and not _ENV_REFERENCE.fullmatch(str(value))
-                    and not (path.rsplit(".", 1)[-1] == "headers" and _HEADER_REFERENCE.fullmatch(str(value)))):
+            if (
+                not in_schema
+                and isinstance(key, str)
+                and literal
+                and _is_secret_name(key)
+                and str(value).strip().lower() not in _HARMLESS_VALUES
+                and not _ENV_REFERENCE.fullmatch(str(value))
+                and not (path.rsplit(".", 1)[-1] == "headers" and _HEADER_REFERENCE.fullmatch(str(value)))
+            ):
                 found.append((where, "a literal value under a secret's name"))
             elif isinstance(value, str) and (problem := _value_problem(value)):
                 found.append((where, problem))
@@ -419,14 +515,17 @@ def _find_secrets(data: Any, path: str = "", *, in_schema: bool = False) -> list
 def _secrets_error(source: str, found: list[tuple[str, str]]) -> ConfigError:
     """Names each place and the fix; never the value (the message is logged and shown)."""
     places = "; ".join(f"{where} ({why})" for where, why in found)
-    env_names = [where.rsplit(".", 1)[1] for where, _ in found if re.search(r"\.env\.[A-Za-z_][A-Za-z0-9_]*$", where)]
+    env_names = [
+        where.rsplit(".", 1)[1] for where, _ in found if re.search(r"\.env\.[A-Za-z_][A-Za-z0-9_]*$", where)
+    ]
     example = env_names[0] if env_names else "GITHUB_TOKEN"
     if any(".headers." in where for where, _ in found):
         return ConfigError(
             f"{source} holds what looks like a secret at {places}. A flow file is shared and must never hold "
             'one: remove it. For an HTTP source\'s header write a reference, e.g. "Authorization": '
             '"Bearer $API_TOKEN", and set the variable (API_TOKEN) in the environment, where it is read when '
-            "a request is made")
+            "a request is made"
+        )
     return ConfigError(
         f"{source} holds what looks like a secret at {places}. A flow file is shared and must never hold "
         f'one: remove it. For an MCP server\'s env write a reference, e.g. "{example}": "${example}", '
@@ -441,7 +540,9 @@ def parse_flow(data: dict[str, Any] | str, *, source: str = "flow") -> Flow:
         try:
             data = nesting.loads(data, source)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+            raise ConfigError(
+                f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+            )
     else:
         nesting.check_depth(data, source)
     if not isinstance(data, dict):

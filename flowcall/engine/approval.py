@@ -1,8 +1,9 @@
 """Approval: some calls wait for a person, who approves, denies or edits them.
 
 Which: destructive tools (annotation), every tool of an MCP server not marked trusted by a
-person (a grant, flowcall/trust/consent.py), whatever the server's own annotations say, and any
-tool the flow lists in `needs_approval`. A denied call goes back to the model as
+person (a grant, flowcall/trust/consent.py), whatever the server's own annotations say, any
+tool the flow lists in `needs_approval`, and an MCP or HTTP tool whose definition changed since
+it was first accepted (`changed_tools`). A denied call goes back to the model as
 APPROVAL_DENIED; an edited one runs with the person's arguments, checked like the model's.
 
 Who answers is an Approver: the CLI asks on the terminal, the studio shows buttons. With no
@@ -20,9 +21,11 @@ from pydantic import BaseModel
 from flowcall.core.errors import ErrorCode
 from flowcall.core.messages import ToolCall
 from flowcall.core.spec import Flow
-from flowcall.core.steps import WAITING_PREFIX
+from flowcall.core.steps import WAITING_PREFIX, StepKind, StepSink
+from flowcall.engine.recorder import Recorder
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import CallOutcome
+from flowcall.tools.review import check_pins, definition, fingerprint
 
 
 class Decision(BaseModel):
@@ -55,9 +58,11 @@ def deny_all(call: ToolCall, tool: Tool) -> Decision:
     return Decision(action="deny", reason="denied by policy", by="deny-all")
 
 
-MAYBE_RAN_NOTE = (f"{WAITING_PREFIX}: this call was started before the run was interrupted and its result "
-                  "was never recorded, so it may have run already: approve to run it again, or deny to go on "
-                  "without it")
+MAYBE_RAN_NOTE = (
+    f"{WAITING_PREFIX}: this call was started before the run was interrupted and its result "
+    "was never recorded, so it may have run already: approve to run it again, or deny to go on "
+    "without it"
+)
 WAITING_NOTE = f"{WAITING_PREFIX} to approve, deny or edit"
 
 
@@ -72,20 +77,47 @@ def as_decided(call: ToolCall, decision: Decision) -> ToolCall:
     """The call as it will run: an edited one with the person's arguments."""
     if decision.action != "edit":
         return call
-    return call.model_copy(update={"arguments": decision.arguments,
-                                   "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False)})
+    return call.model_copy(
+        update={
+            "arguments": decision.arguments,
+            "raw_arguments": json.dumps(decision.arguments, ensure_ascii=False),
+        }
+    )
 
 
 def decision_step(call: ToolCall, decision: Decision) -> dict[str, Any]:
     """The approval step's fields for a person's decision on `call`."""
-    return dict(name=call.name, tool_call_id=call.id, arguments=call.arguments,
-                result={"action": decision.action, "by": decision.by, "reason": decision.reason or None},
-                note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
-                error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None)
+    return dict(
+        name=call.name,
+        tool_call_id=call.id,
+        arguments=call.arguments,
+        result={"action": decision.action, "by": decision.by, "reason": decision.reason or None},
+        note=f"{decision.action} by {decision.by}" + (f": {decision.reason}" if decision.reason else ""),
+        error_code=str(ErrorCode.APPROVAL_DENIED) if decision.action == "deny" else None,
+    )
 
 
 def denied(call: ToolCall, tool: Tool, decision: Decision) -> CallOutcome:
     """A denied call's outcome: the model reads why, and that it must not ask again."""
-    return CallOutcome(call, tool, error_code=ErrorCode.APPROVAL_DENIED,
-                       error_message="a person denied this call" + (f": {decision.reason}" if decision.reason else "")
-                       + "; do not call it again, answer without it")
+    return CallOutcome(
+        call,
+        tool,
+        error_code=ErrorCode.APPROVAL_DENIED,
+        error_message="a person denied this call"
+        + (f": {decision.reason}" if decision.reason else "")
+        + "; do not call it again, answer without it",
+    )
+
+
+def changed_tools(sink: StepSink, flow: Flow, tools: dict[str, Tool], rec: Recorder) -> frozenset[str]:
+    """MCP and HTTP tools are pinned as first used; one whose definition changed since gets a
+    warning step, and its calls wait for a person this run (approving one accepts the new
+    definition). Descriptions with instructions aimed at the model get a warning step too."""
+    if not hasattr(sink, "tool_pins") or all(t.source == "python" for t in tools.values()):
+        return frozenset()  # plugins are never pinned: no read
+    check = check_pins(list(tools.values()), sink.tool_pins(flow.name))
+    for name, note, result in check.warnings:
+        rec.record(StepKind.WARNING, name=name, note=note, result=result)
+    for tool in check.first_used:
+        sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))
+    return check.changed

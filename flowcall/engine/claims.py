@@ -22,32 +22,75 @@ from flowcall.tools.execute import CallOutcome
 
 # kind of action -> (English finished forms, Chinese verbs, stems a tool's name has for it)
 KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "lend": (("lent", "loaned", "checked out"), ("借出", "借给", "借阅"), ("loan", "lend", "borrow", "checkout")),
-    "create": (("created", "added", "set up", "registered", "recorded", "noted down", "saved", "logged"),
-               ("添加", "创建", "记下", "记录", "保存", "登记", "新建", "加入"),
-               ("create", "add", "new", "insert", "save", "register", "record", "note", "log", "make", "put", "post")),
-    "book": (("booked", "reserved", "scheduled"), ("预订", "预定", "预约", "订好", "安排好"),
-             ("book", "reserv", "schedul", "appoint")),
-    "send": (("sent", "emailed", "messaged", "texted", "notified"), ("发送", "发出", "发给", "通知"),
-             ("send", "email", "mail", "message", "sms", "notify", "post")),
-    "delete": (("deleted", "removed", "cleared", "erased"), ("删除", "移除", "清除", "删掉"),
-               ("delete", "remove", "clear", "drop", "purge", "erase")),
+    "lend": (
+        ("lent", "loaned", "checked out"),
+        ("借出", "借给", "借阅"),
+        ("loan", "lend", "borrow", "checkout"),
+    ),
+    "create": (
+        ("created", "added", "set up", "registered", "recorded", "noted down", "saved", "logged"),
+        ("添加", "创建", "记下", "记录", "保存", "登记", "新建", "加入"),
+        (
+            "create",
+            "add",
+            "new",
+            "insert",
+            "save",
+            "register",
+            "record",
+            "note",
+            "log",
+            "make",
+            "put",
+            "post",
+        ),
+    ),
+    "book": (
+        ("booked", "reserved", "scheduled"),
+        ("预订", "预定", "预约", "订好", "安排好"),
+        ("book", "reserv", "schedul", "appoint"),
+    ),
+    "send": (
+        ("sent", "emailed", "messaged", "texted", "notified"),
+        ("发送", "发出", "发给", "通知"),
+        ("send", "email", "mail", "message", "sms", "notify", "post"),
+    ),
+    "delete": (
+        ("deleted", "removed", "cleared", "erased"),
+        ("删除", "移除", "清除", "删掉"),
+        ("delete", "remove", "clear", "drop", "purge", "erase"),
+    ),
     "cancel": (("cancelled", "canceled", "called off"), ("取消",), ("cancel", "delete", "void")),
-    "update": (("updated", "changed", "modified", "renamed"), ("更新", "修改", "更改"),
-               ("update", "edit", "modify", "change", "set", "patch", "rename")),
-    "pay": (("paid", "transferred", "refunded", "charged"), ("支付", "转账", "付款", "退款"),
-            ("pay", "transfer", "refund", "charge")),
-    "order": (("ordered", "purchased", "bought", "placed an order"), ("下单", "购买", "订购"),
-              ("order", "purchase", "buy", "checkout")),
+    "update": (
+        ("updated", "changed", "modified", "renamed"),
+        ("更新", "修改", "更改"),
+        ("update", "edit", "modify", "change", "set", "patch", "rename"),
+    ),
+    "pay": (
+        ("paid", "transferred", "refunded", "charged"),
+        ("支付", "转账", "付款", "退款"),
+        ("pay", "transfer", "refund", "charge"),
+    ),
+    "order": (
+        ("ordered", "purchased", "bought", "placed an order"),
+        ("下单", "购买", "订购"),
+        ("order", "purchase", "buy", "checkout"),
+    ),
     "submit": (("submitted", "filed"), ("提交",), ("submit", "file", "create")),
 }
 
 _SENTENCES = re.compile(r"[^.!?。！？\n;；]+")
 # said as finished: a perfect or passive, an adverb of success, or a first person doing it
-_DONE_EN = re.compile(r"\b(has|have|had|was|were|is now|are now|been|successfully|i've|i have|i just|we've|"
-                      r"all set|done)\b|^\s*(i|we)\b", re.IGNORECASE)
-_NOT_EN = re.compile(r"\b(not|never|no|cannot|can't|couldn't|wasn't|weren't|hasn't|haven't|didn't|unable|"
-                     r"failed|without|if|would|could|should|will|can|to be|please|want)\b|n't\b", re.IGNORECASE)
+_DONE_EN = re.compile(
+    r"\b(has|have|had|was|were|is now|are now|been|successfully|i've|i have|i just|we've|"
+    r"all set|done)\b|^\s*(i|we)\b",
+    re.IGNORECASE,
+)
+_NOT_EN = re.compile(
+    r"\b(not|never|no|cannot|can't|couldn't|wasn't|weren't|hasn't|haven't|didn't|unable|"
+    r"failed|without|if|would|could|should|will|can|to be|please|want)\b|n't\b",
+    re.IGNORECASE,
+)
 _DONE_ZH = "已|已经|成功|好了|完成|了"
 _NOT_ZH = re.compile(r"未|没有|没|无法|不能|不能够|失败|不可以|请|是否|吗|可以帮|要不要|需要")
 
@@ -79,7 +122,7 @@ def _chinese(sentence: str) -> list[Claim]:
             at = sentence.find(verb)
             if at < 0:
                 continue
-            near = sentence[max(0, at - 4): at + len(verb) + 3]
+            near = sentence[max(0, at - 4) : at + len(verb) + 3]
             done = re.search(rf"(?:{_DONE_ZH}).{{0,2}}{verb}|{verb}.{{0,2}}(?:{_DONE_ZH})", near)
             if done and not _NOT_ZH.search(sentence[: at + len(verb) + 3]):
                 found.append(Claim(kind, verb))
@@ -111,7 +154,9 @@ def _texts(answer: Any) -> Iterable[str]:
 
 def actions_done(done: list[CallOutcome]) -> list[CallOutcome]:
     """The calls that changed something: a tool not marked read-only that gave a result."""
-    return [o for o in done if o.error_code is None and not (o.tool is not None and o.tool.annotations.read_only)]
+    return [
+        o for o in done if o.error_code is None and not (o.tool is not None and o.tool.annotations.read_only)
+    ]
 
 
 def _kinds_of(tool_name: str) -> set[str]:

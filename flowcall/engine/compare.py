@@ -100,14 +100,17 @@ def latency_ms(step: Step | None) -> float | None:
 
 def summary(left: Run, right: Run) -> dict[str, tuple[Any, Any]]:
     """Run-level figures side by side."""
+
     def seconds(run: Run) -> float:  # a step a re-run reused took its time in the run it re-ran
         return round(sum(s.latency_ms for s in run.steps if not is_reused(s)) / 1000, 2)
 
     return {
         "status": (str(left.status), str(right.status)),
         "steps": (len(left.steps), len(right.steps)),
-        "tool calls": (sum(s.kind == StepKind.TOOL_CALL for s in left.steps),
-                       sum(s.kind == StepKind.TOOL_CALL for s in right.steps)),
+        "tool calls": (
+            sum(s.kind == StepKind.TOOL_CALL for s in left.steps),
+            sum(s.kind == StepKind.TOOL_CALL for s in right.steps),
+        ),
         "tokens in": (left.tokens_in, right.tokens_in),
         "tokens out": (left.tokens_out, right.tokens_out),
         "step time (s)": (seconds(left), seconds(right)),

@@ -27,25 +27,43 @@ POLISH_SYSTEM = (
     "Use only facts from the tool results; say so if they do not answer the question."
 )
 UNBACKED_NOTE = "no tool result backs this answer: "  # the polish step's note, then the reasons
-UNDONE_NOTE = ("Some parts of the question got no tool result (listed below). Answer the parts the tool results "
-               "cover; for the others say plainly, in the user's language, that they could not be done.")
-NO_ACTION_NOTE = ("No tool changed anything in this run: nothing was created, added, sent, booked, lent, paid or "
-                  "deleted. Never say that it was.")
+UNDONE_NOTE = (
+    "Some parts of the question got no tool result (listed below). Answer the parts the tool results "
+    "cover; for the others say plainly, in the user's language, that they could not be done."
+)
+NO_ACTION_NOTE = (
+    "No tool changed anything in this run: nothing was created, added, sent, booked, lent, paid or "
+    "deleted. Never say that it was."
+)
 DRAFT_LABEL = "A first answer, written before the tool results were checked:"
 # what the polish model reads as section labels, and FlowCall's older ones: a model that copies
 # one into its answer has it taken out, so no internal label ever reaches the user
-INTERNAL_LABELS = (DRAFT_LABEL, "The decision model's draft answer:", "Tool results:",
-                   "Parts of the question no tool did:", "Actions done by tools: none.")
+INTERNAL_LABELS = (
+    DRAFT_LABEL,
+    "The decision model's draft answer:",
+    "Tool results:",
+    "Parts of the question no tool did:",
+    "Actions done by tools: none.",
+)
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 # how an undone part's reason reads, in the words the answer's last line uses
-_WHY = (("no call of it was made", "no call was made", "没有调用"), ("was denied", "the call was denied", "调用被拒绝"),
-        ("was not run", "the call was not run", "调用未执行"), ("failed", "the call failed", "调用失败"))
-NO_TOOL_RESULT_NOTE = ("No tool gave a result for this question, so you have no facts from tools. Do not state "
-                       "weather, times, prices, names, numbers or any other fact as if a tool had looked it up. "
-                       "Say plainly that it could not be looked up and why, in the user's language.")
-ANSWER_NOW = [Message.note("Do not call a tool now. Answer my question in plain sentences, "
-                           "using only the tool results above.")]
+_WHY = (
+    ("no call of it was made", "no call was made", "没有调用"),
+    ("was denied", "the call was denied", "调用被拒绝"),
+    ("was not run", "the call was not run", "调用未执行"),
+    ("failed", "the call failed", "调用失败"),
+)
+NO_TOOL_RESULT_NOTE = (
+    "No tool gave a result for this question, so you have no facts from tools. Do not state "
+    "weather, times, prices, names, numbers or any other fact as if a tool had looked it up. "
+    "Say plainly that it could not be looked up and why, in the user's language."
+)
+ANSWER_NOW = [
+    Message.note(
+        "Do not call a tool now. Answer my question in plain sentences, using only the tool results above."
+    )
+]
 
 
 @dataclass
@@ -59,38 +77,70 @@ class Gaps:
     no_action: bool = False
 
 
-def polish(flow: Flow, polisher: ModelCaller, question: str, done: list[CallOutcome], draft: str | None,
-           gaps: Gaps | None = None) -> Any:
+def polish(
+    flow: Flow,
+    polisher: ModelCaller,
+    question: str,
+    done: list[CallOutcome],
+    draft: str | None,
+    gaps: Gaps | None = None,
+) -> Any:
     """The polish model's answer; with a schema, a value valid against it. A text answer ends
     with a line saying which parts were not done (with_gaps)."""
     assert flow.polish is not None
     gaps = gaps or Gaps()
     schema = flow.polish.output_schema
-    messages = [Message(role="system", content=_polish_system(flow, polisher, gaps)),
-                Message(role="user", content=_polish_brief(question, done, draft, gaps))]
+    messages = [
+        Message(role="system", content=_polish_system(flow, polisher, gaps)),
+        Message(role="user", content=_polish_brief(question, done, draft, gaps)),
+    ]
     response_format = ResponseFormat(name="answer", json_schema=schema) if schema else None
     note = f"{UNBACKED_NOTE}{'; '.join(gaps.unbacked)}" if gaps.unbacked is not None else None
     budget = flow.retry_budget
     while True:
-        request = ModelRequest(messages=list(messages), response_format=response_format,
-                               temperature=flow.polish.temperature, max_tokens=flow.polish.max_tokens)
-        try:
-            turn = polisher.call(StepKind.POLISH, 0, None, request, note=note)
-        except ProviderError as exc:
-            raise RunFailed(exc.code, exc.message) from exc
+        turn = _polish_call(flow, polisher, messages, response_format, note)
         if not schema:
             return with_gaps(turn.content or "", gaps, question)
         answer, problem = structured(turn.content, schema)
         if problem is None:
             return without_labels(answer)
-        polisher.rec.record(StepKind.ERROR, error_code=str(ErrorCode.INVALID_ARGUMENT),
-                            error_message=f"polish output does not match the schema: {problem}")
+        polisher.rec.record(
+            StepKind.ERROR,
+            error_code=str(ErrorCode.INVALID_ARGUMENT),
+            error_message=f"polish output does not match the schema: {problem}",
+        )
         if budget <= 0:
-            raise RunFailed(ErrorCode.INVALID_ARGUMENT, f"the polish model's answer never matched the schema: {problem}")
+            raise RunFailed(
+                ErrorCode.INVALID_ARGUMENT, f"the polish model's answer never matched the schema: {problem}"
+            )
         budget -= 1
-        messages += [Message(role="assistant", content=turn.content or ""),
-                     Message.note(f"That JSON is not valid against the schema: {problem}. "
-                                  "Reply again with corrected JSON only.")]
+        messages += [
+            Message(role="assistant", content=turn.content or ""),
+            Message.note(
+                f"That JSON is not valid against the schema: {problem}. Reply again with corrected JSON only."
+            ),
+        ]
+
+
+def _polish_call(
+    flow: Flow,
+    polisher: ModelCaller,
+    messages: list[Message],
+    response_format: ResponseFormat | None,
+    note: str | None,
+) -> ModelTurn:
+    """One call of the polish model, recorded as a step; a provider's failure ends the run."""
+    assert flow.polish is not None
+    request = ModelRequest(
+        messages=list(messages),
+        response_format=response_format,
+        temperature=flow.polish.temperature,
+        max_tokens=flow.polish.max_tokens,
+    )
+    try:
+        return polisher.call(StepKind.POLISH, 0, None, request, note=note)
+    except ProviderError as exc:
+        raise RunFailed(exc.code, exc.message) from exc
 
 
 def _polish_system(flow: Flow, polisher: ModelCaller, gaps: Gaps) -> str:
@@ -105,15 +155,18 @@ def _polish_system(flow: Flow, polisher: ModelCaller, gaps: Gaps) -> str:
         system += "\n" + NO_ACTION_NOTE
     # where the provider enforces the schema (grammar, json_schema), its text in the prompt only costs tokens
     if schema and not polisher.provider.capabilities.json_schema_output:
-        system += ("\nReply with one JSON object valid against this JSON Schema, and nothing else:\n"
-                   + json.dumps(schema, ensure_ascii=False))
+        system += (
+            "\nReply with one JSON object valid against this JSON Schema, and nothing else:\n"
+            + json.dumps(schema, ensure_ascii=False)
+        )
     return system
 
 
 def _polish_brief(question: str, done: list[CallOutcome], draft: str | None, gaps: Gaps) -> str:
     lines = [f"Question: {question}", "", "Tool results:"]
-    lines += [f"- {o.call.name}({o.call.arguments_json()}) -> {o.content_for_model()}" for o in done] \
-        or ["(no tool was called)"]
+    lines += [f"- {o.call.name}({o.call.arguments_json()}) -> {o.content_for_model()}" for o in done] or [
+        "(no tool was called)"
+    ]
     if gaps.unbacked is not None:
         lines += ["", "No tool result came back, because:", *(f"- {reason}" for reason in gaps.unbacked)]
     elif gaps.undone:
@@ -134,7 +187,9 @@ def with_gaps(answer: str, gaps: Gaps, question: str) -> str:
         return answer
     chinese = _chinese(question)
     parts = [_undone_part(reason, chinese) for reason in gaps.undone]
-    line = ("未能完成的部分:" + ";".join(parts) + "。") if chinese else ("Not done: " + "; ".join(parts) + ".")
+    line = (
+        ("未能完成的部分:" + ";".join(parts) + "。") if chinese else ("Not done: " + "; ".join(parts) + ".")
+    )
     return f"{answer.rstrip()}\n\n{line}" if answer.strip() else line
 
 
@@ -144,8 +199,11 @@ def with_undone_claims(answer: str, words: list[str], question: str) -> str:
     if not words:
         return answer
     quoted = ", ".join(f"'{w}'" for w in words)
-    line = (f"注意:回答中说已{'、'.join(words)},但本次运行没有任何工具执行过这一操作。" if _chinese(question)
-            else f"Note: no tool did what this answer calls {quoted} in this run.")
+    line = (
+        f"注意:回答中说已{'、'.join(words)},但本次运行没有任何工具执行过这一操作。"
+        if _chinese(question)
+        else f"Note: no tool did what this answer calls {quoted} in this run."
+    )
     return f"{answer.rstrip()}\n\n{line}" if answer.strip() else line
 
 
@@ -188,7 +246,9 @@ def structured(content: str | None, schema: dict[str, Any]) -> tuple[Any, str | 
         value = json.loads(content)
     except json.JSONDecodeError:
         value = json_repair.loads(content)
-    errors = sorted(schemas.validator(schema, "polish.output_schema").iter_errors(value), key=lambda e: e.path)
+    errors = sorted(
+        schemas.validator(schema, "polish.output_schema").iter_errors(value), key=lambda e: e.path
+    )
     if errors:
         return value, "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
     return value, None
@@ -207,7 +267,12 @@ def last_word(turn: ModelTurn, tools: dict[str, Tool], flow: Flow, done: list[Ca
     if (turn.content or "").strip() and not read.tool_calls and not read.parse_errors:
         return turn.content or ""
     wrote = "a tool call" if (turn.content or "").strip() else "nothing"
-    last = f"; the last tool result ({done[-1].call.name}): {done[-1].content_for_model()[:300]}" if done else ""
-    raise RunFailed(ErrorCode.MAX_ROUNDS, f"after {flow.max_rounds} rounds of tools, asked to answer without "
-                                          f"them, the decision model wrote {wrote} instead of an answer, and the "
-                                          f"flow has no polish model to write one{last}")
+    last = (
+        f"; the last tool result ({done[-1].call.name}): {done[-1].content_for_model()[:300]}" if done else ""
+    )
+    raise RunFailed(
+        ErrorCode.MAX_ROUNDS,
+        f"after {flow.max_rounds} rounds of tools, asked to answer without "
+        f"them, the decision model wrote {wrote} instead of an answer, and the "
+        f"flow has no polish model to write one{last}",
+    )

@@ -1,9 +1,10 @@
 """The loop: decide -> approve -> execute -> ... -> finish, emitting a step for each event.
 
-A run goes through named phases over one scope (`_Scope`): `_begin`, then rounds of
+A run goes through named phases over one scope (`Scope`): `_begin`, then rounds of
 `_decide_round` (Answered | Retry | CallsDecided), `_approve` (Approved | Paused) and
-`_execute_round` (its steps and state committed), then `_finish` (Finished). `_settle` is the one place where
-how a run ended becomes its status. The engine knows nothing about storage or UI: it hands
+`_execute_round` (its steps and state committed), then `_finish` (Finished). `settle`
+(ending.py) is the one place where how a run ended becomes its status; what the phases share
+and return is in phases.py. The engine knows nothing about storage or UI: it hands
 finished steps, with the loop state they lead to, to a StepSink and an optional callback.
 What the host checks in a decision lives in calling/vetting.py, the answer in final_answer.py.
 Providers come from a factory, so tests run the whole loop scripted.
@@ -13,77 +14,41 @@ from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, ContextManager
 
-from flowcall.calling import make_way, vetting
-from flowcall.calling.base import CallingWay
-from flowcall.calling.router import Rule
-from flowcall.core import progress, schemas, steps
+from flowcall.calling import vetting
+from flowcall.core import progress, schemas
 from flowcall.core.errors import ConfigError, ErrorCode, FlowCallError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.core.spec import Flow
-from flowcall.core.steps import ChatTurn, Run, RunCancelled, RunStatus, Step, StepCallback, StepKind, StepSink
+from flowcall.core.steps import ChatTurn, Run, RunStatus, Step, StepCallback, StepKind, StepSink
 from flowcall.engine import approval
 from flowcall.engine.approval import Approver, Decision
 from flowcall.engine.claims import mark_claims
+from flowcall.engine.ending import settle
 from flowcall.engine.final_answer import ANSWER_NOW, Gaps, last_word, polish, with_gaps
 from flowcall.engine.loop_state import LoopState, restored_outcome, unreadable_reason
-from flowcall.engine.model_calls import ModelCaller, RunFailed
+from flowcall.engine.model_calls import ModelCaller, RunFailed, spend_retry, way_for
 from flowcall.engine.outcome import gaps_of, judged
-from flowcall.engine.phases import Answered, Approved, CallsDecided, Finished, Paused, Retry
+from flowcall.engine.phases import (
+    Answered,
+    Approved,
+    CallsDecided,
+    Finished,
+    Models,
+    Paused,
+    Retry,
+    Scope,
+    Start,
+)
 from flowcall.engine.provenance import trace
 from flowcall.engine.recorder import Recorder
 from flowcall.providers import NotConfigured
-from flowcall.providers.base import Provider, ProviderFactory
-from flowcall.tools.base import RunContext, Tool
+from flowcall.providers.base import ProviderFactory
+from flowcall.tools.base import RunContext
 from flowcall.tools.execute import check_call, run_round
 from flowcall.tools.registry import ToolRegistry
-from flowcall.tools.review import check_pins, definition, fingerprint
-
-
-@dataclass
-class _Models:
-    """A run's providers, built once: before anything is recorded where they can be
-    (Engine._models_before_run), else inside the run."""
-
-    decider: Provider
-    polisher: Provider | None
-
-    @classmethod
-    def build(cls, flow: Flow, provider_for: ProviderFactory, *, decision_only: bool = False) -> _Models:
-        polish_model = flow.polish if not decision_only else None
-        return cls(provider_for(flow.decision), provider_for(polish_model) if polish_model is not None else None)
-
-
-@dataclass
-class _Start:
-    """What a run starts with: its flow and record, who approves, the state it goes on from
-    (None: a new one from the question), and its providers if they were built before it."""
-
-    flow: Flow
-    run: Run
-    rec: Recorder
-    approver: Approver | None
-    state: LoopState | None = None
-    models: _Models | None = None
-
-
-@dataclass
-class _Scope:
-    """Everything one run's phases share."""
-
-    flow: Flow
-    run: Run
-    rec: Recorder
-    tools: dict[str, Tool]
-    decider: ModelCaller
-    polisher: ModelCaller | None
-    context: RunContext
-    state: LoopState
-    approver: Approver | None
-    changed: frozenset[str]  # tools whose definition changed since accepted: their calls wait for a person
-    maybe_ran: frozenset[str]  # calls started before an interruption whose results were never committed
+from flowcall.tools.review import definition, fingerprint
 
 
 class Engine:
@@ -93,19 +58,34 @@ class Engine:
         self.sink = sink
 
     # ---------------------------------------------------------------- public
-    def run(self, flow: Flow, question: str, *, flow_version_id: int | None = None,
-            on_step: StepCallback | None = None, approver: Approver | None = None, run_id: str | None = None,
-            context: list[ChatTurn] | None = None) -> Run:
+    def run(
+        self,
+        flow: Flow,
+        question: str,
+        *,
+        flow_version_id: int | None = None,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
         """Run the flow. A provider missing a setting (an API key not set) raises NotConfigured
         before anything is recorded: it is the person's to fix, not a failed run. `run_id`: the
         id to record it under, for a caller that names the run before it starts (the HTTP API);
         `context`: the chat before the question, kept with the run (read if the flow says so)."""
         models = self._models_before_run(flow)
         run = self._new_run(flow.name, question, flow_version_id, run_id, context)
-        return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
+        return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
 
-    def resume(self, run: Run, flow: Flow, checkpoint: dict[str, Any] | None, *, approver: Approver | None,
-               on_step: StepCallback | None = None) -> Run:
+    def resume(
+        self,
+        run: Run,
+        flow: Flow,
+        checkpoint: dict[str, Any] | None,
+        *,
+        approver: Approver | None,
+        on_step: StepCallback | None = None,
+    ) -> Run:
         """Go on with a run that waited for approval or was interrupted, from its last committed
         state: pending calls are put to `approver` (calls that may have run already wait for a
         person unless safe to repeat), then the loop continues. An interrupted run with no
@@ -118,16 +98,27 @@ class Engine:
         its providers (NotConfigured, as in run()): the run is left as it was, unclaimed."""
         state = LoopState.restore(checkpoint) if checkpoint else None
         if state is None and any(s.kind == StepKind.TOOL_CALL for s in run.steps):
-            raise ConfigError(f"run {run.id[:8]} ran tools but has no saved state (it was recorded by an older "
-                              "FlowCall or imported); re-run it from a step instead: `flowcall runs rerun`")
+            raise ConfigError(
+                f"run {run.id[:8]} ran tools but has no saved state (it was recorded by an older "
+                "FlowCall or imported); re-run it from a step instead: `flowcall runs rerun`"
+            )
         models = self._models_before_run(flow)
         self.sink.run_resumed(run)
         run.status = RunStatus.RUNNING
-        return self._execute(_Start(flow, run, Recorder(run, self.sink, on_step), approver, state, models))
+        return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, state, models))
 
-    def continue_from(self, flow: Flow, question: str, checkpoint: dict[str, Any], reused: list[Step], *,
-                      flow_version_id: int | None = None, on_step: StepCallback | None = None,
-                      approver: Approver | None = None, context: list[ChatTurn] | None = None) -> Run:
+    def continue_from(
+        self,
+        flow: Flow,
+        question: str,
+        checkpoint: dict[str, Any],
+        reused: list[Step],
+        *,
+        flow_version_id: int | None = None,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
         """A new run that starts from a loop state instead of from the question: re-running
         from a step. `reused` are the earlier run's steps that led there; they are recorded
         first (marked as reused), so the new run reads whole in the inspector. Their tokens
@@ -138,10 +129,17 @@ class Engine:
         recorder = Recorder(run, self.sink, on_step)
         for step in reused:
             recorder.record(step.kind, **step.model_dump(exclude={"run_id", "seq", "trace_id", "kind"}))
-        return self._execute(_Start(flow, run, recorder, approver, state, models))
+        return self._execute(Start(flow, run, recorder, approver, state, models))
 
-    def decide_only(self, flow: Flow, messages: list[Message], tools: list[ToolSpec], *,
-                    label: str | None = None, run: Run | None = None) -> tuple[Run, ModelTurn | None]:
+    def decide_only(
+        self,
+        flow: Flow,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        *,
+        label: str | None = None,
+        run: Run | None = None,
+    ) -> tuple[Run, ModelTurn | None]:
         """One decision, nothing executed: for evaluations, where the tools exist only as
         definitions. Still a recorded run, so each case can be opened in the inspector. `run`,
         if given, is a queued run to claim (sink.run_resumed) and make this decision in."""
@@ -154,86 +152,71 @@ class Engine:
             run.status = RunStatus.RUNNING
         rec, turn = Recorder(run, self.sink, None), None
         try:
-            decider = models.decider if models else self.provider_for(flow.decision)  # a failure here is recorded
-            request = ModelRequest(messages=messages, tools=tools, tool_choice=flow.tool_choice,
-                                   parallel_tool_calls=flow.parallel_tool_calls,
-                                   temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
-            turn, _ = ModelCaller(decider, rec, _way_for(flow, decider)).decide_vetted(request, 1, flow.retry_budget)
+            decider = (
+                models.decider if models else self.provider_for(flow.decision)
+            )  # a failure here is recorded
+            request = ModelRequest(
+                messages=messages,
+                tools=tools,
+                tool_choice=flow.tool_choice,
+                parallel_tool_calls=flow.parallel_tool_calls,
+                temperature=flow.decision.temperature,
+                max_tokens=flow.decision.max_tokens,
+            )
+            turn, _ = ModelCaller(decider, rec, way_for(flow, decider)).decide_vetted(
+                request, 1, flow.retry_budget
+            )
             ended: Finished | BaseException = Finished(
-                {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content})
-        except BaseException as exc:  # noqa: BLE001 - _settle says what each ending means
+                {"tool_calls": [c.model_dump(mode="json") for c in turn.tool_calls], "answer": turn.content}
+            )
+        except BaseException as exc:  # noqa: BLE001 - settle says what each ending means
             ended = exc
-        return self._settle(run, rec, ended), turn
+        return settle(self.sink, run, rec, ended), turn
 
     # ---------------------------------------------------------------- a run's life
-    def _new_run(self, label: str, question: str, flow_version_id: int | None, run_id: str | None = None,
-                 context: list[ChatTurn] | None = None) -> Run:
-        run = Run(id=run_id or str(uuid.uuid4()), flow_name=label, context=context or [], flow_version_id=flow_version_id, question=question,
-                  trace_id=uuid.uuid4().hex)
+    def _new_run(
+        self,
+        label: str,
+        question: str,
+        flow_version_id: int | None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
+        run = Run(
+            id=run_id or str(uuid.uuid4()),
+            flow_name=label,
+            context=context or [],
+            flow_version_id=flow_version_id,
+            question=question,
+            trace_id=uuid.uuid4().hex,
+        )
         self.sink.run_started(run)
         return run
 
-    def _models_before_run(self, flow: Flow, *, decision_only: bool = False) -> _Models | None:
+    def _models_before_run(self, flow: Flow, *, decision_only: bool = False) -> Models | None:
         """The flow's providers, or NotConfigured naming the variable to set. Any other failure
         to build one (no model file, a broken GGUF) is left to the run, which records it."""
         try:
-            return _Models.build(flow, self.provider_for, decision_only=decision_only)
+            return Models.build(flow, self.provider_for, decision_only=decision_only)
         except NotConfigured:
             raise
         except Exception:  # built again inside the run, where the failure is recorded
             return None
 
-    def _execute(self, start: _Start) -> Run:
+    def _execute(self, start: Start) -> Run:
         run = start.run
         try:
             with self._registry_for(start.flow) as registry:
                 scope = self._begin(start, registry)
                 ended: Finished | Paused | BaseException = self._loop(scope)
                 if isinstance(ended, Finished):
-                    traced = trace(ended.answer, scope.state.done, run.question, run.steps, offered=list(scope.tools))
+                    traced = trace(
+                        ended.answer, scope.state.done, run.question, run.steps, offered=list(scope.tools)
+                    )
                     run.provenance = mark_claims(traced, scope.state.claims)
-        except BaseException as exc:  # noqa: BLE001 - _settle says what each ending means
+        except BaseException as exc:  # noqa: BLE001 - settle says what each ending means
             ended = exc
-        return self._settle(run, start.rec, ended)
-
-    def _settle(self, run: Run, rec: Recorder, ended: Finished | Paused | BaseException) -> Run:
-        """How a run ended, as its status: the one mapping, for runs and single decisions."""
-        if isinstance(ended, Paused):
-            run.status = RunStatus.WAITING_APPROVAL
-            self.sink.run_paused(run, ended.state.checkpoint())
-            return run
-        if isinstance(ended, RunCancelled):  # cancelled by a person elsewhere, or taken over: the store says so
-            run.status, run.error, run.ended_at = RunStatus.CANCELLED, str(ended), steps.utcnow()
-            return run
-        if isinstance(ended, Finished):
-            run.final_answer, run.status = ended.answer, RunStatus.SUCCEEDED
-        elif isinstance(ended, FlowCallError):
-            run.status, run.error = RunStatus.FAILED, f"{ended.code}: {ended.message}"
-            if not isinstance(ended, RunFailed):  # a RunFailed's step is recorded already
-                rec.record_last(StepKind.ERROR, error_code=str(ended.code), error_message=ended.message)
-        elif isinstance(ended, Exception):  # a bug or an unexpected library error: keep the run, say what broke
-            run.status, run.error = RunStatus.FAILED, f"{type(ended).__name__}: {ended}"
-            rec.record_last(StepKind.ERROR, error_code=str(ErrorCode.INTERNAL), error_message=run.error)
-        else:  # Ctrl-C, the studio stopping its script: a person stopped it
-            self._stopped(run, ended)
-            raise ended
-        run.ended_at = steps.utcnow()
-        if not self.sink.run_finished(run):
-            run.status = RunStatus.CANCELLED  # cancelled between its last step and now: it stays so
-        return run
-
-    def _stopped(self, run: Run, exc: BaseException) -> None:
-        if isinstance(exc, KeyboardInterrupt):
-            reason = "stopped with Ctrl-C"
-        elif type(exc).__name__ in ("StopException", "RerunException"):  # Streamlit ends the page's script
-            reason = "stopped in the studio"
-        else:
-            reason = f"stopped ({type(exc).__name__})"
-        run.status, run.error, run.ended_at = RunStatus.CANCELLED, reason, steps.utcnow()
-        try:
-            self.sink.run_cancelled(run, reason)
-        except Exception:  # the database may be what failed; the run then reads as interrupted
-            pass
+        return settle(self.sink, run, start.rec, ended)
 
     # ---------------------------------------------------------------- the phases
     def _registry_for(self, flow: Flow) -> ContextManager[ToolRegistry]:
@@ -244,11 +227,11 @@ class Engine:
 
         return run_registry(self.registry, flow)
 
-    def _begin(self, start: _Start, registry: ToolRegistry) -> _Scope:
+    def _begin(self, start: Start, registry: ToolRegistry) -> Scope:
         """Phase 1: the run's tools, callers and state (a new one from the question, or the one
         it goes on from)."""
         flow, run, rec, state = start.flow, start.run, start.rec, start.state
-        models = start.models or _Models.build(flow, self.provider_for)  # a failure here is recorded
+        models = start.models or Models.build(flow, self.provider_for)  # a failure here is recorded
         if flow.polish is not None and flow.polish.output_schema:
             # loading a flow refuses this (spec.py); a flow copied without validation gets here
             try:
@@ -256,20 +239,29 @@ class Engine:
             except schemas.SchemaRefError as exc:
                 raise FlowCallError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
         tools = {t.name: t for t in registry.resolve(flow.tools)}
-        changed = self._check_pins(flow, tools, rec)
+        changed = approval.changed_tools(self.sink, flow, tools, rec)
         if state is None:
             state = LoopState.fresh(flow, run.question, run.context)
         else:
             state.done = [restored_outcome(o, tools) for o in state.done_records]
-        # tools that keep data use the run's store; their artifacts live in the state, so they are saved with it
+        # tools that keep data use the run's store; their artifacts live in the state, so they are
+        # saved with it
         context = RunContext(run_id=run.id, store=self.sink, artifacts=state.artifacts)
-        return _Scope(flow=flow, run=run, rec=rec, tools=tools,
-                      decider=ModelCaller(models.decider, rec, _way_for(flow, models.decider)),
-                      polisher=ModelCaller(models.polisher, rec) if models.polisher else None,
-                      context=context, state=state, approver=start.approver, changed=changed,
-                      maybe_ran=frozenset(state.running))
+        return Scope(
+            flow=flow,
+            run=run,
+            rec=rec,
+            tools=tools,
+            decider=ModelCaller(models.decider, rec, way_for(flow, models.decider)),
+            polisher=ModelCaller(models.polisher, rec) if models.polisher else None,
+            context=context,
+            state=state,
+            approver=start.approver,
+            changed=changed,
+            maybe_ran=frozenset(state.running),
+        )
 
-    def _loop(self, scope: _Scope) -> Finished | Paused:
+    def _loop(self, scope: Scope) -> Finished | Paused:
         """Rounds of decide -> approve -> execute until the model answers or max_rounds, then finish."""
         state, flow = scope.state, scope.flow
         while state.pending or (state.tool_rounds < flow.max_rounds and not state.finished):
@@ -287,15 +279,20 @@ class Engine:
             self._execute_round(scope, approved)
         return self._finish(scope)
 
-    def _decide_round(self, scope: _Scope) -> Answered | Retry | CallsDecided:
+    def _decide_round(self, scope: Scope) -> Answered | Retry | CallsDecided:
         """Phase 2: one decision. The state changes only in memory here; it is committed with
         the round's tool steps, so a crash during a decision decides that round again."""
         state, flow = scope.state, scope.flow
         state.round_no += 1
-        choice = flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
+        choice = (
+            flow.tool_choice if state.tool_rounds == 0 or flow.tool_choice in ("auto", "none") else "auto"
+        )
         request = ModelRequest(
-            messages=list(state.messages), tools=[t.spec() for t in scope.tools.values()], tool_choice=choice,
-            parallel_tool_calls=flow.parallel_tool_calls, temperature=flow.decision.temperature,
+            messages=list(state.messages),
+            tools=[t.spec() for t in scope.tools.values()],
+            tool_choice=choice,
+            parallel_tool_calls=flow.parallel_tool_calls,
+            temperature=flow.decision.temperature,
             max_tokens=flow.decision.max_tokens,
         )
         turn, state.budget = scope.decider.decide_vetted(request, state.round_no, state.budget)
@@ -309,7 +306,7 @@ class Engine:
             if unreadable:
                 state.unbacked.append(unreadable_reason("; ".join(turn.parse_errors)))
         if unreadable:
-            state.budget = _spend(state.budget, ErrorCode.PARSE_FAILED, unreadable, scope.rec)
+            state.budget = spend_retry(state.budget, ErrorCode.PARSE_FAILED, unreadable, scope.rec)
             state.note_unreadable(turn.content, unreadable)
             scope.rec.mark(state)  # the spent retry goes with the next step
             return Retry(unreadable)
@@ -323,7 +320,7 @@ class Engine:
         state.messages.append(Message(role="assistant", content=turn.content, tool_calls=calls))
         return CallsDecided(calls, repairs)
 
-    def _approve(self, scope: _Scope, decided: CallsDecided) -> Approved | Paused:
+    def _approve(self, scope: Scope, decided: CallsDecided) -> Approved | Paused:
         """Phase 3: put the calls that need a person to the approver. With no answer, the run
         pauses here with these calls pending. A call that may have run already (see
         LoopState.running) needs a person too, unless its tool is safe to repeat."""
@@ -332,34 +329,47 @@ class Engine:
         def maybe_ran(call: ToolCall) -> bool:
             return call.id in scope.maybe_ran and not approval.safe_to_repeat(tools[call.name])
 
-        gated = [c for c in decided.calls if check_call(c, tools) is None
-                 and (approval.needs_approval(tools[c.name], scope.flow, scope.changed) or maybe_ran(c))]
+        gated = [
+            c
+            for c in decided.calls
+            if check_call(c, tools) is None
+            and (approval.needs_approval(tools[c.name], scope.flow, scope.changed) or maybe_ran(c))
+        ]
         decisions: dict[str, Decision] = {}
         for call in gated:
             decision = scope.approver(call, tools[call.name]) if scope.approver else None
             if decision is None:
                 state.pending, state.pending_repairs = decided.calls, decided.repairs
                 for waiting in gated:
-                    scope.rec.record(StepKind.APPROVAL, round=state.round_no, name=waiting.name,
-                                     tool_call_id=waiting.id, arguments=waiting.arguments,
-                                     note=approval.MAYBE_RAN_NOTE if maybe_ran(waiting) else approval.WAITING_NOTE)
+                    scope.rec.record(
+                        StepKind.APPROVAL,
+                        round=state.round_no,
+                        name=waiting.name,
+                        tool_call_id=waiting.id,
+                        arguments=waiting.arguments,
+                        note=approval.MAYBE_RAN_NOTE if maybe_ran(waiting) else approval.WAITING_NOTE,
+                    )
                 return Paused(state)
             decisions[call.id] = decision
             tool = tools[call.name]
             if decision.action != "deny" and tool.version in scope.changed:
-                self.sink.pin_tool(scope.flow.name, tool.version, fingerprint(tool), definition(tool))  # accepted as it is now
+                self.sink.pin_tool(
+                    scope.flow.name, tool.version, fingerprint(tool), definition(tool)
+                )  # accepted as it is now
         kept, settled = [], {}
         for call in decided.calls:
             decision = decisions.get(call.id)
             if decision is not None:
                 call = approval.as_decided(call, decision)
-                scope.rec.record(StepKind.APPROVAL, round=state.round_no, **approval.decision_step(call, decision))
+                scope.rec.record(
+                    StepKind.APPROVAL, round=state.round_no, **approval.decision_step(call, decision)
+                )
                 if decision.action == "deny":
                     settled[call.id] = approval.denied(call, tools[call.name], decision)
             kept.append(call)
         return Approved(kept, decided.repairs, settled)
 
-    def _execute_round(self, scope: _Scope, approved: Approved) -> None:
+    def _execute_round(self, scope: Scope, approved: Approved) -> None:
         """Phase 4: run the approved calls and commit their steps with the state after them, in
         one transaction. Before any tool starts, the state naming the calls about to run is
         committed: after a crash, resume knows which calls may have run."""
@@ -368,36 +378,53 @@ class Engine:
         state.running = [c.id for c in approved.calls if c.id not in settled and check_call(c, tools) is None]
         if state.running:
             scope.rec.save(state)
-        with progress.step(StepKind.TOOL_CALL.value, ", ".join(c.name for c in approved.calls if c.id not in settled)):
+        with progress.step(
+            StepKind.TOOL_CALL.value, ", ".join(c.name for c in approved.calls if c.id not in settled)
+        ):
             outcomes = run_round(approved.calls, tools, scope.context, scope.flow.tool_timeout_s, settled)
         _, wrong, exhausted = state.apply_round(outcomes, tools)
-        scope.rec.record_round([(StepKind.TOOL_CALL, o.step_fields(state.round_no, approved.repairs))
-                                for o in outcomes], state)
+        scope.rec.record_round(
+            [(StepKind.TOOL_CALL, o.step_fields(state.round_no, approved.repairs)) for o in outcomes], state
+        )
         scope.maybe_ran = frozenset()
         if exhausted:
-            _spend(0, wrong.error_code, wrong.error_message or "", scope.rec)
+            spend_retry(0, wrong.error_code, wrong.error_message or "", scope.rec)
 
-    def _finish(self, scope: _Scope) -> Finished:
+    def _finish(self, scope: Scope) -> Finished:
         """Phase 5: the answer (_answer), and what it says that no tool did: the run's outcome."""
         gaps = gaps_of(scope.state, scope.flow, scope.tools)
         return Finished(judged(scope.run, scope.state, gaps, self._answer(scope, gaps), scope.tools))
 
-    def _answer(self, scope: _Scope, gaps: Gaps) -> Any:
+    def _answer(self, scope: Scope, gaps: Gaps) -> Any:
         """The polish model's answer, the decision model's own, or (no polish model, max_rounds
         reached) one more decision asked to answer without tools."""
         state, flow = scope.state, scope.flow
         if scope.polisher is not None:  # reaching max_rounds is the normal hand-off to the polish model
-            return polish(flow, scope.polisher, scope.run.question, state.done,
-                          state.last_text if state.finished else None, gaps)
+            return polish(
+                flow,
+                scope.polisher,
+                scope.run.question,
+                state.done,
+                state.last_text if state.finished else None,
+                gaps,
+            )
         if state.finished and state.last_text:
             return with_gaps(state.last_text, gaps, scope.run.question)
         if not state.finished:
-            scope.rec.record(StepKind.ERROR, round=state.round_no, error_code=str(ErrorCode.MAX_ROUNDS),
-                             error_message=f"the decision model still called tools after {flow.max_rounds} rounds "
-                                           "and there is no polish model; asking it to answer without tools")
+            scope.rec.record(
+                StepKind.ERROR,
+                round=state.round_no,
+                error_code=str(ErrorCode.MAX_ROUNDS),
+                error_message=f"the decision model still called tools after {flow.max_rounds} rounds "
+                "and there is no polish model; asking it to answer without tools",
+            )
         # No polish model and no answer yet: ask the decision model once more, without tools.
-        request = ModelRequest(messages=list(state.messages), tool_choice="none",
-                               temperature=flow.decision.temperature, max_tokens=flow.decision.max_tokens)
+        request = ModelRequest(
+            messages=list(state.messages),
+            tool_choice="none",
+            temperature=flow.decision.temperature,
+            max_tokens=flow.decision.max_tokens,
+        )
         turn = scope.decider.decide(request, state.round_no + 1)
         if state.finished:
             return with_gaps(turn.content or "", gaps, scope.run.question)
@@ -409,35 +436,3 @@ class Engine:
             retry = request.model_copy(update={"messages": [*state.messages, *ANSWER_NOW]})
             turn = scope.decider.decide(retry, state.round_no + 2)
             return with_gaps(last_word(turn, scope.tools, flow, state.done), gaps, scope.run.question)
-
-    def _check_pins(self, flow: Flow, tools: dict[str, Tool], rec: Recorder) -> frozenset[str]:
-        """MCP and HTTP tools are pinned as first used; one whose definition changed since gets a
-        warning step, and its calls wait for a person this run (approving one accepts the new
-        definition). Descriptions with instructions aimed at the model get a warning step too."""
-        if not hasattr(self.sink, "tool_pins") or all(t.source == "python" for t in tools.values()):
-            return frozenset()  # plugins are never pinned: no read
-        check = check_pins(list(tools.values()), self.sink.tool_pins(flow.name))
-        for name, note, result in check.warnings:
-            rec.record(StepKind.WARNING, name=name, note=note, result=result)
-        for tool in check.first_used:
-            self.sink.pin_tool(flow.name, tool.version, fingerprint(tool), definition(tool))
-        return check.changed
-
-
-def _spend(budget: int, code: ErrorCode | None, message: str, rec: Recorder) -> int:
-    """A wrong call costs one retry; past the budget the run fails with that call's error."""
-    if budget <= 0:
-        rec.record(StepKind.ERROR, error_code=str(code), error_message=f"retry budget exhausted: {message}")
-        raise RunFailed(code or ErrorCode.INVALID_ARGUMENT, f"the model kept making wrong calls: {message}")
-    return budget - 1
-
-
-def _way_for(flow: Flow, decider: Provider) -> CallingWay:
-    """A fresh way per run: `auto` remembers its fallbacks for the rest of the run only.
-    A provider that brings its own way uses it: a replay answers whole decisions from its
-    record (replay.py), whatever way made them."""
-    own = getattr(decider, "decision_way", None)
-    if callable(own):
-        return own()
-    rules = [Rule(r.pattern, r.tool) for r in flow.router_rules]
-    return make_way(flow.decision.calling_way, decider.capabilities, rules, getattr(decider, "tuning", None))

@@ -41,12 +41,16 @@ class LoopState:
     finished: bool = False
     round_no: int = 0  # decision calls made
     tool_rounds: int = 0  # rounds in which a tool ran; wrong-only rounds are paid from the retry budget
-    pending: list[ToolCall] = field(default_factory=list)  # decided calls not yet run (waiting for a person, or started)
+    pending: list[ToolCall] = field(
+        default_factory=list
+    )  # decided calls not yet run (waiting for a person, or started)
     pending_repairs: dict[str, dict] = field(default_factory=dict)
     # ids of pending calls whose tools were started when this state was committed: after a
     # crash their results may be missing although they ran (see Engine, "may have run")
     running: list[str] = field(default_factory=list)
-    done_records: list[dict[str, Any]] = field(default_factory=list)  # `done` as restored, before tools are known
+    done_records: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # `done` as restored, before tools are known
     # a re-run from a tool call: the outcomes (as `done` records) of the round's calls before
     # it, kept from the earlier run; with the pending calls they make the round that is counted
     kept: list[dict[str, Any]] = field(default_factory=list)
@@ -74,9 +78,13 @@ class LoopState:
 
     def note_unreadable(self, content: str | None, problem: str) -> None:
         """What the model reads after a tool call that could not be read: its own text, then why."""
-        self.messages += [Message(role="assistant", content=content or ""),
-                          Message.note(f"{RETRY_PREFIX}your tool call could not be read ({problem}). "
-                                       "Write it again as valid JSON, or answer without a tool.")]
+        self.messages += [
+            Message(role="assistant", content=content or ""),
+            Message.note(
+                f"{RETRY_PREFIX}your tool call could not be read ({problem}). "
+                "Write it again as valid JSON, or answer without a tool."
+            ),
+        ]
 
     def unbacked_reasons(self, flow: Flow) -> list[str] | None:
         """Why the answer has no tool result behind it, or None when one backs it. A flow that
@@ -90,7 +98,11 @@ class LoopState:
                 return None
             reading = GateReading.model_validate(self.gate) if self.gate else None
             question = next((m.content or "" for m in reversed(self.messages) if m.from_user), "")
-            return [reading.no_fit_reason(question) if reading else "the decision model answered without calling a tool"]
+            return [
+                reading.no_fit_reason(question)
+                if reading
+                else "the decision model answered without calling a tool"
+            ]
         reasons = list(dict.fromkeys(self.unbacked))
         if demanded and not self.wanted_tools:
             reasons.append("the flow requires a tool call, and the decision model made none")
@@ -103,15 +115,23 @@ class LoopState:
         a source no call of the run used (a source's tools are often alternatives for one need:
         add_task and list_tasks; tools of two sources, weather and time, are two needs)."""
         gave = {o.call.name for o in self.done if o.error_code is None}
-        failed = [r for r in dict.fromkeys(self.unbacked[self.settled:]) if not r.startswith(tuple(f"{n} " for n in gave))
-                  and not r.startswith(UNREADABLE)]  # read again: what the model meant ran, or is said below
+        failed = [
+            r
+            for r in dict.fromkeys(self.unbacked[self.settled :])
+            if not r.startswith(tuple(f"{n} " for n in gave)) and not r.startswith(UNREADABLE)
+        ]  # read again: what the model meant ran, or is said below
         if not self.gate:
             return failed
         called = {o.call.name for o in self.done} | {c.name for c in self.pending}
         used = {_source(tools[name]) for name in called if name in tools}
-        never = [name for name in GateReading.model_validate(self.gate).fits if name not in called
-                 and name in tools and _source(tools[name]) not in used
-                 and not any(reason.startswith(f"{name} ") for reason in failed)]
+        never = [
+            name
+            for name in GateReading.model_validate(self.gate).fits
+            if name not in called
+            and name in tools
+            and _source(tools[name]) not in used
+            and not any(reason.startswith(f"{name} ") for reason in failed)
+        ]
         return failed + [f"{name} fits the request, and no call of it was made" for name in never]
 
     @staticmethod
@@ -123,14 +143,22 @@ class LoopState:
         """Calls' results back to the model (as it reads them: cut to size) and counted: a call
         that ran is done, a call that answered is seen (asked again, it is not run again)."""
         for outcome in outcomes:
-            self.messages.append(Message(role="tool", tool_call_id=outcome.call.id, name=outcome.call.name,
-                                         content=outcome.content_for_model()))
+            self.messages.append(
+                Message(
+                    role="tool",
+                    tool_call_id=outcome.call.id,
+                    name=outcome.call.name,
+                    content=outcome.content_for_model(),
+                )
+            )
             if outcome.error_code not in NOT_RUN:
                 self.done.append(outcome)
                 if outcome.error_code is None:
                     self.seen.add(self.signature(outcome.call))
 
-    def apply_round(self, outcomes: list[CallOutcome], tools: dict[str, Tool]) -> tuple[list[CallOutcome], CallOutcome | None, bool]:
+    def apply_round(
+        self, outcomes: list[CallOutcome], tools: dict[str, Tool]
+    ) -> tuple[list[CallOutcome], CallOutcome | None, bool]:
         """A round's outcomes taken in: results back to the model, why calls gave no result,
         and the round counted whole, with the calls a re-run kept from it (rerun.py). The
         round's calls are no longer pending. Returns the whole round, its first wrong call and
@@ -139,8 +167,11 @@ class LoopState:
         if any(o.error_code is None for o in outcomes):
             self.settled = len(self.unbacked)  # the model went on after those failures, and got a result
         self.take_results(outcomes)
-        self.unbacked += [no_result_reason(o.call.name, o.error_code, o.error_message)
-                          for o in outcomes if o.error_code is not None]
+        self.unbacked += [
+            no_result_reason(o.call.name, o.error_code, o.error_message)
+            for o in outcomes
+            if o.error_code is not None
+        ]
         wrong, exhausted = self.count_round(whole_round)
         self.pending, self.pending_repairs, self.running = [], {}, []
         return whole_round, wrong, exhausted
@@ -158,11 +189,17 @@ class LoopState:
 
     def checkpoint(self) -> dict[str, Any]:
         return {
-            "v": FORMAT, "messages": [m.model_dump(mode="json") for m in self.messages], "budget": self.budget,
+            "v": FORMAT,
+            "messages": [m.model_dump(mode="json") for m in self.messages],
+            "budget": self.budget,
             "done": [outcome_record(o) for o in self.done],
-            "seen": sorted(self.seen), "last_text": self.last_text, "finished": self.finished,
-            "round_no": self.round_no, "tool_rounds": self.tool_rounds,
-            "pending": [c.model_dump(mode="json") for c in self.pending], "pending_repairs": self.pending_repairs,
+            "seen": sorted(self.seen),
+            "last_text": self.last_text,
+            "finished": self.finished,
+            "round_no": self.round_no,
+            "tool_rounds": self.tool_rounds,
+            "pending": [c.model_dump(mode="json") for c in self.pending],
+            "pending_repairs": self.pending_repairs,
             # optional fields: a state without them reads the same
             **({"running": self.running} if self.running else {}),
             **({"kept": self.kept} if self.kept else {}),
@@ -179,21 +216,35 @@ class LoopState:
             raise ConfigError("the run's saved state is not a JSON object; it cannot be resumed")
         version = data.get("v", 1)  # states saved before the field existed are version 1
         if version != FORMAT:
-            raise ConfigError(f"the run's saved state has format version {version!r}, and this FlowCall reads "
-                              f"version {FORMAT} only; resume it with the FlowCall version that saved it")
+            raise ConfigError(
+                f"the run's saved state has format version {version!r}, and this FlowCall reads "
+                f"version {FORMAT} only; resume it with the FlowCall version that saved it"
+            )
         try:
-            return cls(messages=_with_origins(data["messages"]), budget=data["budget"],
-                       seen=set(data["seen"]), last_text=data["last_text"], finished=data["finished"],
-                       round_no=data["round_no"], tool_rounds=data["tool_rounds"],
-                       pending=[ToolCall.model_validate(c) for c in data["pending"]],
-                       pending_repairs=data["pending_repairs"], running=list(data.get("running", [])),
-                       done_records=data["done"], kept=data.get("kept", []),
-                       artifacts=artifact_codec.decode(data.get("artifacts")),
-                       wanted_tools=bool(data.get("wanted_tools")), unbacked=list(data.get("unbacked", [])),
-                       gate=data.get("gate"), settled=int(data.get("settled", 0)))
+            return cls(
+                messages=_with_origins(data["messages"]),
+                budget=data["budget"],
+                seen=set(data["seen"]),
+                last_text=data["last_text"],
+                finished=data["finished"],
+                round_no=data["round_no"],
+                tool_rounds=data["tool_rounds"],
+                pending=[ToolCall.model_validate(c) for c in data["pending"]],
+                pending_repairs=data["pending_repairs"],
+                running=list(data.get("running", [])),
+                done_records=data["done"],
+                kept=data.get("kept", []),
+                artifacts=artifact_codec.decode(data.get("artifacts")),
+                wanted_tools=bool(data.get("wanted_tools")),
+                unbacked=list(data.get("unbacked", [])),
+                gate=data.get("gate"),
+                settled=int(data.get("settled", 0)),
+            )
         except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise ConfigError(f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
-                              "it cannot be resumed") from exc
+            raise ConfigError(
+                f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
+                "it cannot be resumed"
+            ) from exc
 
 
 def _source(tool: Tool) -> str:
@@ -204,9 +255,12 @@ def _source(tool: Tool) -> str:
 def _with_origins(records: list[dict[str, Any]]) -> list[Message]:
     """Saved messages; one saved without an origin is a note when it begins as FlowCall's notes do."""
     messages = [Message.model_validate(m) for m in records]
-    return [m.model_copy(update={"origin": "note"})
-            if m.origin is None and m.role == "user" and (m.content or "").startswith(_NOTE_PREFIXES) else m
-            for m in messages]
+    return [
+        m.model_copy(update={"origin": "note"})
+        if m.origin is None and m.role == "user" and (m.content or "").startswith(_NOTE_PREFIXES)
+        else m
+        for m in messages
+    ]
 
 
 def no_result_reason(name: str, code: ErrorCode | str, message: str | None) -> str:
@@ -226,13 +280,22 @@ def unreadable_reason(problem: str) -> str:
 
 
 def outcome_record(o: CallOutcome) -> dict[str, Any]:
-    return {"call": o.call.model_dump(mode="json"), "result": o.result,
-            "error_code": o.error_code and str(o.error_code), "error_message": o.error_message,
-            "latency_ms": o.latency_ms}
+    return {
+        "call": o.call.model_dump(mode="json"),
+        "result": o.result,
+        "error_code": o.error_code and str(o.error_code),
+        "error_message": o.error_message,
+        "latency_ms": o.latency_ms,
+    }
 
 
 def restored_outcome(record: dict[str, Any], tools: dict[str, Tool]) -> CallOutcome:
     call = ToolCall.model_validate(record["call"])
-    return CallOutcome(call, tools.get(call.name), result=record["result"],
-                       error_code=ErrorCode(record["error_code"]) if record["error_code"] else None,
-                       error_message=record["error_message"], latency_ms=record["latency_ms"])
+    return CallOutcome(
+        call,
+        tools.get(call.name),
+        result=record["result"],
+        error_code=ErrorCode(record["error_code"]) if record["error_code"] else None,
+        error_message=record["error_message"],
+        latency_ms=record["latency_ms"],
+    )

@@ -39,8 +39,10 @@ from flowcall.tools.execute import CallOutcome
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])-?\d+(?:\.\d+)?(?![0-9])")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}")
 # a date, a time or both, as ISO and most tools write them: "2026-11-29T23:30:00+08:00", "23:30"
-_STAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})?(?:(?<=\d)[T ])?(?:(?P<hour>\d{1,2}):(?P<minute>\d{2})"
-                    r"(?::(?P<second>\d{2})(?:\.\d+)?)?)?\s*(?P<zone>Z|[+-]\d{2}:?\d{2})?")
+_STAMP = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})?(?:(?<=\d)[T ])?(?:(?P<hour>\d{1,2}):(?P<minute>\d{2})"
+    r"(?::(?P<second>\d{2})(?:\.\d+)?)?)?\s*(?P<zone>Z|[+-]\d{2}:?\d{2})?"
+)
 # a quoted name: “…”, "…", 「…」, 《…》
 _QUOTED = re.compile(r"[“\"「《]([^”\"」》\n]{1,60})[”\"」》]")
 _SENTENCE = re.compile(r"[,.;!?，。；！？]\s*\S|\s\S+\s\S+")  # punctuation inside, or three words
@@ -55,52 +57,90 @@ WEATHER_TERMS: dict[str, tuple[str, ...]] = {
     "晴间多云": ("partly cloudy", "partly sunny", "mostly sunny", "sunny intervals"),
     "多云": ("cloudy", "partly cloudy", "mostly cloudy"),
     "阴": ("overcast", "cloudy"),
-    "有风": ("windy",), "平静": ("calm",), "微风": ("light breeze", "breeze", "breezy"),
-    "和风": ("moderate breeze", "gentle breeze", "breeze"), "清风": ("fresh breeze", "breeze"),
-    "强风/劲风": ("strong breeze", "strong wind"), "疾风": ("near gale", "high wind"),
-    "大风": ("gale", "strong wind", "high wind", "windy"), "烈风": ("strong gale", "severe gale"),
-    "风暴": ("storm", "windstorm"), "狂爆风": ("violent storm",), "飓风": ("hurricane",),
+    "有风": ("windy",),
+    "平静": ("calm",),
+    "微风": ("light breeze", "breeze", "breezy"),
+    "和风": ("moderate breeze", "gentle breeze", "breeze"),
+    "清风": ("fresh breeze", "breeze"),
+    "强风/劲风": ("strong breeze", "strong wind"),
+    "疾风": ("near gale", "high wind"),
+    "大风": ("gale", "strong wind", "high wind", "windy"),
+    "烈风": ("strong gale", "severe gale"),
+    "风暴": ("storm", "windstorm"),
+    "狂爆风": ("violent storm",),
+    "飓风": ("hurricane",),
     "热带风暴": ("tropical storm",),
-    "霾": ("haze", "hazy", "smog"), "中度霾": ("moderate haze",), "重度霾": ("heavy haze",),
+    "霾": ("haze", "hazy", "smog"),
+    "中度霾": ("moderate haze",),
+    "重度霾": ("heavy haze",),
     "严重霾": ("severe haze",),
     "阵雨": ("showers", "shower", "rain showers", "shower rain"),
     "雷阵雨": ("thundershowers", "thundershower", "thunderstorm", "thunderstorms", "thunder showers"),
     "雷阵雨并伴有冰雹": ("thundershower with hail", "thunderstorm with hail"),
-    "小雨": ("light rain",), "中雨": ("moderate rain", "rain"), "大雨": ("heavy rain",),
-    "暴雨": ("rainstorm", "torrential rain"), "大暴雨": ("heavy rainstorm",),
+    "小雨": ("light rain",),
+    "中雨": ("moderate rain", "rain"),
+    "大雨": ("heavy rain",),
+    "暴雨": ("rainstorm", "torrential rain"),
+    "大暴雨": ("heavy rainstorm",),
     "特大暴雨": ("severe rainstorm", "extreme rainstorm"),
     "强阵雨": ("heavy showers", "heavy shower", "heavy shower rain"),
     "强雷阵雨": ("heavy thunderstorm", "heavy thundershowers", "severe thunderstorm"),
-    "极端降雨": ("extreme rain",), "毛毛雨/细雨": ("drizzle", "light drizzle"), "雨": ("rain", "rainy"),
-    "小雨-中雨": ("light to moderate rain",), "中雨-大雨": ("moderate to heavy rain",),
-    "大雨-暴雨": ("heavy rain to rainstorm",), "暴雨-大暴雨": ("rainstorm to heavy rainstorm",),
+    "极端降雨": ("extreme rain",),
+    "毛毛雨/细雨": ("drizzle", "light drizzle"),
+    "雨": ("rain", "rainy"),
+    "小雨-中雨": ("light to moderate rain",),
+    "中雨-大雨": ("moderate to heavy rain",),
+    "大雨-暴雨": ("heavy rain to rainstorm",),
+    "暴雨-大暴雨": ("rainstorm to heavy rainstorm",),
     "大暴雨-特大暴雨": ("heavy to severe rainstorm",),
-    "雨雪天气": ("rain and snow",), "雨夹雪": ("sleet", "rain and snow"),
-    "阵雨夹雪": ("shower rain and snow", "sleet showers"), "冻雨": ("freezing rain",),
-    "雪": ("snow", "snowy"), "阵雪": ("snow showers", "snow flurries", "snow flurry"),
-    "小雪": ("light snow",), "中雪": ("moderate snow", "snow"), "大雪": ("heavy snow",),
-    "暴雪": ("snowstorm", "blizzard"), "小雪-中雪": ("light to moderate snow",),
-    "中雪-大雪": ("moderate to heavy snow",), "大雪-暴雪": ("heavy snow to snowstorm",),
-    "浮尘": ("dust", "floating dust"), "扬沙": ("sand", "blowing sand"),
-    "沙尘暴": ("sandstorm", "duststorm", "dust storm"), "强沙尘暴": ("severe sandstorm", "severe duststorm"),
+    "雨雪天气": ("rain and snow",),
+    "雨夹雪": ("sleet", "rain and snow"),
+    "阵雨夹雪": ("shower rain and snow", "sleet showers"),
+    "冻雨": ("freezing rain",),
+    "雪": ("snow", "snowy"),
+    "阵雪": ("snow showers", "snow flurries", "snow flurry"),
+    "小雪": ("light snow",),
+    "中雪": ("moderate snow", "snow"),
+    "大雪": ("heavy snow",),
+    "暴雪": ("snowstorm", "blizzard"),
+    "小雪-中雪": ("light to moderate snow",),
+    "中雪-大雪": ("moderate to heavy snow",),
+    "大雪-暴雪": ("heavy snow to snowstorm",),
+    "浮尘": ("dust", "floating dust"),
+    "扬沙": ("sand", "blowing sand"),
+    "沙尘暴": ("sandstorm", "duststorm", "dust storm"),
+    "强沙尘暴": ("severe sandstorm", "severe duststorm"),
     "龙卷风": ("tornado",),
-    "雾": ("fog", "foggy"), "浓雾": ("dense fog", "thick fog"), "强浓雾": ("strong fog",),
-    "轻雾": ("mist", "light fog"), "大雾": ("heavy fog",), "特强浓雾": ("extra heavy fog",),
-    "热": ("hot",), "冷": ("cold",), "未知": ("unknown",),
+    "雾": ("fog", "foggy"),
+    "浓雾": ("dense fog", "thick fog"),
+    "强浓雾": ("strong fog",),
+    "轻雾": ("mist", "light fog"),
+    "大雾": ("heavy fog",),
+    "特强浓雾": ("extra heavy fog",),
+    "热": ("hot",),
+    "冷": ("cold",),
+    "未知": ("unknown",),
 }
 WIND_DIRECTIONS: dict[str, tuple[str, ...]] = {
-    "东北": ("northeast", "north-east", "ne", "northeasterly"), "东": ("east", "e", "easterly"),
-    "东南": ("southeast", "south-east", "se", "southeasterly"), "南": ("south", "s", "southerly"),
-    "西南": ("southwest", "south-west", "sw", "southwesterly"), "西": ("west", "w", "westerly"),
-    "西北": ("northwest", "north-west", "nw", "northwesterly"), "北": ("north", "n", "northerly"),
-    "旋转不定": ("variable", "variable direction"), "无风向": ("no wind direction", "no direction"),
+    "东北": ("northeast", "north-east", "ne", "northeasterly"),
+    "东": ("east", "e", "easterly"),
+    "东南": ("southeast", "south-east", "se", "southeasterly"),
+    "南": ("south", "s", "southerly"),
+    "西南": ("southwest", "south-west", "sw", "southwesterly"),
+    "西": ("west", "w", "westerly"),
+    "西北": ("northwest", "north-west", "nw", "northwesterly"),
+    "北": ("north", "n", "northerly"),
+    "旋转不定": ("variable", "variable direction"),
+    "无风向": ("no wind direction", "no direction"),
 }
 
 # Words that say nothing of what a key holds or a tool gives: a key "meets" a tool when they
 # share a word that remains ("local_time" and "get_current_time" share "time").
 _GENERIC = frozenset(
     "get set list create add current info information data value the a an of for by to in on at and or is "
-    "are fetch query search find lookup look update delete remove make new my all api tool result detail".split())
+    "are fetch query search find lookup look update delete remove make new my all api tool result "
+    "detail".split()
+)
 # Keys that hold a place: "city" in an answer and "location" in a call hold the same kind of value.
 _PLACE_WORDS = frozenset("city location place town region province country area district address".split())
 # What a mix is judged on: places and names (a unit or a mode the question chose is neither).
@@ -213,8 +253,13 @@ def _inside_stamp(wanted: str, leaf: str) -> bool:
 
 def _is_name(value: Any) -> bool:
     """A short name, such as a place's: two letters or more, no digit, not a sentence."""
-    return (isinstance(value, str) and 0 < len(value.strip()) <= 40 and not re.search(r"\d|[.!?。！？]", value)
-            and len(value.split()) <= 4 and bool(re.search(r"[^\W\d_]{2}", value)))
+    return (
+        isinstance(value, str)
+        and 0 < len(value.strip()) <= 40
+        and not re.search(r"\d|[.!?。！？]", value)
+        and len(value.split()) <= 4
+        and bool(re.search(r"[^\W\d_]{2}", value))
+    )
 
 
 def _term_index() -> dict[str, frozenset[str]]:
@@ -261,8 +306,13 @@ def _string_match(wanted: str, leaf: Any) -> str | None:
     # to the other holds no digit ("2026-11-28 12:00" is not the date "2026-11-28"), and Latin
     # words are whole words ("NE" is not inside "offline-sample")
     short, long = sorted((a, b), key=len)
-    if (not _SENTENCE.search(wanted) and len(short) >= 2 and short in long
-            and not any(ch.isdigit() for ch in long.replace(short, "", 1)) and _whole_words(wanted, leaf)):
+    if (
+        not _SENTENCE.search(wanted)
+        and len(short) >= 2
+        and short in long
+        and not any(ch.isdigit() for ch in long.replace(short, "", 1))
+        and _whole_words(wanted, leaf)
+    ):
         return "normalised"
     return "translated" if _translated(wanted, leaf) else None
 
@@ -274,7 +324,10 @@ def _whole_words(one: str, other: str) -> bool:
     words = re.findall(r"[a-z0-9]+", short)
     if not words:
         return True
-    return re.search(r"(?<![a-z0-9])" + r"[\W_]*".join(map(re.escape, words)) + r"(?![a-z0-9])", long) is not None
+    return (
+        re.search(r"(?<![a-z0-9])" + r"[\W_]*".join(map(re.escape, words)) + r"(?![a-z0-9])", long)
+        is not None
+    )
 
 
 def _find(value: Any, key: str | None, leaves: list[_Leaf]) -> tuple[_Leaf, str] | None:
@@ -283,7 +336,9 @@ def _find(value: Any, key: str | None, leaves: list[_Leaf]) -> tuple[_Leaf, str]
     for leaf in leaves:
         if isinstance(value, bool):
             match = "same yes/no" if isinstance(leaf.value, bool) and leaf.value == value else None
-        elif _as_number(value) is not None and not (isinstance(value, str) and _DATE.fullmatch(value.strip())):
+        elif _as_number(value) is not None and not (
+            isinstance(value, str) and _DATE.fullmatch(value.strip())
+        ):
             match = _number_match(_as_number(value), leaf.value)
             if match is None and isinstance(value, str):
                 match = _string_match(value, leaf.value)
@@ -300,22 +355,39 @@ def _find(value: Any, key: str | None, leaves: list[_Leaf]) -> tuple[_Leaf, str]
     return leaf, match
 
 
-def _entry(path: str, value: Any, leaves: list[_Leaf], question: Said | None, steps: dict[str, int],
-           key: str | None = None, designated: tuple[str, ...] = ()) -> dict[str, Any]:
+def _entry(
+    path: str,
+    value: Any,
+    leaves: list[_Leaf],
+    question: Said | None,
+    steps: dict[str, int],
+    key: str | None = None,
+    designated: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Where one value came from; a match in a `designated` tool's result (one that gives what the
     key names) is preferred to any other."""
     theirs = [leaf for leaf in leaves if leaf.tool in designated]
     hit = (_find(value, key, theirs) if theirs else None) or _find(value, key, leaves)
     if hit is not None:
         leaf, match = hit
-        return {"path": path, "value": value, "source": "tool", "tool": leaf.tool, "tool_call_id": leaf.call_id,
-                "step_seq": steps.get(leaf.call_id), "result_path": leaf.path, "match": match}
+        return {
+            "path": path,
+            "value": value,
+            "source": "tool",
+            "tool": leaf.tool,
+            "tool_call_id": leaf.call_id,
+            "step_seq": steps.get(leaf.call_id),
+            "result_path": leaf.path,
+            "match": match,
+        }
     if question is not None and not isinstance(value, bool) and question.literally(value):
         return {"path": path, "value": value, "source": "question"}
     return {"path": path, "value": value, "source": "model"}
 
 
-def _parts(text: str, leaves: list[_Leaf], question: Said, steps: dict[str, int], path: str) -> list[dict[str, Any]]:
+def _parts(
+    text: str, leaves: list[_Leaf], question: Said, steps: dict[str, int], path: str
+) -> list[dict[str, Any]]:
     """The numbers, dates and quoted names of a text, each traced; spans are character offsets."""
     parts, taken = [], []
     for pattern in (_DATE, _QUOTED, _NUMBER):
@@ -326,7 +398,9 @@ def _parts(text: str, leaves: list[_Leaf], question: Said, steps: dict[str, int]
                 continue
             taken.append((start, end))
             raw = match.group(group)
-            value: Any = raw if pattern is not _NUMBER else (int(raw) if re.fullmatch(r"-?\d+", raw) else float(raw))
+            value: Any = (
+                raw if pattern is not _NUMBER else (int(raw) if re.fullmatch(r"-?\d+", raw) else float(raw))
+            )
             parts.append({**_entry(path, value, leaves, question, steps), "span": [start, end]})
     return sorted(parts, key=lambda p: p["span"][0])
 
@@ -338,8 +412,10 @@ def _words(name: str) -> frozenset[str]:
     """The content words of a key or a tool's name: split on _ and camelCase, a plural's s
     dropped, generic words (get, current, info...) left out."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower()
-    words = {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-             for w in re.split(r"[^a-z0-9]+", spaced)}
+    words = {
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in re.split(r"[^a-z0-9]+", spaced)
+    }
     return frozenset(w for w in words if w and not w.isdigit() and w not in _GENERIC)
 
 
@@ -366,13 +442,22 @@ def _stand_in(entry: dict[str, Any], designated: tuple[str, ...], done: list[Cal
     gave = {outcome.call.name for outcome in done if outcome.error_code is None}
     field = entry["result_path"].rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~") or "result"
     how = "its result says otherwise" if gave & set(designated) else "gave no result in this run"
-    why = (f"{_key_of(entry['path'])} came from {entry['tool']}'s {field}; "
-           f"{' or '.join(designated)} gives it and {how}")
+    why = (
+        f"{_key_of(entry['path'])} came from {entry['tool']}'s {field}; "
+        f"{' or '.join(designated)} gives it and {how}"
+    )
     return {**entry, "source": "wrong_source", "why": why}
 
 
-def _json_entry(path: str, value: Any, leaves: list[_Leaf], said: Said, step_of: dict[str, int],
-                done: list[CallOutcome], offered: list[str]) -> dict[str, Any]:
+def _json_entry(
+    path: str,
+    value: Any,
+    leaves: list[_Leaf],
+    said: Said,
+    step_of: dict[str, int],
+    done: list[CallOutcome],
+    offered: list[str],
+) -> dict[str, Any]:
     key = path.rsplit("/", 1)[-1] or None
     sentence = isinstance(value, str) and bool(_SENTENCE.search(value))
     designated = _designated(path, offered)
@@ -406,8 +491,10 @@ def _mixed(entry: dict[str, Any], calls: list[CallOutcome], backs: dict[str, lis
     fields = list(dict.fromkeys(backs[outcome.call.id]))
     shown = fields[:3] + ([f"{len(fields) - 3} more"] if len(fields) > 3 else [])
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
-    why = (f"the {key} is {entry['value']} as the question says, but {listed} "
-           f"come{'s' if len(fields) == 1 else ''} from {outcome.call.name} for {other}")
+    why = (
+        f"the {key} is {entry['value']} as the question says, but {listed} "
+        f"come{'s' if len(fields) == 1 else ''} from {outcome.call.name} for {other}"
+    )
     return {**entry, "mixed": why}
 
 
@@ -419,12 +506,19 @@ def _mark_mixed(entries: list[dict[str, Any]], done: list[CallOutcome]) -> list[
             if value.get("source") == "tool":
                 backs.setdefault(value["tool_call_id"], []).append(_key_of(entry["path"]) or entry["path"])
     calls = [outcome for outcome in done if outcome.error_code is None and outcome.call.id in backs]
-    return [_mixed(entry, calls, backs) if entry["source"] == "question" and _is_name(entry["value"])
-            else entry for entry in entries]
+    return [
+        _mixed(entry, calls, backs) if entry["source"] == "question" and _is_name(entry["value"]) else entry
+        for entry in entries
+    ]
 
 
-def trace(answer: Any, done: list[CallOutcome], question: str, steps: list[Step] | None = None,
-          offered: list[str] | None = None) -> list[dict[str, Any]] | None:
+def trace(
+    answer: Any,
+    done: list[CallOutcome],
+    question: str,
+    steps: list[Step] | None = None,
+    offered: list[str] | None = None,
+) -> list[dict[str, Any]] | None:
     """The provenance of every value of `answer` (see the module doc), or None for no answer.
     `offered`: the names of the tools the flow offered; without it no value is judged a stand-in."""
     if answer is None or answer == "":
@@ -432,20 +526,27 @@ def trace(answer: Any, done: list[CallOutcome], question: str, steps: list[Step]
     offered = [name.rsplit("/", 1)[-1] for name in offered or []]  # "weather/v1/get_weather" is get_weather
     leaves = _tool_leaves(done)
     said = Said(question)
-    step_of = {s.tool_call_id: s.seq for s in steps or [] if s.kind == StepKind.TOOL_CALL and s.tool_call_id
-               and not s.error_code}
+    step_of = {
+        s.tool_call_id: s.seq
+        for s in steps or []
+        if s.kind == StepKind.TOOL_CALL and s.tool_call_id and not s.error_code
+    }
     if isinstance(answer, str):
         return _parts(answer, leaves, said, step_of, "")
-    entries = [_json_entry(path, value, leaves, said, step_of, done, offered)
-               for path, value in _leaves(answer)]
+    entries = [
+        _json_entry(path, value, leaves, said, step_of, done, offered) for path, value in _leaves(answer)
+    ]
     return _mark_mixed(entries, done)
 
 
 def flat_values(provenance: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """The values an answer's provenance counts: a text's parts in place of the text (the
     model's own wording), every other entry itself."""
-    return [part for entry in provenance or []
-            for part in (entry.get("parts", []) if entry.get("kind") == "text" else [entry])]
+    return [
+        part
+        for entry in provenance or []
+        for part in (entry.get("parts", []) if entry.get("kind") == "text" else [entry])
+    ]
 
 
 def _backed(value: dict[str, Any]) -> bool:

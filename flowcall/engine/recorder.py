@@ -18,7 +18,13 @@ class Recorder:
         self._state: dict[str, Any] | None = None
 
     def _step(self, step_kind: StepKind, fields: dict[str, Any]) -> Step:
-        step = Step(run_id=self.run.id, seq=len(self.run.steps) + 1, kind=step_kind, trace_id=self.run.trace_id, **fields)
+        step = Step(
+            run_id=self.run.id,
+            seq=len(self.run.steps) + 1,
+            kind=step_kind,
+            trace_id=self.run.trace_id,
+            **fields,
+        )
         self.run.steps.append(step)
         return step
 

@@ -31,7 +31,9 @@ _PROVIDER_FAILURES = {str(ErrorCode.PROVIDER_ERROR), str(ErrorCode.RATE_LIMITED)
 def turn_from_step(step: Step) -> ModelTurn | ProviderError:
     """A model step's answer as the provider gave it to the engine (after the way read it)."""
     if step.error_code in _PROVIDER_FAILURES:
-        error = ProviderError(step.error_message or "recorded provider failure", code=ErrorCode(step.error_code))
+        error = ProviderError(
+            step.error_message or "recorded provider failure", code=ErrorCode(step.error_code)
+        )
         error.details["wire_request"] = step.request
         return error
     return ModelTurn(
@@ -39,7 +41,9 @@ def turn_from_step(step: Step) -> ModelTurn | ProviderError:
         tool_calls=[ToolCall.model_validate(c) for c in step.tool_calls or []],
         usage=Usage(input_tokens=step.tokens_in, output_tokens=step.tokens_out),
         parse_errors=[step.error_message] if step.error_message else [],
-        wire_request=step.request or {}, wire_response=step.response or {}, rendered_prompt=step.rendered_prompt,
+        wire_request=step.request or {},
+        wire_response=step.response or {},
+        rendered_prompt=step.rendered_prompt,
     )
 
 
@@ -55,7 +59,9 @@ class RecordedModel:
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         if not self.steps:
-            raise ProviderError("the recorded run has no more answers from this model: the replay went another way")
+            raise ProviderError(
+                "the recorded run has no more answers from this model: the replay went another way"
+            )
         turn = turn_from_step(self.steps.pop(0))
         if isinstance(turn, ProviderError):
             raise turn
@@ -69,7 +75,7 @@ class RecordedDecisions(RecordedModel):
         super().__init__(steps, model)
         self.rounds = _rounds(steps)
 
-    def decision_way(self) -> ReplayWay:  # the engine asks a provider for its own way (engine._way_for)
+    def decision_way(self) -> ReplayWay:  # the engine asks a provider for its own way (model_calls.way_for)
         return ReplayWay(self)
 
 
@@ -83,7 +89,9 @@ class ReplayWay:
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         if not self.record.rounds:
-            raise ProviderError("the recorded run made no more decisions: the replay went another way from here")
+            raise ProviderError(
+                "the recorded run made no more decisions: the replay went another way from here"
+            )
         steps = self.record.rounds.pop(0)
         decision = decision_step(steps)
         turn = None
@@ -140,10 +148,16 @@ def _changes(old: Step, new: Step) -> str | None:
         if old.arguments != new.arguments:
             return f"call {old.seq}: {old.name}({old.arguments}) became {new.name}({new.arguments})"
         if (old.error_code, old.result) != (new.error_code, new.result):
-            return f"call {old.seq} {old.name}: result or error differs ({old.error_code} -> {new.error_code})"
+            return (
+                f"call {old.seq} {old.name}: result or error differs ({old.error_code} -> {new.error_code})"
+            )
         return None
-    fields = {"tool calls": (_calls(old), _calls(new)), "result": (old.result, new.result),
-              "error": (old.error_code, new.error_code), "calling way": (old.calling_way, new.calling_way)}
+    fields = {
+        "tool calls": (_calls(old), _calls(new)),
+        "result": (old.result, new.result),
+        "error": (old.error_code, new.error_code),
+        "calling way": (old.calling_way, new.calling_way),
+    }
     changed = [what for what, (a, b) in fields.items() if a != b]
     return f"step {old.seq} {old.kind}: {', '.join(changed)} differ" if changed else None
 

@@ -49,12 +49,18 @@ def cut_point(run: Run, seq: int) -> tuple[Step, int]:
     if chosen is None:
         raise ConfigError(f"run {run.id[:8]} has no step {seq}; its steps are 1 to {len(run.steps)}")
     if chosen.kind not in RERUNNABLE:
-        raise ConfigError(f"step {seq} is a {chosen.kind} step; re-run from a model_call, tool_call or polish step")
+        raise ConfigError(
+            f"step {seq} is a {chosen.kind} step; re-run from a model_call, tool_call or polish step"
+        )
     if chosen.kind == StepKind.TOOL_CALL:
         return chosen, chosen.seq  # the round's earlier calls keep their results
     first = min(s.seq for s in run.steps if s.kind == chosen.kind and s.round == chosen.round)
     before = next((s for s in run.steps if s.seq == first - 1), None)
-    if before is not None and before.kind == StepKind.ERROR and before.error_code == str(ErrorCode.MAX_ROUNDS):
+    if (
+        before is not None
+        and before.kind == StepKind.ERROR
+        and before.error_code == str(ErrorCode.MAX_ROUNDS)
+    ):
         first = before.seq  # the engine records it again on its way to the last, tool-less decision
     return chosen, first
 
@@ -63,30 +69,49 @@ def _call_of(step: Step, arguments: dict[str, Any] | None = None) -> ToolCall:
     """A tool step as the call that ran (after repairs and grounding), or with `arguments`."""
     call_id, name = step.tool_call_id or f"call_{step.seq}", step.name or ""
     if arguments is not None:  # a person's edit runs exactly as given
-        return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=json.dumps(arguments, ensure_ascii=False))
+        return ToolCall(
+            id=call_id,
+            name=name,
+            arguments=arguments,
+            raw_arguments=json.dumps(arguments, ensure_ascii=False),
+        )
     response = step.response or {}
     raw = response.get("raw_arguments")
     if raw is None:
         raw = json.dumps(step.arguments, ensure_ascii=False) if step.arguments is not None else ""
-    return ToolCall(id=call_id, name=name, arguments=step.arguments, raw_arguments=raw,
-                    dropped_arguments=response.get("dropped_ungrounded") or {})
+    return ToolCall(
+        id=call_id,
+        name=name,
+        arguments=step.arguments,
+        raw_arguments=raw,
+        dropped_arguments=response.get("dropped_ungrounded") or {},
+    )
 
 
 def _repairs_of(step: Step) -> dict[str, Any]:
     """What the engine dropped from the call before it ran, as its tool step said."""
     response = step.response or {}
-    return {key: response[key] for key in ("dropped_schema_keys", "dropped_unknown_keys") if response.get(key)}
+    return {
+        key: response[key] for key in ("dropped_schema_keys", "dropped_unknown_keys") if response.get(key)
+    }
 
 
 def _outcome(call: ToolCall, step: Step) -> CallOutcome:
     """A recorded call's outcome, as the engine had it: the model reads it through the same
     `content_for_model` (cut to size), and the round is counted by the same rules."""
-    return CallOutcome(call, None, result=step.result, error_code=step.error_code,  # type: ignore[arg-type]
-                       error_message=step.error_message, latency_ms=step.latency_ms)
+    return CallOutcome(
+        call,
+        None,
+        result=step.result,
+        error_code=step.error_code,  # type: ignore[arg-type]
+        error_message=step.error_message,
+        latency_ms=step.latency_ms,
+    )
 
 
-def _chosen_round(run: Run, text: str | None, chosen: Step, arguments: dict[str, Any] | None,
-                  state: LoopState) -> None:
+def _chosen_round(
+    run: Run, text: str | None, chosen: Step, arguments: dict[str, Any] | None, state: LoopState
+) -> None:
     """The round of the chosen tool call, read from its tool steps (the calls as they ran, in
     every calling way): the calls before the chosen one keep their recorded results, the chosen
     one (with `arguments` if given) and those after it run again."""
@@ -99,12 +124,14 @@ def _chosen_round(run: Run, text: str | None, chosen: Step, arguments: dict[str,
     state.kept = [outcome_record(o) for o in kept]  # the engine counts the round whole, with these
     again = [(call, step) for call, step in zip(calls, steps) if step.seq >= chosen.seq]
     state.pending = [call for call, _ in again]
-    state.pending_repairs = {call.id: _repairs_of(step) for call, step in again
-                             if step.seq not in edited and _repairs_of(step)}
+    state.pending_repairs = {
+        call.id: _repairs_of(step) for call, step in again if step.seq not in edited and _repairs_of(step)
+    }
 
 
-def checkpoint_before(run: Run, flow: Flow, seq: int, arguments: dict[str, Any] | None = None
-                      ) -> tuple[LoopState, list[Step]]:
+def checkpoint_before(
+    run: Run, flow: Flow, seq: int, arguments: dict[str, Any] | None = None
+) -> tuple[LoopState, list[Step]]:
     """The loop state at the cut before step `seq`, and the steps the new run reuses.
     `arguments` replaces the chosen tool call's arguments."""
     chosen, first = cut_point(run, seq)
@@ -151,14 +178,23 @@ def _backing(reused: list[Step]) -> tuple[bool, list[str]]:
     wanted_tools and unbacked (LoopState), read from the steps."""
     wanted, reasons = False, []
     for step in reused:
-        if step.kind == StepKind.MODEL_CALL and (step.tool_calls or step.error_code == str(ErrorCode.PARSE_FAILED)):
+        if step.kind == StepKind.MODEL_CALL and (
+            step.tool_calls or step.error_code == str(ErrorCode.PARSE_FAILED)
+        ):
             wanted = True
             if not step.tool_calls and step.error_code == str(ErrorCode.PARSE_FAILED):
                 reasons.append(unreadable_reason(step.error_message or ""))
-        elif step.kind == StepKind.WARNING and step.name == "doc_values" and (step.note or "").startswith("not made"):
+        elif (
+            step.kind == StepKind.WARNING
+            and step.name == "doc_values"
+            and (step.note or "").startswith("not made")
+        ):
             wanted = True
-            reasons += [withheld_reason(i.get("tool"), i.get("argument"), i.get("value"))
-                        for i in step.result or [] if isinstance(i, dict)]
+            reasons += [
+                withheld_reason(i.get("tool"), i.get("argument"), i.get("value"))
+                for i in step.result or []
+                if isinstance(i, dict)
+            ]
         elif step.kind == StepKind.TOOL_CALL and step.error_code:
             reasons.append(no_result_reason(step.name or "a tool", step.error_code, step.error_message))
     return wanted, reasons

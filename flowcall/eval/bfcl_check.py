@@ -246,8 +246,10 @@ def _check_list_of_dicts(param: str, value: list, allowed: list) -> CheckResult:
             result = _fail("value_error:list_dict_count", error)
             continue
         for item, expected in zip(value, option):
-            result = _check_dict(param, item, [expected]) if isinstance(item, Mapping) else _fail(
-                "type_error:nested", f"{param!r}: {item!r} is not a dict."
+            result = (
+                _check_dict(param, item, [expected])
+                if isinstance(item, Mapping)
+                else _fail("type_error:nested", f"{param!r}: {item!r} is not a dict.")
             )
             if not result.valid:
                 break

@@ -41,7 +41,9 @@ def _expected_value(allowed: list[Any], required: bool = False) -> tuple[Any, st
     values = [v for v in allowed if v != OMIT]
     if not values:
         return None, "BFCL wants it left out, which an expectation cannot say"
-    if any(isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, dict) for x in v)) for v in values):
+    if any(
+        isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, dict) for x in v)) for v in values
+    ):
         return None, "its allowed values are per-key lists inside a dict"
     optional = len(values) < len(allowed) and not required
     if len(values) == 1 and not optional:
@@ -73,7 +75,9 @@ def items_from_cases(cases: list[BfclCase]) -> tuple[list[DatasetItem], list[str
     on what of the ground truth could not be expressed."""
     items, notes = [], []
     for case in cases:
-        tools = [ItemTool(name=t.name, description=t.description, parameters=t.parameters) for t in case.tools]
+        tools = [
+            ItemTool(name=t.name, description=t.description, parameters=t.parameters) for t in case.tools
+        ]
         if case.category in UNANSWERED:
             items.append(DatasetItem(id=case.id, question=case.question, tools=tools, expect_no_call=True))
             continue

@@ -37,8 +37,14 @@ def _model(config: object) -> str:
     return model_label(config.provider, config.model)  # type: ignore[attr-defined]
 
 
-def start(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, dataset_version: int | None = None,
-          repeat: int = 1) -> Experiment:
+def start(
+    service: FlowCall,
+    flow: Flow,
+    flow_ref: str,
+    dataset_name: str,
+    dataset_version: int | None = None,
+    repeat: int = 1,
+) -> Experiment:
     """Record an experiment of `flow` on a dataset version, with a queued run per item and repeat.
     Nothing is recorded when the flow cannot run here (a missing tool, an ungranted server)."""
     if repeat < 1:
@@ -47,20 +53,39 @@ def start(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, datas
     adopted = service.prepare(flow)
     flow = adopted.flow
     experiment_id = stored.create_experiment(
-        service.store, flow_ref=flow_ref[:500], flow_name=flow.name, flow_version=adopted.version,
-        flow_version_id=adopted.version_id, dataset_name=dataset.name, dataset_version=dataset.version,
-        dataset_version_id=dataset.version_id, model=_model(flow.decision),
-        polish_model=_model(flow.polish) if flow.polish else None, calling_way=flow.decision.calling_way,
-        repeat=repeat)
-    places = [(position, attempt, item) for attempt in range(repeat) for position, item in enumerate(dataset.items)]
+        service.store,
+        flow_ref=flow_ref[:500],
+        flow_name=flow.name,
+        flow_version=adopted.version,
+        flow_version_id=adopted.version_id,
+        dataset_name=dataset.name,
+        dataset_version=dataset.version,
+        dataset_version_id=dataset.version_id,
+        model=_model(flow.decision),
+        polish_model=_model(flow.polish) if flow.polish else None,
+        calling_way=flow.decision.calling_way,
+        repeat=repeat,
+    )
+    places = [
+        (position, attempt, item) for attempt in range(repeat) for position, item in enumerate(dataset.items)
+    ]
     runs = service.submit_many(adopted, [item.question for _, _, item in places])
-    stored.add_items(service.store, experiment_id, [(position, attempt, item.key(), run.id)
-                                                    for (position, attempt, item), run in zip(places, runs)])
+    stored.add_items(
+        service.store,
+        experiment_id,
+        [(position, attempt, item.key(), run.id) for (position, attempt, item), run in zip(places, runs)],
+    )
     return stored.get_experiment(service.store, experiment_id)
 
 
-def submit(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str, dataset_version: int | None = None,
-           repeat: int = 1) -> Experiment:
+def submit(
+    service: FlowCall,
+    flow: Flow,
+    flow_ref: str,
+    dataset_name: str,
+    dataset_version: int | None = None,
+    repeat: int = 1,
+) -> Experiment:
     """Start an experiment whose runs the workers execute: each run is handed to the broker by
     its id. When the broker does not take them, the runs are cancelled and the experiment
     fails, saying why (ConfigError)."""
@@ -84,7 +109,9 @@ def item_of(service: FlowCall, run_id: str) -> tuple[stored.ItemRef, DatasetItem
     return ref, stored_datasets.dataset_item(service.store, ref.dataset_version_id, ref.position)
 
 
-def score_run(service: FlowCall, run: Run, found: tuple[stored.ItemRef, DatasetItem] | None) -> ItemResult | None:
+def score_run(
+    service: FlowCall, run: Run, found: tuple[stored.ItemRef, DatasetItem] | None
+) -> ItemResult | None:
     """Score a run that ended or paused, if it belongs to an experiment (`found`: its item, from
     item_of), and finish the experiment when every item is scored (one of several workers
     finishing at once does it). Scoring again gives the same verdicts: a task delivered twice
@@ -108,8 +135,10 @@ def execute_run(service: FlowCall, run_id: str) -> ItemResult:
     if run.status == RunStatus.QUEUED:
         run = service.execute(run_id, tools=[tool.spec() for tool in item.tools] if item.tools else None)
     elif run.status in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
-        raise ConfigError(f"run {run.id} of experiment {ref.experiment_id} is {run.status} (started elsewhere); "
-                          f"see `flowcall runs show {run.id[:8]}`")
+        raise ConfigError(
+            f"run {run.id} of experiment {ref.experiment_id} is {run.status} (started elsewhere); "
+            f"see `flowcall runs show {run.id[:8]}`"
+        )
     return record(service, ref, item, run)
 
 
@@ -117,26 +146,47 @@ def record(service: FlowCall, ref: stored.ItemRef, item: DatasetItem, run: Run) 
     """Score a finished run against its item and keep the verdicts."""
     seen = observe(run, decision_only=bool(item.tools))
     verdicts = score(item, seen)
-    result = ItemResult(position=ref.position, attempt=ref.attempt, item_key=ref.item_key, run_id=run.id,
-                        status=str(run.status), passed=passed(verdicts), verdicts=verdicts,
-                        latency_ms=seen.latency_s * 1000 if seen.latency_s is not None else None,
-                        tokens_in=run.tokens_in, tokens_out=run.tokens_out, outcome=run.outcome,
-                        **dict(zip(("traced", "answer_values"), traced_share(run.provenance) if run.provenance else
-                                   (None, None))))
+    result = ItemResult(
+        position=ref.position,
+        attempt=ref.attempt,
+        item_key=ref.item_key,
+        run_id=run.id,
+        status=str(run.status),
+        passed=passed(verdicts),
+        verdicts=verdicts,
+        latency_ms=seen.latency_s * 1000 if seen.latency_s is not None else None,
+        tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out,
+        outcome=run.outcome,
+        **dict(
+            zip(("traced", "answer_values"), traced_share(run.provenance) if run.provenance else (None, None))
+        ),
+    )
     stored.save_result(service.store, ref.experiment_id, result)
     return result
 
 
-def finish(service: FlowCall, experiment_id: int, status: ExperimentStatus, error: str | None = None) -> Experiment:
+def finish(
+    service: FlowCall, experiment_id: int, status: ExperimentStatus, error: str | None = None
+) -> Experiment:
     """End an experiment: its summary from the items scored so far."""
     experiment = stored.get_experiment(service.store, experiment_id)
     stored.finish_experiment(service.store, experiment_id, status, summarize(experiment.items), error)
     return stored.get_experiment(service.store, experiment_id)
 
 
-def run_experiment(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: str,
-                   dataset_version: int | None = None, *, repeat: int = 1, on_start: Callable[[Experiment], None]
-                   | None = None, on_item: OnItem | None = None, on_begin: OnBegin | None = None) -> Experiment:
+def run_experiment(
+    service: FlowCall,
+    flow: Flow,
+    flow_ref: str,
+    dataset_name: str,
+    dataset_version: int | None = None,
+    *,
+    repeat: int = 1,
+    on_start: Callable[[Experiment], None] | None = None,
+    on_item: OnItem | None = None,
+    on_begin: OnBegin | None = None,
+) -> Experiment:
     """Start an experiment and execute its runs here, one after the other (on_begin hears of
     each run as it begins, on_item as it is scored). When it stops on an error or a person's
     Ctrl-C, the runs not started are cancelled and the experiment says why; the items scored
@@ -147,8 +197,14 @@ def run_experiment(service: FlowCall, flow: Flow, flow_ref: str, dataset_name: s
     return _run_pending(service, experiment.id, execute_run, on_item, on_begin)
 
 
-def resume_experiment(service: FlowCall, experiment_id: int | str, *, on_start: Callable[[Experiment], None]
-                      | None = None, on_item: OnItem | None = None, on_begin: OnBegin | None = None) -> Experiment:
+def resume_experiment(
+    service: FlowCall,
+    experiment_id: int | str,
+    *,
+    on_start: Callable[[Experiment], None] | None = None,
+    on_item: OnItem | None = None,
+    on_begin: OnBegin | None = None,
+) -> Experiment:
     """Go on with an experiment whose process stopped (killed, the machine restarted): it still
     says running, with items unscored. Each unscored item's run is taken as it is: a queued one
     is executed; an interrupted one is resumed from its last committed step (a flow's tools never
@@ -157,13 +213,20 @@ def resume_experiment(service: FlowCall, experiment_id: int | str, *, on_start: 
     as it is; one that still runs elsewhere is refused."""
     experiment = stored.get_experiment(service.store, experiment_id)
     if experiment.status != ExperimentStatus.RUNNING:
-        raise ConfigError(f"experiment {experiment.id} is {experiment.status.value}; only one that still says "
-                          "running (its process stopped) is resumed; start another with `flowcall experiments run`")
-    live = [run_id for run_id in stored.pending_runs(service.store, experiment.id)
-            if service.store.get_run(run_id).status == RunStatus.RUNNING]
+        raise ConfigError(
+            f"experiment {experiment.id} is {experiment.status.value}; only one that still says "
+            "running (its process stopped) is resumed; start another with `flowcall experiments run`"
+        )
+    live = [
+        run_id
+        for run_id in stored.pending_runs(service.store, experiment.id)
+        if service.store.get_run(run_id).status == RunStatus.RUNNING
+    ]
     if live:
-        raise ConfigError(f"experiment {experiment.id} is still running: run {live[0][:8]} is being executed by a "
-                          "live process (its own `experiments run`, or a worker); wait for it, or stop that process")
+        raise ConfigError(
+            f"experiment {experiment.id} is still running: run {live[0][:8]} is being executed by a "
+            "live process (its own `experiments run`, or a worker); wait for it, or stop that process"
+        )
     if on_start:
         on_start(experiment)
     return _run_pending(service, experiment.id, _go_on, on_item, on_begin)
@@ -175,10 +238,16 @@ def cancel_experiment(service: FlowCall, experiment_id: int | str, *, by: str) -
     stops at its next step), and the experiment ends cancelled with the items scored so far."""
     experiment = stored.get_experiment(service.store, experiment_id)
     if experiment.status != ExperimentStatus.RUNNING:
-        raise ConfigError(f"experiment {experiment.id} is {experiment.status.value}; there is nothing to cancel")
+        raise ConfigError(
+            f"experiment {experiment.id} is {experiment.status.value}; there is nothing to cancel"
+        )
     for run_id in stored.pending_runs(service.store, experiment.id):
-        if service.store.get_run(run_id).status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED,
-                                                    RunStatus.WAITING_APPROVAL):
+        if service.store.get_run(run_id).status in (
+            RunStatus.QUEUED,
+            RunStatus.RUNNING,
+            RunStatus.INTERRUPTED,
+            RunStatus.WAITING_APPROVAL,
+        ):
             try:
                 service.cancel(run_id, by=by)
             except ConfigError:
@@ -195,16 +264,25 @@ def _go_on(service: FlowCall, run_id: str) -> ItemResult:
     if not item.tools:
         return record(service, ref, item, service.resume(run_id, approver=None))
     new_run_id = str(uuid.uuid4())
-    reason = (f"interrupted: its process stopped before the run ended; experiment "
-              f"{ref.experiment_id} asks again in run {new_run_id}")
+    reason = (
+        f"interrupted: its process stopped before the run ended; experiment "
+        f"{ref.experiment_id} asks again in run {new_run_id}"
+    )
     if not stored.retry_interrupted(service.store, ref.experiment_id, run, new_run_id, reason):
-        raise ConfigError(f"run {run.id} of experiment {ref.experiment_id} changed while it was being resumed "
-                          f"(another process took it); see `flowcall runs show {run.id[:8]}`")
+        raise ConfigError(
+            f"run {run.id} of experiment {ref.experiment_id} changed while it was being resumed "
+            f"(another process took it); see `flowcall runs show {run.id[:8]}`"
+        )
     return execute_run(service, new_run_id)
 
 
-def _run_pending(service: FlowCall, experiment_id: int, go: Callable[[FlowCall, str], ItemResult],
-                 on_item: OnItem | None, on_begin: OnBegin | None = None) -> Experiment:
+def _run_pending(
+    service: FlowCall,
+    experiment_id: int,
+    go: Callable[[FlowCall, str], ItemResult],
+    on_item: OnItem | None,
+    on_begin: OnBegin | None = None,
+) -> Experiment:
     try:
         for run_id in stored.pending_runs(service.store, experiment_id):
             if on_begin:
@@ -216,7 +294,9 @@ def _run_pending(service: FlowCall, experiment_id: int, go: Callable[[FlowCall, 
         stopped = isinstance(exc, KeyboardInterrupt)
         why = "stopped with Ctrl-C" if stopped else f"{type(exc).__name__}: {exc}"
         stored.cancel_queued(service.store, experiment_id, f"experiment {experiment_id} stopped: {why}")
-        finish(service, experiment_id, ExperimentStatus.CANCELLED if stopped else ExperimentStatus.FAILED, why)
+        finish(
+            service, experiment_id, ExperimentStatus.CANCELLED if stopped else ExperimentStatus.FAILED, why
+        )
         raise
     if stored.get_experiment(service.store, experiment_id).status != ExperimentStatus.RUNNING:
         return stored.get_experiment(service.store, experiment_id)  # a person cancelled it meanwhile

@@ -53,7 +53,9 @@ class CategorySummary:
 
 def _schema_valid(case: BfclCase, name: str, arguments: dict | None) -> bool:
     tool = next((t for t in case.tools if t.name == name), None)
-    return tool is not None and arguments is not None and schemas.validator(tool.parameters).is_valid(arguments)
+    return (
+        tool is not None and arguments is not None and schemas.validator(tool.parameters).is_valid(arguments)
+    )
 
 
 def evaluate_case(engine: Engine, flow: Flow, case: BfclCase) -> CaseOutcome:
@@ -64,20 +66,32 @@ def evaluate_case(engine: Engine, flow: Flow, case: BfclCase) -> CaseOutcome:
     timings = [(s.response or {}).get("timings") for s in model_steps]
     timed = [t for t in timings if t]
     return CaseOutcome(
-        id=case.id, category=case.category, valid=bool(judged and judged.valid),
+        id=case.id,
+        category=case.category,
+        valid=bool(judged and judged.valid),
         error_type=(judged.error_type if judged else "run_failed"),
-        calls=[{"name": c.name, "arguments": c.arguments} for c in calls], calls_produced=len(calls),
+        calls=[{"name": c.name, "arguments": c.arguments} for c in calls],
+        calls_produced=len(calls),
         calls_schema_valid=sum(_schema_valid(case, c.name, c.arguments) for c in calls),
-        latency_ms=sum(s.latency_ms for s in model_steps), tokens_in=sum(s.tokens_in for s in model_steps),
-        tokens_out=sum(s.tokens_out for s in model_steps), run_id=run.id, error=run.error,
+        latency_ms=sum(s.latency_ms for s in model_steps),
+        tokens_in=sum(s.tokens_in for s in model_steps),
+        tokens_out=sum(s.tokens_out for s in model_steps),
+        run_id=run.id,
+        error=run.error,
         prompt_eval_ms=sum(t["prompt_eval_ms"] for t in timed) if timed else None,
         generation_ms=sum(t["generation_ms"] for t in timed) if timed else None,
         model_calls=len(model_steps),
     )
 
 
-def evaluate(cases: list[BfclCase], decision: DecisionConfig, provider_for: ProviderFactory, sink: StepSink,
-             *, on_case: Callable[[CaseOutcome], None] | None = None) -> list[CaseOutcome]:
+def evaluate(
+    cases: list[BfclCase],
+    decision: DecisionConfig,
+    provider_for: ProviderFactory,
+    sink: StepSink,
+    *,
+    on_case: Callable[[CaseOutcome], None] | None = None,
+) -> list[CaseOutcome]:
     engine = Engine(ToolRegistry(), provider_for, sink)
     outcomes = []
     for case in cases:
@@ -100,16 +114,21 @@ def summarize(outcomes: list[CaseOutcome]) -> list[CategorySummary]:
         for o in mine:
             if not o.valid and o.error_type:
                 errors[o.error_type] = errors.get(o.error_type, 0) + 1
-        summaries.append(CategorySummary(
-            category=category, cases=len(mine), accuracy=sum(o.valid for o in mine) / len(mine),
-            schema_valid_share=(sum(o.calls_schema_valid for o in mine) / produced) if produced else None,
-            median_latency_ms=statistics.median(o.latency_ms for o in mine),
-            median_tokens_in=statistics.median(o.tokens_in for o in mine),
-            median_tokens_out=statistics.median(o.tokens_out for o in mine),
-            errors=dict(sorted(errors.items(), key=lambda kv: -kv[1])),
-            median_model_calls=statistics.median(o.model_calls for o in mine),
-            prompt_eval_share=_share(mine, "prompt_eval_ms"), generation_share=_share(mine, "generation_ms"),
-        ))
+        summaries.append(
+            CategorySummary(
+                category=category,
+                cases=len(mine),
+                accuracy=sum(o.valid for o in mine) / len(mine),
+                schema_valid_share=(sum(o.calls_schema_valid for o in mine) / produced) if produced else None,
+                median_latency_ms=statistics.median(o.latency_ms for o in mine),
+                median_tokens_in=statistics.median(o.tokens_in for o in mine),
+                median_tokens_out=statistics.median(o.tokens_out for o in mine),
+                errors=dict(sorted(errors.items(), key=lambda kv: -kv[1])),
+                median_model_calls=statistics.median(o.model_calls for o in mine),
+                prompt_eval_share=_share(mine, "prompt_eval_ms"),
+                generation_share=_share(mine, "generation_ms"),
+            )
+        )
     return summaries
 
 

@@ -51,19 +51,34 @@ def observe(run: Run, *, decision_only: bool = False) -> Observed:
         # the engine refused (a doc value, an invalid call) and, written call by call, each
         # step the list so far; counting those would pass a run on calls it never settled on
         decision = run.final_answer if isinstance(run.final_answer, dict) else {}
-        calls = [(c.get("name", ""), c.get("arguments")) for c in decision.get("tool_calls") or [] if isinstance(c, dict)]
+        calls = [
+            (c.get("name", ""), c.get("arguments"))
+            for c in decision.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
         answer = decision.get("answer")
     else:
         calls = [(s.name or "", s.arguments) for s in run.steps if s.kind == StepKind.TOOL_CALL]
         answer = run.final_answer
     latency = (run.ended_at - run.started_at).total_seconds() if run.ended_at else None
-    return Observed(status=str(run.status), error=run.error, calls=calls, answer=answer, latency_s=latency,
-                    outcome=run.outcome, provenance=run.provenance)
+    return Observed(
+        status=str(run.status),
+        error=run.error,
+        calls=calls,
+        answer=answer,
+        latency_s=latency,
+        outcome=run.outcome,
+        provenance=run.provenance,
+    )
 
 
 def _show(value: Any, *, as_json: bool = False) -> str:
     """A value quoted in a reason; as JSON (a string in quotes) where "1" and 1 must differ."""
-    text = value if isinstance(value, str) and not as_json else json.dumps(value, ensure_ascii=False, default=str)
+    text = (
+        value
+        if isinstance(value, str) and not as_json
+        else json.dumps(value, ensure_ascii=False, default=str)
+    )
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
@@ -146,17 +161,31 @@ def calls_verdict(expected: list[ExpectedCall], calls: Sequence[Call], ordered: 
             while position < len(calls) and call_mismatch(want, calls[position]) is not None:
                 position += 1
             if position == len(calls):
-                return Verdict(expectation="expect_calls", passed=False,
-                               reason=f"expected call {index + 1} in order: {_closest(want, calls[:])}")
+                return Verdict(
+                    expectation="expect_calls",
+                    passed=False,
+                    reason=f"expected call {index + 1} in order: {_closest(want, calls[:])}",
+                )
             position += 1
-        return Verdict(expectation="expect_calls", passed=True, reason=f"{len(expected)} call(s) made in order")
+        return Verdict(
+            expectation="expect_calls", passed=True, reason=f"{len(expected)} call(s) made in order"
+        )
     fits = [[call_mismatch(want, call) is None for call in calls] for want in expected]
     if matching(len(expected), len(calls), lambda row, column: fits[row][column]) is not None:
-        return Verdict(expectation="expect_calls", passed=True, reason=f"{len(expected)} expected call(s) made")
-    missing = next(i for i, want in enumerate(expected)
-                   if matching(i + 1, len(calls), lambda row, column: fits[row][column]) is None)
+        return Verdict(
+            expectation="expect_calls", passed=True, reason=f"{len(expected)} expected call(s) made"
+        )
+    missing = next(
+        i
+        for i, want in enumerate(expected)
+        if matching(i + 1, len(calls), lambda row, column: fits[row][column]) is None
+    )
     want = expected[missing]
-    why = _closest(want, calls) if not any(fits[missing]) else "the calls that fit it are taken by other expected calls"
+    why = (
+        _closest(want, calls)
+        if not any(fits[missing])
+        else "the calls that fit it are taken by other expected calls"
+    )
     return Verdict(expectation="expect_calls", passed=False, reason=f"expected call {missing + 1}: {why}")
 
 
@@ -178,14 +207,21 @@ def equals_verdict(expected: Any, answer: Any) -> Verdict:
     """The answer equals `expected`: as a value, as the value of its JSON text, or, for an
     expected string, as text with the whitespace around it left out."""
     text = answer_text(answer)
-    passed = (same_value(expected, answer) or same_value(expected, answer_value(answer))
-              or (isinstance(expected, str) and text.strip() == expected.strip()))
+    passed = (
+        same_value(expected, answer)
+        or same_value(expected, answer_value(answer))
+        or (isinstance(expected, str) and text.strip() == expected.strip())
+    )
     reason = "the answer equals it" if passed else f"the answer is {_show(text)}, not {_show(expected)}"
     return Verdict(expectation="answer_equals", passed=passed, reason=reason)
 
 
 def _answer_verdicts(item: DatasetItem, seen: Observed) -> list[Verdict]:
-    wanted = [name for name in ("answer_schema", "answer_contains", "answer_regex") if getattr(item, name) is not None]
+    wanted = [
+        name
+        for name in ("answer_schema", "answer_contains", "answer_regex")
+        if getattr(item, name) is not None
+    ]
     wanted += ["answer_equals"] if item.answer_equals is not None else []
     if seen.answer is None:
         why = f"no answer: the run {seen.status}" + (f" ({_show(seen.error)})" if seen.error else "")
@@ -193,19 +229,34 @@ def _answer_verdicts(item: DatasetItem, seen: Observed) -> list[Verdict]:
     verdicts, text = [], answer_text(seen.answer)
     if item.answer_schema is not None:
         errors = schema_errors(item.answer_schema, answer_value(seen.answer))
-        verdicts.append(Verdict(expectation="answer_schema", passed=not errors,
-                                reason="; ".join(errors) if errors else "the answer is valid against the schema"))
+        verdicts.append(
+            Verdict(
+                expectation="answer_schema",
+                passed=not errors,
+                reason="; ".join(errors) if errors else "the answer is valid against the schema",
+            )
+        )
     if item.answer_contains is not None:
         found = item.answer_contains in text
-        verdicts.append(Verdict(expectation="answer_contains", passed=found,
-                                reason=f"{'found' if found else 'not found'}: {_show(item.answer_contains)}"))
+        verdicts.append(
+            Verdict(
+                expectation="answer_contains",
+                passed=found,
+                reason=f"{'found' if found else 'not found'}: {_show(item.answer_contains)}",
+            )
+        )
     if item.answer_regex is not None:
         try:
             found, why = search(item.answer_regex, text), ""
         except RegexTimeout as exc:
             found, why = False, str(exc)
-        verdicts.append(Verdict(expectation="answer_regex", passed=found, reason=why or (
-            f"{'matches' if found else 'does not match'} {_show(item.answer_regex)}")))
+        verdicts.append(
+            Verdict(
+                expectation="answer_regex",
+                passed=found,
+                reason=why or (f"{'matches' if found else 'does not match'} {_show(item.answer_regex)}"),
+            )
+        )
     if item.answer_equals is not None:
         verdicts.append(equals_verdict(item.answer_equals, seen.answer))
     return verdicts
@@ -215,40 +266,62 @@ def grounded_verdict(seen: Observed) -> Verdict:
     """Tool results back the answer: it was not answered without tools, and every value of it
     is traced to a tool result or the question."""
     if seen.outcome == ANSWERED_WITHOUT_TOOLS:
-        return Verdict(expectation="grounded", passed=False, reason="answered without tools: no tool result backs it")
+        return Verdict(
+            expectation="grounded", passed=False, reason="answered without tools: no tool result backs it"
+        )
     traced, values = traced_share(seen.provenance)
     if not values:
         why = "no answer" if seen.answer is None else "no value in the answer to trace"
         return Verdict(expectation="grounded", passed=seen.answer is not None, reason=why)
     untraced = [e.get("path") or _show(e.get("value")) for e in seen.provenance or [] if unbacked_value(e)]
-    return Verdict(expectation="grounded", passed=traced == values,
-                   reason=f"{traced} of {values} values traced" + (f"; from the model: {', '.join(untraced[:5])}"
-                                                                   if untraced else ""))
+    return Verdict(
+        expectation="grounded",
+        passed=traced == values,
+        reason=f"{traced} of {values} values traced"
+        + (f"; from the model: {', '.join(untraced[:5])}" if untraced else ""),
+    )
 
 
 def score(item: DatasetItem, seen: Observed) -> list[Verdict]:
     """A verdict for `succeeded` and for each expectation of `item`, in the item's field order."""
     ok = seen.status == str(RunStatus.SUCCEEDED)
-    verdicts = [Verdict(expectation=SUCCEEDED, passed=ok,
-                        reason="the run succeeded" if ok else f"the run {seen.status}"
-                        + (f": {_show(seen.error)}" if seen.error else ""))]
+    verdicts = [
+        Verdict(
+            expectation=SUCCEEDED,
+            passed=ok,
+            reason="the run succeeded"
+            if ok
+            else f"the run {seen.status}" + (f": {_show(seen.error)}" if seen.error else ""),
+        )
+    ]
     if item.expect_calls:
         verdicts.append(calls_verdict(item.expect_calls, seen.calls, item.ordered))
     if item.expect_no_call:
         made = ", ".join(_call_text(c) for c in seen.calls[:3])
         # a run that failed before deciding made no call, but it did not keep quiet either: a crash
         # must not count as a right "no tool fits" in the per-expectation rates
-        verdicts.append(Verdict(expectation="expect_no_call", passed=ok and not seen.calls,
-                                reason=f"called {made}" if seen.calls else "no call was made" if ok
-                                else f"no call was made, but the run {seen.status}: it never decided"))
+        verdicts.append(
+            Verdict(
+                expectation="expect_no_call",
+                passed=ok and not seen.calls,
+                reason=f"called {made}"
+                if seen.calls
+                else "no call was made"
+                if ok
+                else f"no call was made, but the run {seen.status}: it never decided",
+            )
+        )
     verdicts += _answer_verdicts(item, seen)
     if item.grounded:
         verdicts.append(grounded_verdict(seen))
     if item.max_latency_s is not None:
         fast = seen.latency_s is not None and seen.latency_s <= item.max_latency_s
         took = f"took {seen.latency_s:.2f} s" if seen.latency_s is not None else "never ended"
-        verdicts.append(Verdict(expectation="max_latency_s", passed=fast,
-                                reason=f"{took}; at most {item.max_latency_s:g} s"))
+        verdicts.append(
+            Verdict(
+                expectation="max_latency_s", passed=fast, reason=f"{took}; at most {item.max_latency_s:g} s"
+            )
+        )
     return verdicts
 
 

@@ -59,7 +59,8 @@ def provider_for(config: ModelConfig) -> Provider:
             )
         return SchemaDrivenProvider(SCHEMA_MODEL)
     raise ConfigError(
-        f"provider '{config.provider}' cannot be built from a flow file; use one of {', '.join(PROVIDER_NAMES)}"
+        f"provider '{config.provider}' cannot be built from "
+        f"a flow file; use one of {', '.join(PROVIDER_NAMES)}"
     )
 
 

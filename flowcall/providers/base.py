@@ -60,7 +60,9 @@ def redact(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 # query parameters that carry a credential (…?key=…, ?access_token=…, ?sig=…)
-_SECRET_PARAM = re.compile(r"(key|token|secret|passw|pwd|auth|sig|signature|credential|session)", re.IGNORECASE)
+_SECRET_PARAM = re.compile(
+    r"(key|token|secret|passw|pwd|auth|sig|signature|credential|session)", re.IGNORECASE
+)
 _USERINFO = re.compile(r"(?<=://)[^/?#\s@]*@")
 
 

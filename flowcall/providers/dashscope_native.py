@@ -120,12 +120,17 @@ def error_from_response(data: dict[str, Any], *, model: str) -> ProviderError:
     if status == 429 or code.startswith("Throttling"):
         return ProviderError(
             f"DashScope rate limit for model '{model}' ({code}): {text}",
-            code=ErrorCode.RATE_LIMITED, transient=True, status=status, request_id=request_id,
+            code=ErrorCode.RATE_LIMITED,
+            transient=True,
+            status=status,
+            request_id=request_id,
         )
     if status >= 500:
         return ProviderError(
             f"DashScope server error (HTTP {status}, {code}): {text}",
-            transient=True, status=status, request_id=request_id,
+            transient=True,
+            status=status,
+            request_id=request_id,
         )
     if status in (401, 403) or code == "InvalidApiKey":
         hint = "Check DASHSCOPE_API_KEY and that it belongs to this region's endpoint."
@@ -133,7 +138,8 @@ def error_from_response(data: dict[str, Any], *, model: str) -> ProviderError:
         hint = f"Check the model name '{model}' and the request parameters."
     return ProviderError(
         f"DashScope rejected the request (HTTP {status}, {code}): {text}. {hint}",
-        status=status, request_id=request_id,
+        status=status,
+        request_id=request_id,
     )
 
 
@@ -186,7 +192,8 @@ class DashScopeProvider:
                 response = self._call(**wire, **extra)
             except (requests.exceptions.RequestException, TimeoutException) as exc:
                 raise ProviderError(
-                    f"could not reach DashScope at {recorded['base_url']} ({redact_text(str(exc))})", transient=True
+                    f"could not reach DashScope at {recorded['base_url']} ({redact_text(str(exc))})",
+                    transient=True,
                 ) from exc
             except DashScopeException as exc:
                 message = f"the DashScope SDK refused the call: {type(exc).__name__}: {redact_text(str(exc))}"

@@ -34,23 +34,27 @@ class GreedyGrammar:
 
         self._lib = llama_cpp
         self._sampler = llama_cpp.llama_sampler_init_grammar(
-            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar built from the JSON schema")
         self._seen: int | None = None  # tokens of the prompt and the answer the grammar has taken
         self._one = llama_cpp.llama_token_data()
         self._one_array = llama_cpp.llama_token_data_array(
-            data=ctypes.pointer(self._one), size=1, selected=-1, sorted=False)
+            data=ctypes.pointer(self._one), size=1, selected=-1, sorted=False
+        )
         n_vocab = llm.n_vocab()
         self._all = (llama_cpp.llama_token_data * n_vocab)()
         self._all_view = np.ctypeslib.as_array(self._all)
         self._all_view["id"] = np.arange(n_vocab, dtype=np.int32)
         self._all_array = llama_cpp.llama_token_data_array(
-            data=ctypes.cast(self._all, llama_cpp.llama_token_data_p), size=n_vocab, selected=-1, sorted=False)
+            data=ctypes.cast(self._all, llama_cpp.llama_token_data_p), size=n_vocab, selected=-1, sorted=False
+        )
         self._few = (llama_cpp.llama_token_data * FEW)()
         self._few_view = np.ctypeslib.as_array(self._few)
         self._few_array = llama_cpp.llama_token_data_array(
-            data=ctypes.cast(self._few, llama_cpp.llama_token_data_p), size=FEW, selected=-1, sorted=False)
+            data=ctypes.cast(self._few, llama_cpp.llama_token_data_p), size=FEW, selected=-1, sorted=False
+        )
         self.checks = {"best": 0, "few": 0, "all": 0}  # which test decided each token (for the benchmark)
 
     def _take(self, input_ids: np.ndarray) -> None:
@@ -58,7 +62,7 @@ class GreedyGrammar:
         if self._seen is None:
             self._seen = len(input_ids)  # the first call sees the prompt only
             return
-        for token in input_ids[self._seen:]:
+        for token in input_ids[self._seen :]:
             self._lib.llama_sampler_accept(self._sampler, int(token))
         self._seen = len(input_ids)
 

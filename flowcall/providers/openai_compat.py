@@ -38,8 +38,12 @@ def default_timeout_s() -> float:
     except ValueError:
         seconds = 0.0
     if not 0 < seconds <= 3600:
-        raise ConfigError(f"FLOWCALL_PROVIDER_TIMEOUT_S must be a number of seconds between 0 and 3600, not {value!r}")
+        raise ConfigError(
+            f"FLOWCALL_PROVIDER_TIMEOUT_S must be a number of seconds between 0 and 3600, not {value!r}"
+        )
     return seconds
+
+
 NO_KEY = "not-needed"  # local servers ignore the key, but the SDK insists on one
 
 FULL_CAPABILITIES = Capabilities(
@@ -77,7 +81,7 @@ def message_to_wire(message: Message, tool_name: bool = False) -> dict[str, Any]
 
 
 def tool_choice_to_wire(choice: str) -> str | dict[str, Any]:
-    """"auto"/"required"/"none" pass through; anything else names the one tool to call."""
+    """ "auto"/"required"/"none" pass through; anything else names the one tool to call."""
     if choice in ("auto", "required", "none"):
         return choice
     return {"type": "function", "function": {"name": choice}}
@@ -164,8 +168,9 @@ def parse_response(data: dict[str, Any]) -> ModelTurn:
     )
 
 
-def error_from_exception(exc: Exception, *, provider: str, model: str, base_url: str,
-                         no_key_reason: str | None = None) -> ProviderError:
+def error_from_exception(
+    exc: Exception, *, provider: str, model: str, base_url: str, no_key_reason: str | None = None
+) -> ProviderError:
     """Map an SDK exception to a ProviderError: 429, 5xx and network trouble are transient.
     `base_url` must already be redacted (redact_url): the message is stored and shown."""
     if isinstance(exc, openai.APIStatusError):
@@ -174,26 +179,37 @@ def error_from_exception(exc: Exception, *, provider: str, model: str, base_url:
         if status == 429 and exc.code == "insufficient_quota":  # out of credit: waiting won't help
             return ProviderError(
                 f"{provider} says the account is out of quota: {server_message}. Check billing for this key.",
-                code=ErrorCode.RATE_LIMITED, status=status, request_id=exc.request_id,
+                code=ErrorCode.RATE_LIMITED,
+                status=status,
+                request_id=exc.request_id,
             )
         if status == 429:
             return ProviderError(
                 f"{provider} rate limit hit for model '{model}': {server_message}",
-                code=ErrorCode.RATE_LIMITED, transient=True, status=status, request_id=exc.request_id,
+                code=ErrorCode.RATE_LIMITED,
+                transient=True,
+                status=status,
+                request_id=exc.request_id,
             )
         if status >= 500:
             return ProviderError(
                 f"{provider} server error (HTTP {status}) at {base_url}: {server_message}",
-                transient=True, status=status, request_id=exc.request_id,
+                transient=True,
+                status=status,
+                request_id=exc.request_id,
             )
         return ProviderError(
             f"{provider} rejected the request (HTTP {status}): {server_message}. "
             + _hint(status, model, base_url, no_key_reason),
-            status=status, request_id=exc.request_id,
+            status=status,
+            request_id=exc.request_id,
         )
     if isinstance(exc, openai.APITimeoutError):
-        return ProviderError(f"{provider} did not answer in time at {base_url}; a slow server needs a longer "
-                             f"FLOWCALL_PROVIDER_TIMEOUT_S (now {default_timeout_s():g} s)", transient=True)
+        return ProviderError(
+            f"{provider} did not answer in time at {base_url}; a slow server needs a longer "
+            f"FLOWCALL_PROVIDER_TIMEOUT_S (now {default_timeout_s():g} s)",
+            transient=True,
+        )
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError(
             f"could not reach {provider} at {base_url} ({redact_text(str(exc.__cause__ or exc))}); "
@@ -228,13 +244,17 @@ def _completion_data(response: Any, provider: str, base_url: str) -> tuple[dict[
     otherwise that would read as an empty answer, and the run would "succeed" with nothing."""
     if not hasattr(response, "model_dump"):  # the SDK hands over the text of a non-JSON answer
         text = " ".join(str(response).split())[:200]
-        raise ProviderError(f"{provider} at {base_url} did not answer with a chat completion but with: {text!r}; "
-                            "is it an OpenAI-compatible server, and does the base URL end in /v1?")
+        raise ProviderError(
+            f"{provider} at {base_url} did not answer with a chat completion but with: {text!r}; "
+            "is it an OpenAI-compatible server, and does the base URL end in /v1?"
+        )
     data = response.model_dump(mode="json", exclude_unset=True)  # the fields the server sent
     if not data.get("choices"):
         text = json.dumps(data, ensure_ascii=False)[:200]
-        raise ProviderError(f"{provider} at {base_url} answered with no choices, not a chat completion: {text}",
-                            request_id=data.get("id") if isinstance(data.get("id"), str) else None)
+        raise ProviderError(
+            f"{provider} at {base_url} answered with no choices, not a chat completion: {text}",
+            request_id=data.get("id") if isinstance(data.get("id"), str) else None,
+        )
     return data, getattr(response, "_request_id", None)
 
 
@@ -293,7 +313,10 @@ class OpenAICompatibleProvider:
                 response = self.client.chat.completions.create(**wire)
             except openai.OpenAIError as exc:
                 raise error_from_exception(
-                    exc, provider=self.name, model=self.model, base_url=self.base_url,
+                    exc,
+                    provider=self.name,
+                    model=self.model,
+                    base_url=self.base_url,
                     no_key_reason=self.no_key_reason,
                 ) from exc
             except ValueError as exc:  # json.JSONDecodeError: a 200 whose JSON body is broken
@@ -331,7 +354,10 @@ def openai_provider(model: str, *, timeout_s: float | None = None) -> OpenAIComp
             "or pick another provider (the embedded local model needs no key)."
         )
     return OpenAICompatibleProvider(
-        model, base_url=os.environ.get("OPENAI_BASE_URL") or None, api_key=key, name="openai",
+        model,
+        base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        api_key=key,
+        name="openai",
         timeout_s=timeout_s,
     )
 
@@ -357,7 +383,10 @@ def dashscope_compatible_provider(model: str, *, timeout_s: float | None = None)
 
 
 def compatible_provider(
-    model: str, base_url: str | None = None, *, capabilities: Capabilities | None = None,
+    model: str,
+    base_url: str | None = None,
+    *,
+    capabilities: Capabilities | None = None,
     timeout_s: float | None = None,
 ) -> OpenAICompatibleProvider:
     """A local or self-hosted server (Ollama, LM Studio, vLLM, llama.cpp) at `base_url` (a
@@ -380,10 +409,12 @@ def compatible_provider(
     else:
         api_key = NO_KEY
         if key:
-            no_key_reason = ("OPENAI_COMPATIBLE_API_KEY is sent only to OPENAI_COMPATIBLE_BASE_URL "
-                             f"({redact_url(configured) or 'not set'}), and this flow's base_url "
-                             f"{redact_url(base_url)} is another server; export OPENAI_COMPATIBLE_BASE_URL="
-                             "<this server's URL> if the key is meant for it")
+            no_key_reason = (
+                "OPENAI_COMPATIBLE_API_KEY is sent only to OPENAI_COMPATIBLE_BASE_URL "
+                f"({redact_url(configured) or 'not set'}), and this flow's base_url "
+                f"{redact_url(base_url)} is another server; export OPENAI_COMPATIBLE_BASE_URL="
+                "<this server's URL> if the key is meant for it"
+            )
     return OpenAICompatibleProvider(
         model,
         base_url=base_url,

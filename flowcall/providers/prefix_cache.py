@@ -32,7 +32,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     time first: this runs against every kept state on every call)."""
     n = min(len(a), len(b))
     i = 0
-    while i + CHUNK <= n and a[i:i + CHUNK] == b[i:i + CHUNK]:
+    while i + CHUNK <= n and a[i : i + CHUNK] == b[i : i + CHUNK]:
         i += CHUNK
     while i < n and a[i] == b[i]:
         i += 1
@@ -93,16 +93,28 @@ class DiskStates:
                     blob = fh.read()
             except (OSError, ValueError):
                 continue  # absent, or unreadable: read the prompt instead
-            if (header.get("tokens") != tokens[:end] or header.get("size") != len(blob)
-                    or header.get("sha256") != hashlib.sha256(blob).hexdigest()):
+            if (
+                header.get("tokens") != tokens[:end]
+                or header.get("size") != len(blob)
+                or header.get("sha256") != hashlib.sha256(blob).hexdigest()
+            ):
                 path.unlink(missing_ok=True)  # damaged or not ours: never fed to llama.cpp
                 continue
             os.utime(path)  # recently used: evicted last
             ids = np.zeros(llm.n_ctx(), dtype=np.intc)
             ids[:end] = tokens[:end]
             self.hits += 1
-            return _slim(llm, LlamaState(input_ids=ids, scores=None, n_tokens=end, llama_state=blob,
-                                         llama_state_size=len(blob), seed=header.get("seed", 42)))
+            return _slim(
+                llm,
+                LlamaState(
+                    input_ids=ids,
+                    scores=None,
+                    n_tokens=end,
+                    llama_state=blob,
+                    llama_state_size=len(blob),
+                    seed=header.get("seed", 42),
+                ),
+            )
         return None
 
     def keep(self, tokens: list[int], chunk: int, state: Any) -> None:
@@ -112,7 +124,12 @@ class DiskStates:
         if path.exists():
             return
         blob = bytes(state.llama_state)
-        header = {"tokens": tokens, "size": len(blob), "sha256": hashlib.sha256(blob).hexdigest(), "seed": state.seed}
+        header = {
+            "tokens": tokens,
+            "size": len(blob),
+            "sha256": hashlib.sha256(blob).hexdigest(),
+            "seed": state.seed,
+        }
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}.part")

@@ -67,6 +67,8 @@ def with_profiles(factory: ProviderFactory, profile_of: ProfileLookup) -> Provid
         if profile is None:
             return provider
         tuning = getattr(provider, "tuning", None) or DecisionTuning()  # a remote model has none of its own
-        return ProfiledProvider(provider, measured(provider.capabilities, profile), measured_tuning(tuning, profile))
+        return ProfiledProvider(
+            provider, measured(provider.capabilities, profile), measured_tuning(tuning, profile)
+        )
 
     return build

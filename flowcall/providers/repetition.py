@@ -37,9 +37,11 @@ def find_loop(generated: Sequence[int]) -> Loop | None:
         needed = max(COPIES, -(-SPAN // block))
         if needed * block > n:
             continue
-        tail = generated[n - block:]
+        tail = generated[n - block :]
         copies = 1
-        while (copies + 1) * block <= n and list(generated[n - (copies + 1) * block: n - copies * block]) == list(tail):
+        while (copies + 1) * block <= n and list(
+            generated[n - (copies + 1) * block : n - copies * block]
+        ) == list(tail):
             copies += 1
         if copies >= needed:
             return Loop(start=n - copies * block, block=block, copies=copies)
@@ -60,11 +62,11 @@ class LoopStop:
     def __call__(self, ids: Sequence[int], _logits: object) -> bool:
         if self.loop is not None:
             return True
-        generated = [int(t) for t in ids[self.prompt_length:]]
+        generated = [int(t) for t in ids[self.prompt_length :]]
         loop = find_loop(generated)
         if loop is None:
             return False
-        repeated = self.detokenize(generated[loop.start: loop.start + 2 * loop.block])
+        repeated = self.detokenize(generated[loop.start : loop.start + 2 * loop.block])
         if repeated.strip() and repeated in self.prompt:
             return False  # the user's own text repeats here: copying it is no loop
         self.loop = loop

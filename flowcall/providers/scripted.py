@@ -52,7 +52,9 @@ def _turn(item: Any) -> ModelTurn:
                     parsed = None
                 calls.append(ToolCall(id=new_call_id(), name=name, arguments=parsed, raw_arguments=args))
             else:
-                calls.append(ToolCall(id=new_call_id(), name=name, arguments=args, raw_arguments=json.dumps(args)))
+                calls.append(
+                    ToolCall(id=new_call_id(), name=name, arguments=args, raw_arguments=json.dumps(args))
+                )
         return ModelTurn(tool_calls=calls, finish_reason="tool_calls")
     raise ConfigError(f"a scripted turn must be a ModelTurn, str or list of calls, got {type(item).__name__}")
 
@@ -60,8 +62,14 @@ def _turn(item: Any) -> ModelTurn:
 class ScriptedProvider:
     name = "scripted"
 
-    def __init__(self, script: list[ScriptItem], *, model: str = "scripted", capabilities: Capabilities = FULL,
-                 tuning: DecisionTuning | None = None):
+    def __init__(
+        self,
+        script: list[ScriptItem],
+        *,
+        model: str = "scripted",
+        capabilities: Capabilities = FULL,
+        tuning: DecisionTuning | None = None,
+    ):
         self.script = list(script)
         self.model = model
         self.capabilities = capabilities
@@ -93,8 +101,12 @@ class ScriptedProvider:
         return turn.model_copy(
             update={
                 "wire_request": request.model_dump(mode="json", exclude_none=True),
-                "wire_response": {"scripted": turn.model_dump(mode="json", include={"content", "tool_calls"})},
-                "usage": turn.usage if turn.usage.input_tokens else Usage(input_tokens=prompt_chars // 4, output_tokens=len(turn.content or "") // 4),
+                "wire_response": {
+                    "scripted": turn.model_dump(mode="json", include={"content", "tool_calls"})
+                },
+                "usage": turn.usage
+                if turn.usage.input_tokens
+                else Usage(input_tokens=prompt_chars // 4, output_tokens=len(turn.content or "") // 4),
             }
         )
 
@@ -122,11 +134,15 @@ class SchemaDrivenProvider:
         self.requests.append(request)
         turn = answer(request)
         prompt_chars = sum(len(m.content or "") for m in request.messages)
-        return turn.model_copy(update={
-            "wire_request": request.model_dump(mode="json", exclude_none=True),
-            "wire_response": {"schema_driven": turn.model_dump(mode="json", include={"content", "tool_calls"})},
-            "usage": Usage(input_tokens=prompt_chars // 4, output_tokens=len(turn.content or "") // 4),
-        })
+        return turn.model_copy(
+            update={
+                "wire_request": request.model_dump(mode="json", exclude_none=True),
+                "wire_response": {
+                    "schema_driven": turn.model_dump(mode="json", include={"content", "tool_calls"})
+                },
+                "usage": Usage(input_tokens=prompt_chars // 4, output_tokens=len(turn.content or "") // 4),
+            }
+        )
 
 
 def answer(request: ModelRequest) -> ModelTurn:
@@ -146,7 +162,11 @@ def tools_to_call(request: ModelRequest) -> list[ToolSpec]:
     if request.tool_choice == "none" or not request.tools:
         return []
     answered = {m.name for m in request.messages if m.role == "tool"}
-    offered = [t for t in request.tools if request.tool_choice in ("auto", "required") or t.name == request.tool_choice]
+    offered = [
+        t
+        for t in request.tools
+        if request.tool_choice in ("auto", "required") or t.name == request.tool_choice
+    ]
     return [t for t in offered if t.name not in answered]
 
 
@@ -155,10 +175,16 @@ def _call(request: ModelRequest, tool: ToolSpec) -> ToolCall:
     if not isinstance(arguments, dict):
         arguments = {}
     # the id, too, is a function of the request: the conversation so far and the tool
-    seen = json.dumps([m.model_dump(mode="json") for m in request.messages], sort_keys=True, ensure_ascii=False)
+    seen = json.dumps(
+        [m.model_dump(mode="json") for m in request.messages], sort_keys=True, ensure_ascii=False
+    )
     digest = hashlib.sha256(f"{seen}\n{tool.name}".encode()).hexdigest()[:16]
-    return ToolCall(id=f"call_{digest}", name=tool.name, arguments=arguments,
-                    raw_arguments=json.dumps(arguments, ensure_ascii=False))
+    return ToolCall(
+        id=f"call_{digest}",
+        name=tool.name,
+        arguments=arguments,
+        raw_arguments=json.dumps(arguments, ensure_ascii=False),
+    )
 
 
 def summary(messages: list[Message]) -> str:

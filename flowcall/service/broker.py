@@ -33,18 +33,24 @@ def require_broker(database_dialect: str) -> str:
     SQLite store, which workers in other processes and on other machines cannot share."""
     url = config.broker_url()
     if not url:
-        raise ConfigError("runs on workers (--queue, `flowcall worker`) need a broker: set FLOWCALL_BROKER_URL (e.g. redis://127.0.0.1:6379/0), "
-                          "use PostgreSQL (FLOWCALL_DATABASE_URL) and start workers with `flowcall worker`; "
-                          "without --queue the run goes on in this process")
+        raise ConfigError(
+            "runs on workers (--queue, `flowcall worker`) need a broker: set FLOWCALL_BROKER_URL (e.g. "
+            "redis://127.0.0.1:6379/0), use PostgreSQL (FLOWCALL_DATABASE_URL) and start workers with "
+            "`flowcall worker`; without --queue the run goes on in this process"
+        )
     if database_dialect != "postgresql":
-        raise ConfigError(f"FLOWCALL_BROKER_URL is set but the store is {database_dialect} "
-                          f"(FLOWCALL_DATABASE_URL={config.database_url()}): workers share runs through the "
-                          "database, so it must be PostgreSQL. Set FLOWCALL_DATABASE_URL to e.g. "
-                          "postgresql+psycopg://user@host:5432/flowcall, or unset FLOWCALL_BROKER_URL to run "
-                          "everything in this process")
+        raise ConfigError(
+            f"FLOWCALL_BROKER_URL is set but the store is {database_dialect} "
+            f"(FLOWCALL_DATABASE_URL={config.database_url()}): workers share runs through the "
+            "database, so it must be PostgreSQL. Set FLOWCALL_DATABASE_URL to e.g. "
+            "postgresql+psycopg://user@host:5432/flowcall, or unset FLOWCALL_BROKER_URL to run "
+            "everything in this process"
+        )
     if not url.startswith(("redis://", "rediss://")):
-        raise ConfigError(f"FLOWCALL_BROKER_URL must be a Redis URL (redis://host:6379/0 or rediss://...), "
-                          f"not {url.split('://', 1)[0]}://...")
+        raise ConfigError(
+            f"FLOWCALL_BROKER_URL must be a Redis URL (redis://host:6379/0 or rediss://...), "
+            f"not {url.split('://', 1)[0]}://..."
+        )
     return url
 
 
@@ -68,7 +74,8 @@ def _make_app(url: str, queue: str, redelivery: float) -> Any:
         task_reject_on_worker_lost=True,  # a pool process that died gives its task back at once
         worker_prefetch_multiplier=1,  # a worker holds no task it is not running
         task_ignore_result=True,  # the run's record in the database is the result
-        task_serializer="json", accept_content=["json"],
+        task_serializer="json",
+        accept_content=["json"],
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,  # a worker waits for Redis to come back, however long
         worker_cancel_long_running_tasks_on_connection_loss=False,
@@ -79,8 +86,12 @@ def _make_app(url: str, queue: str, redelivery: float) -> Any:
             "unacked_restore_throttle": 1,
             "socket_connect_timeout": 5,
         },
-        task_publish_retry_policy={"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5,
-                                   "interval_max": 1.0},
+        task_publish_retry_policy={
+            "max_retries": 3,
+            "interval_start": 0.2,
+            "interval_step": 0.5,
+            "interval_max": 1.0,
+        },
     )
     return app
 
@@ -94,6 +105,7 @@ def enqueue(run_ids: Iterable[str]) -> None:
             for run_id in run_ids:
                 app.send_task(TASK, args=[run_id], queue=queue, producer=producer)
     except Exception as exc:  # kombu's OperationalError, redis' ConnectionError: the broker is unreachable
-        raise ConfigError(f"cannot hand runs to the workers: the broker at {redact_url(config.broker_url())} did not take "
-                          f"them ({type(exc).__name__}: {exc}); check FLOWCALL_BROKER_URL and that Redis runs") \
-            from exc
+        raise ConfigError(
+            f"cannot hand runs to the workers: the broker at {redact_url(config.broker_url())} did not take "
+            f"them ({type(exc).__name__}: {exc}); check FLOWCALL_BROKER_URL and that Redis runs"
+        ) from exc

@@ -61,6 +61,7 @@ class Adopted:
     version: int
     note: str | None = None  # set when it was stored under a new name
 
+
 RUN_FORMAT = "flowcall.run/v1"
 
 
@@ -103,7 +104,11 @@ class FlowCall:
     def require_trust(self, flow: Flow, ref: str | None = None, *, run_id: str | None = None) -> None:
         """Refuse (TrustRequired, a ConfigError) a flow that would start or reach something no
         person on this machine granted; the message lists each item and the command to grant."""
-        command = f"flowcall trust --run {run_id[:8]}" if run_id else f"flowcall trust {shlex.quote(ref or flow.name)}"
+        command = (
+            f"flowcall trust --run {run_id[:8]}"
+            if run_id
+            else f"flowcall trust {shlex.quote(ref or flow.name)}"
+        )
         require_granted(flow, self.store, command)
 
     def trust_status(self, flow: Flow) -> list[tuple[TrustItem, bool]]:
@@ -131,21 +136,41 @@ class FlowCall:
             if found is False:
                 continue  # a different flow has this name: never add a version to it
             version_id, version = found or self.store.save_flow(candidate)
-            note = None if n == 1 else (f"a different flow named {flow.name!r} is saved here, so this one is "
-                                        f"stored as {name!r}; the saved {flow.name!r} is unchanged")
+            note = (
+                None
+                if n == 1
+                else (
+                    f"a different flow named {flow.name!r} is saved here, so this one is "
+                    f"stored as {name!r}; the saved {flow.name!r} is unchanged"
+                )
+            )
             return Adopted(candidate, version_id, version, note)
         raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
 
-    def run(self, flow: Flow, question: str, *, on_step: StepCallback | None = None,
-            approver: Approver | None = None, run_id: str | None = None,
-            context: list[ChatTurn] | None = None) -> Run:
+    def run(
+        self,
+        flow: Flow,
+        question: str,
+        *,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
         """Run the flow against its stored version (stored first if new; a flow whose name is
         taken by a different saved flow is stored under a new name, see `adopt`). Without an
         approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
         adopted = self.prepare(flow)  # fails before anything is recorded if a tool is missing
         engine = Engine(self.registry, self.provider_factory, self.store)
-        return engine.run(adopted.flow, question, flow_version_id=adopted.version_id, on_step=on_step,
-                          approver=approver, run_id=run_id, context=context)
+        return engine.run(
+            adopted.flow,
+            question,
+            flow_version_id=adopted.version_id,
+            on_step=on_step,
+            approver=approver,
+            run_id=run_id,
+            context=context,
+        )
 
     def warm_up(self, flows: list[Flow], *, on_flow: Callable[[Flow], None] | None = None) -> int:
         """Have the embedded model read, once, what every run of these flows begins with: the
@@ -183,13 +208,28 @@ class FlowCall:
 
     def submit_many(self, adopted: Adopted, questions: list[str]) -> list[Run]:
         """`submit` for many questions (an experiment's items), recorded in one transaction."""
-        runs = [Run(id=str(uuid.uuid4()), flow_name=adopted.flow.name, flow_version_id=adopted.version_id,
-                    question=question, trace_id=uuid.uuid4().hex, status=RunStatus.QUEUED) for question in questions]
+        runs = [
+            Run(
+                id=str(uuid.uuid4()),
+                flow_name=adopted.flow.name,
+                flow_version_id=adopted.version_id,
+                question=question,
+                trace_id=uuid.uuid4().hex,
+                status=RunStatus.QUEUED,
+            )
+            for question in questions
+        ]
         self.store.queue_runs(runs)
         return runs
 
-    def execute(self, run_id: str, *, tools: list[ToolSpec] | None = None, approver: Approver | None = None,
-                on_step: StepCallback | None = None) -> Run:
+    def execute(
+        self,
+        run_id: str,
+        *,
+        tools: list[ToolSpec] | None = None,
+        approver: Approver | None = None,
+        on_step: StepCallback | None = None,
+    ) -> Run:
         """Run a queued run: claim it (so it runs once, whoever else asks), then run its flow
         version from the question. With `tools`, only its decision model is asked, once, with
         those tool definitions instead of the flow's, and nothing is executed (a dataset item
@@ -197,16 +237,22 @@ class FlowCall:
         NotConfigured and leaves the run queued."""
         run = self.store.get_run(run_id)
         if run.status != RunStatus.QUEUED:
-            raise ConfigError(f"run {run.id} is {run.status}, not queued; only a queued run is executed "
-                              f"(see `flowcall runs show {run.id[:8]}`)")
+            raise ConfigError(
+                f"run {run.id} is {run.status}, not queued; only a queued run is executed "
+                f"(see `flowcall runs show {run.id[:8]}`)"
+            )
         flow = self.flow_of(run)
         self.require_trust(flow, run_id=run.id)
         engine = Engine(self.registry, self.provider_factory, self.store)
         if tools is None:
             return engine.resume(run, flow, None, approver=approver, on_step=on_step)
-        if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {t.name for t in tools}:
+        if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {
+            t.name for t in tools
+        }:
             flow = flow.model_copy(update={"tool_choice": "auto"})  # it names one of the flow's own tools
-        return engine.decide_only(flow, LoopState.fresh(flow, run.question, run.context).messages, tools, run=run)[0]
+        return engine.decide_only(
+            flow, LoopState.fresh(flow, run.question, run.context).messages, tools, run=run
+        )[0]
 
     # --- runs handed to workers (FLOWCALL_BROKER_URL; flowcall/service/broker.py, worker.py) ----------
     def require_queue(self) -> None:
@@ -235,8 +281,14 @@ class FlowCall:
             raise
         return run
 
-    def follow(self, run_id: str, *, on_step: StepCallback | None = None, poll_s: float = 0.2,
-               timeout_s: float | None = None) -> Run:
+    def follow(
+        self,
+        run_id: str,
+        *,
+        on_step: StepCallback | None = None,
+        poll_s: float = 0.2,
+        timeout_s: float | None = None,
+    ) -> Run:
         """Watch a run that a worker executes, from the database: each new step to `on_step` as it
         is committed, until the run ends or waits for a person (an interrupted run is waited for:
         its task goes to another worker). On `timeout_s`, the run as it is then."""
@@ -276,25 +328,39 @@ class FlowCall:
     def flow_of(self, run: Run) -> Flow:
         """The flow version a run ran (kept once read: a stored version never changes)."""
         if run.flow_version_id is None:
-            raise ConfigError(f"run {run.id[:8]} has no flow version (its flow was deleted); import the flow again")
+            raise ConfigError(
+                f"run {run.id[:8]} has no flow version (its flow was deleted); import the flow again"
+            )
         if run.flow_version_id not in self._versions:
             self._versions[run.flow_version_id] = self.store.get_flow_version(run.flow_version_id)
         return self._versions[run.flow_version_id]
 
-    def rerun_from(self, run_id: str, seq: int, *, arguments: dict[str, Any] | None = None,
-                   decision_prompt: str | None = None, polish_prompt: str | None = None,
-                   on_step: StepCallback | None = None, approver: Approver | None = None) -> Run:
+    def rerun_from(
+        self,
+        run_id: str,
+        seq: int,
+        *,
+        arguments: dict[str, Any] | None = None,
+        decision_prompt: str | None = None,
+        polish_prompt: str | None = None,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+    ) -> Run:
         """A new run that reuses a run's steps before `seq` and goes on live from there, with
         edited arguments (a tool_call step) or an edited system prompt (saved as a new flow
         version, so the new run says which prompt it ran)."""
         original = self.store.get_run(run_id)
         flow = self.flow_of(original)
         if decision_prompt is not None:
-            flow = flow.model_copy(update={"decision": flow.decision.model_copy(update={"system_prompt": decision_prompt})})
+            flow = flow.model_copy(
+                update={"decision": flow.decision.model_copy(update={"system_prompt": decision_prompt})}
+            )
         if polish_prompt is not None:
             if flow.polish is None:
                 raise ConfigError(f"flow {flow.name!r} has no polish model whose prompt could change")
-            flow = flow.model_copy(update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})})
+            flow = flow.model_copy(
+                update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})}
+            )
         state, reused = checkpoint_before(original, flow, seq, arguments)
         saved = self.store.artifacts_before(original.id, reused[-1].seq + 1 if reused else 1)
         if saved:  # the hidden context (a loaded table) as it was at the cut
@@ -303,15 +369,26 @@ class FlowCall:
         self.require_trust(flow, run_id=original.id)
         version_id, _ = self.store.save_flow(flow)
         engine = Engine(self.registry, self.provider_factory, self.store)
-        return engine.continue_from(flow, original.question, state.checkpoint(), reused, flow_version_id=version_id,
-                                    on_step=on_step, approver=approver, context=original.context)
+        return engine.continue_from(
+            flow,
+            original.question,
+            state.checkpoint(),
+            reused,
+            flow_version_id=version_id,
+            on_step=on_step,
+            approver=approver,
+            context=original.context,
+        )
 
     def export_run(self, run_id: str) -> dict[str, Any]:
         """A run with its steps and the flow version it ran: enough to import it elsewhere."""
         run = self.store.get_run(run_id)
         flow = self.flow_of(run) if run.flow_version_id is not None else None
-        return {"format": RUN_FORMAT, "run": run.model_dump(mode="json"),
-                "flow": flow.model_dump(mode="json") if flow else None}
+        return {
+            "format": RUN_FORMAT,
+            "run": run.model_dump(mode="json"),
+            "flow": flow.model_dump(mode="json") if flow else None,
+        }
 
     def import_run(self, data: dict[str, Any] | str, *, source: str = "run file") -> Run:
         """Store an exported run (and its flow version); an invalid file changes nothing."""
@@ -319,12 +396,16 @@ class FlowCall:
             try:
                 data = nesting.loads(data, source, nesting.RUN_DEPTH)
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}")
+                raise ConfigError(
+                    f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+                )
         else:
             nesting.check_depth(data, source, nesting.RUN_DEPTH)
         if not isinstance(data, dict) or data.get("format") != RUN_FORMAT or "run" not in data:
-            raise ConfigError(f"{source} is not a FlowCall run export: it needs \"format\": \"{RUN_FORMAT}\" and a "
-                              "\"run\" (export one from the inspector or with `flowcall runs export ID`)")
+            raise ConfigError(
+                f'{source} is not a FlowCall run export: it needs "format": "{RUN_FORMAT}" and a '
+                '"run" (export one from the inspector or with `flowcall runs export ID`)'
+            )
         try:
             run = Run.model_validate(data["run"])
             flow = parse_flow(data["flow"], source=f"{source} (its flow)") if data.get("flow") else None
@@ -347,8 +428,13 @@ class FlowCall:
         flow = self.flow_of(original)
         self.require_trust(flow, run_id=original.id)
         engine = Engine(self.registry, replay_factory(original), self.store)
-        replayed = engine.run(flow, original.question, flow_version_id=original.flow_version_id, on_step=on_step,
-                              context=original.context)
+        replayed = engine.run(
+            flow,
+            original.question,
+            flow_version_id=original.flow_version_id,
+            on_step=on_step,
+            context=original.context,
+        )
         return original, replayed
 
     # --- datasets, experiments and model profiles: the store's records, for the pages and the CLI
@@ -396,8 +482,14 @@ class FlowCall:
 
         return list_profiles(self.store)
 
-    def probe_model(self, model: Any, *, timeout_s: float = 120.0, on_check: Callable[[Any], None] | None = None,
-                    store: bool = True) -> Any:
+    def probe_model(
+        self,
+        model: Any,
+        *,
+        timeout_s: float = 120.0,
+        on_check: Callable[[Any], None] | None = None,
+        store: bool = True,
+    ) -> Any:
         """Measure what a model really does (probe.py) and, when anything was learned and
         `store`, keep the profile that `auto` picks its calling way from."""
         from flowcall.service.probe import probe
@@ -422,14 +514,18 @@ class FlowCall:
     def _key_flows(self, flows: list[str]) -> list[str]:
         chosen = list(dict.fromkeys(name.strip() for name in flows if name.strip()))
         if not chosen:
-            raise ConfigError("the list of flows for the key is empty; name at least one saved flow, "
-                              "or give none for a key that may call every flow")
+            raise ConfigError(
+                "the list of flows for the key is empty; name at least one saved flow, "
+                "or give none for a key that may call every flow"
+            )
         saved = {flow["name"] for flow in self.store.list_flows()}
         unknown = [name for name in chosen if name not in saved]
         if unknown:
-            raise ConfigError(f"no saved flow named {', '.join(map(repr, unknown))}; a key can be limited to saved "
-                              f"flows only ({', '.join(sorted(saved)) or 'none saved yet'}); import a flow with "
-                              "`flowcall flows import FILE`")
+            raise ConfigError(
+                f"no saved flow named {', '.join(map(repr, unknown))}; a key can be limited to saved "
+                f"flows only ({', '.join(sorted(saved)) or 'none saved yet'}); import a flow with "
+                "`flowcall flows import FILE`"
+            )
         return chosen
 
     def list_keys(self) -> list[ApiKey]:
@@ -450,7 +546,11 @@ class FlowCall:
         hash, so the time taken says nothing about how much of a stored key it matched."""
         from flowcall.store.api_keys import find_key
 
-        if not isinstance(secret, str) or len(secret) > MAX_SECRET_LENGTH or not secret.startswith(SECRET_PREFIX):
+        if (
+            not isinstance(secret, str)
+            or len(secret) > MAX_SECRET_LENGTH
+            or not secret.startswith(SECRET_PREFIX)
+        ):
             return None
         found = find_key(self.store, key_hash(secret))
         return found if found is not None and found.active else None
@@ -461,8 +561,9 @@ class FlowCall:
         recorded. An unknown reference raises ConfigError; the tool's own failure is a result."""
         return trial.try_tool(self.registry, ref, arguments)
 
-    def attach_server(self, flow_name: str, server: MCPServerConfig,
-                      tools: list[Tool]) -> tuple[int, list[str]]:
+    def attach_server(
+        self, flow_name: str, server: MCPServerConfig, tools: list[Tool]
+    ) -> tuple[int, list[str]]:
         """Save the latest version of `flow_name` with the MCP server and these of its tools:
         (the new version, the tools left out because the flow has a tool of that name)."""
         return add_server_to_flow(self.store, flow_name, server, tools)
@@ -474,8 +575,13 @@ class FlowCall:
 
 # what loading an HTTP source's document or starting an MCP server may fail with; the studio
 # says it to the person as it is
-SOURCE_ERRORS: tuple[type[Exception], ...] = (ConfigError, UnsafeRequest, ResponseTooLarge, httpx.HTTPError,
-                                               OSError)
+SOURCE_ERRORS: tuple[type[Exception], ...] = (
+    ConfigError,
+    UnsafeRequest,
+    ResponseTooLarge,
+    httpx.HTTPError,
+    OSError,
+)
 
 
 def review_tool(tool: Tool) -> ToolReview:
@@ -517,8 +623,16 @@ def listed_tool(entry: dict[str, Any]) -> Tool:
     """A tool as a source listed it (studio_sources.source_tools), to show like any other: its
     description, annotations and cost are the server's word, checked as a plugin's are."""
     hints = entry.get("annotations") or {}
-    return Tool(name=entry["name"], version=entry["ref"], description=entry.get("description") or "",
-                parameters=entry.get("parameters") or {}, func=lambda **_: None, source=entry.get("kind", "mcp"),
-                annotations=ToolAnnotations(read_only=bool(hints.get("read_only")),
-                                            destructive=bool(hints.get("destructive")),
-                                            open_world=bool(hints.get("open_world"))))
+    return Tool(
+        name=entry["name"],
+        version=entry["ref"],
+        description=entry.get("description") or "",
+        parameters=entry.get("parameters") or {},
+        func=lambda **_: None,
+        source=entry.get("kind", "mcp"),
+        annotations=ToolAnnotations(
+            read_only=bool(hints.get("read_only")),
+            destructive=bool(hints.get("destructive")),
+            open_world=bool(hints.get("open_world")),
+        ),
+    )

@@ -26,8 +26,12 @@ from flowcall.providers.base import ProviderFactory, redact_url
 WEATHER = ToolSpec(
     name="get_weather",
     description="Current weather for a city.",
-    parameters={"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"}},
-                "required": ["city"], "additionalProperties": False},
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
 )
 CITY_TEMPERATURE = {
     "type": "object",
@@ -35,7 +39,9 @@ CITY_TEMPERATURE = {
     "required": ["city", "temperature_c"],
     "additionalProperties": False,
 }
-SYSTEM = Message(role="system", content="You are a helpful assistant. Use the tools you are given when they help.")
+SYSTEM = Message(
+    role="system", content="You are a helpful assistant. Use the tools you are given when they help."
+)
 
 
 # ---------------------------------------------------------------- the three questions
@@ -50,9 +56,14 @@ def _valid_calls(turn: ModelTurn) -> tuple[int, str]:
         elif call.arguments is None:
             problems.append(f"unparsable arguments {call.raw_arguments[:80]!r}")
         else:
-            errors = [e.message for e in jsonschema.Draft202012Validator(WEATHER.parameters).iter_errors(call.arguments)]
+            errors = [
+                e.message
+                for e in jsonschema.Draft202012Validator(WEATHER.parameters).iter_errors(call.arguments)
+            ]
             if errors:
-                problems.append(f"invalid arguments {json.dumps(call.arguments, ensure_ascii=False)}: {errors[0]}")
+                problems.append(
+                    f"invalid arguments {json.dumps(call.arguments, ensure_ascii=False)}: {errors[0]}"
+                )
             else:
                 valid += 1
     if not turn.tool_calls:
@@ -67,8 +78,13 @@ def _described(turn: ModelTurn) -> str:
 def _weather_request(question: str, parallel: bool) -> ModelRequest:
     # tool_choice "auto", as flows send it: the question needs the tool, and the model must say
     # so with a structured call (a call written into the text does not count)
-    return ModelRequest(messages=[SYSTEM, Message(role="user", content=question)], tools=[WEATHER],
-                        tool_choice="auto", parallel_tool_calls=parallel, max_tokens=256 if parallel else 128)
+    return ModelRequest(
+        messages=[SYSTEM, Message(role="user", content=question)],
+        tools=[WEATHER],
+        tool_choice="auto",
+        parallel_tool_calls=parallel,
+        max_tokens=256 if parallel else 128,
+    )
 
 
 def _judge_native(turn: ModelTurn) -> tuple[bool, str]:
@@ -94,15 +110,27 @@ def _judge_parallel(turn: ModelTurn) -> tuple[bool, str]:
 
 
 CHECKS: dict[CheckName, tuple[ModelRequest, Callable[[ModelTurn], tuple[bool, str]]]] = {
-    "native_tools": (_weather_request("What is the weather in Paris right now?", parallel=False), _judge_native),
+    "native_tools": (
+        _weather_request("What is the weather in Paris right now?", parallel=False),
+        _judge_native,
+    ),
     "json_schema_output": (
-        ModelRequest(messages=[Message(role="user", content="It is 21 degrees Celsius in Paris. Give the city and the "
-                                                            "temperature.")],
-                     response_format=ResponseFormat(name="city_temperature", json_schema=CITY_TEMPERATURE),
-                     max_tokens=128),
-        _judge_json),
-    "parallel_tool_calls": (_weather_request("What is the weather in Paris and in Tokyo right now?", parallel=True),
-                            _judge_parallel),
+        ModelRequest(
+            messages=[
+                Message(
+                    role="user",
+                    content="It is 21 degrees Celsius in Paris. Give the city and the temperature.",
+                )
+            ],
+            response_format=ResponseFormat(name="city_temperature", json_schema=CITY_TEMPERATURE),
+            max_tokens=128,
+        ),
+        _judge_json,
+    ),
+    "parallel_tool_calls": (
+        _weather_request("What is the weather in Paris and in Tokyo right now?", parallel=True),
+        _judge_parallel,
+    ),
 }
 
 
@@ -147,24 +175,36 @@ def run_check(provider: Provider, name: CheckName, timeout_s: float) -> Check:
     try:
         turn = _complete_within(provider, request, timeout_s)
     except ProviderError as exc:
-        return Check(name=name, passed=False, detail=f"{exc.code}: {exc.message}", conclusive=_about_the_model(exc),
-                     latency_ms=elapsed_ms())
+        return Check(
+            name=name,
+            passed=False,
+            detail=f"{exc.code}: {exc.message}",
+            conclusive=_about_the_model(exc),
+            latency_ms=elapsed_ms(),
+        )
     except TimeoutError as exc:
         return Check(name=name, passed=False, detail=str(exc), conclusive=False, latency_ms=elapsed_ms())
     passed, detail = judge(turn)
     return Check(name=name, passed=passed, detail=detail, latency_ms=elapsed_ms())
 
 
-def probe(config: ModelConfig, provider_factory: ProviderFactory = provider_for, timeout_s: float = 120.0,
-          on_check: Callable[[Check], None] | None = None) -> ModelProfile:
+def probe(
+    config: ModelConfig,
+    provider_factory: ProviderFactory = provider_for,
+    timeout_s: float = 120.0,
+    on_check: Callable[[Check], None] | None = None,
+) -> ModelProfile:
     """Run every check against the model `config` names; `on_check` hears each as it ends.
 
     Building the provider can fail (no API key, no model file): that ConfigError is raised,
     since there is nothing to measure. Every failure after that is a check's result."""
     provider = provider_factory(config)
     # a base URL's credentials are never stored (the Models page shows profiles)
-    profile = ModelProfile(provider=config.provider, model=provider.model,
-                           base_url=redact_url(config.base_url) if config.base_url else None)
+    profile = ModelProfile(
+        provider=config.provider,
+        model=provider.model,
+        base_url=redact_url(config.base_url) if config.base_url else None,
+    )
     for name in CHECKS:
         check = run_check(provider, name, timeout_s)
         profile.checks.append(check)

@@ -16,13 +16,20 @@ from flowcall.trust.api_keys import SECRET_PREFIX, ApiKey
 
 
 def _record(row: ApiKeyRow) -> ApiKey:
-    return ApiKey(name=row.name, prefix=row.prefix, flows=row.flows, created_at=row.created_at,
-                  revoked_at=row.revoked_at)
+    return ApiKey(
+        name=row.name,
+        prefix=row.prefix,
+        flows=row.flows,
+        created_at=row.created_at,
+        revoked_at=row.revoked_at,
+    )
 
 
 def _name_taken(name: str) -> ConfigError:
-    return ConfigError(f"a key named {name!r} exists and is not revoked; choose another name, or revoke it first "
-                       f"with `flowcall keys revoke {name!r}`")
+    return ConfigError(
+        f"a key named {name!r} exists and is not revoked; choose another name, or revoke it first "
+        f"with `flowcall keys revoke {name!r}`"
+    )
 
 
 def add_key(store: Store, name: str, prefix: str, key_hash: str, flows: list[str] | None) -> ApiKey:
@@ -42,7 +49,9 @@ def add_key(store: Store, name: str, prefix: str, key_hash: str, flows: list[str
 def list_keys(store: Store) -> list[ApiKey]:
     """Every key, revoked ones too, oldest first."""
     with Session(store.engine) as s:
-        return [_record(row) for row in s.scalars(select(ApiKeyRow).order_by(ApiKeyRow.created_at, ApiKeyRow.id))]
+        return [
+            _record(row) for row in s.scalars(select(ApiKeyRow).order_by(ApiKeyRow.created_at, ApiKeyRow.id))
+        ]
 
 
 def revoke_keys(store: Store, name_or_prefix: str) -> list[ApiKey]:
@@ -54,8 +63,14 @@ def revoke_keys(store: Store, name_or_prefix: str) -> list[ApiKey]:
     with Session(store.engine) as s, s.begin():
         rows = list(s.scalars(select(ApiKeyRow).where(ApiKeyRow.name == given, active).with_for_update()))
         if not rows and prefix:
-            rows = list(s.scalars(select(ApiKeyRow).where(ApiKeyRow.prefix == prefix, active)
-                                  .order_by(ApiKeyRow.id).with_for_update()))
+            rows = list(
+                s.scalars(
+                    select(ApiKeyRow)
+                    .where(ApiKeyRow.prefix == prefix, active)
+                    .order_by(ApiKeyRow.id)
+                    .with_for_update()
+                )
+            )
         if not rows:
             raise _nothing_to_revoke(s, given, or_(ApiKeyRow.name == given, ApiKeyRow.prefix == prefix))
         now = utcnow()
@@ -67,10 +82,17 @@ def revoke_keys(store: Store, name_or_prefix: str) -> list[ApiKey]:
 def _nothing_to_revoke(s: Session, given: str, matches: ColumnElement[bool]) -> NotFoundError:
     if s.scalar(select(ApiKeyRow.id).where(matches).limit(1)) is not None:
         return NotFoundError(f"the key {given!r} is already revoked; `flowcall keys list` shows every key")
-    active = [f"{name} (fc_{prefix})" for name, prefix in
-              s.execute(select(ApiKeyRow.name, ApiKeyRow.prefix).where(ApiKeyRow.revoked_at.is_(None))
-                        .order_by(ApiKeyRow.name))]
-    return NotFoundError(f"no key is named {given!r} or has that prefix; keys in use: {', '.join(active) or 'none'}")
+    active = [
+        f"{name} (fc_{prefix})"
+        for name, prefix in s.execute(
+            select(ApiKeyRow.name, ApiKeyRow.prefix)
+            .where(ApiKeyRow.revoked_at.is_(None))
+            .order_by(ApiKeyRow.name)
+        )
+    ]
+    return NotFoundError(
+        f"no key is named {given!r} or has that prefix; keys in use: {', '.join(active) or 'none'}"
+    )
 
 
 def find_key(store: Store, key_hash: str) -> ApiKey | None:

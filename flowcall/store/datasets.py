@@ -55,16 +55,30 @@ def _save(store: Store, name: str, items: list[DatasetItem], source: str) -> Sav
             dataset = DatasetRow(name=name)
             s.add(dataset)
             s.flush()
-        latest = s.scalar(select(DatasetVersionRow).where(DatasetVersionRow.dataset_id == dataset.id)
-                          .order_by(DatasetVersionRow.version.desc()).limit(1))
+        latest = s.scalar(
+            select(DatasetVersionRow)
+            .where(DatasetVersionRow.dataset_id == dataset.id)
+            .order_by(DatasetVersionRow.version.desc())
+            .limit(1)
+        )
         if latest is not None and latest.content_hash == digest:
             return Saved(latest.version, latest.id, created=False)
-        row = DatasetVersionRow(dataset_id=dataset.id, version=latest.version + 1 if latest else 1,
-                                content_hash=digest, item_count=len(items), source=source[:500])
+        row = DatasetVersionRow(
+            dataset_id=dataset.id,
+            version=latest.version + 1 if latest else 1,
+            content_hash=digest,
+            item_count=len(items),
+            source=source[:500],
+        )
         s.add(row)
         s.flush()
-        s.execute(insert(DatasetItemRow), [{"version_id": row.id, "position": position, "item": item.dump()}
-                                           for position, item in enumerate(items)])
+        s.execute(
+            insert(DatasetItemRow),
+            [
+                {"version_id": row.id, "position": position, "item": item.dump()}
+                for position, item in enumerate(items)
+            ],
+        )
         return Saved(row.version, row.id, created=True)
 
 
@@ -72,21 +86,34 @@ def _version_row(s: Session, name: str, version: int | None) -> DatasetVersionRo
     dataset_id = s.scalar(select(DatasetRow.id).where(DatasetRow.name == name))
     if dataset_id is None:
         known = ", ".join(s.scalars(select(DatasetRow.name).order_by(DatasetRow.name))) or "none yet"
-        raise NotFoundError(f"no dataset named {name!r}; known datasets: {known} "
-                            "(import one with `flowcall datasets import FILE --name NAME`)")
+        raise NotFoundError(
+            f"no dataset named {name!r}; known datasets: {known} "
+            "(import one with `flowcall datasets import FILE --name NAME`)"
+        )
     query = select(DatasetVersionRow).where(DatasetVersionRow.dataset_id == dataset_id)
-    row = s.scalar(query.order_by(DatasetVersionRow.version.desc()).limit(1) if version is None
-                   else query.where(DatasetVersionRow.version == version))
+    row = s.scalar(
+        query.order_by(DatasetVersionRow.version.desc()).limit(1)
+        if version is None
+        else query.where(DatasetVersionRow.version == version)
+    )
     if row is None:
-        versions = list(s.scalars(select(DatasetVersionRow.version).where(DatasetVersionRow.dataset_id == dataset_id)
-                                  .order_by(DatasetVersionRow.version)))
+        versions = list(
+            s.scalars(
+                select(DatasetVersionRow.version)
+                .where(DatasetVersionRow.dataset_id == dataset_id)
+                .order_by(DatasetVersionRow.version)
+            )
+        )
         raise NotFoundError(f"dataset {name!r} has no version {version}; it has versions {versions}")
     return row
 
 
 def _items(s: Session, version_id: int) -> list[DatasetItem]:
-    rows = s.scalars(select(DatasetItemRow.item).where(DatasetItemRow.version_id == version_id)
-                     .order_by(DatasetItemRow.position))
+    rows = s.scalars(
+        select(DatasetItemRow.item)
+        .where(DatasetItemRow.version_id == version_id)
+        .order_by(DatasetItemRow.position)
+    )
     return [DatasetItem.model_validate(item) for item in rows]
 
 
@@ -94,8 +121,9 @@ def get_dataset(store: Store, name: str, version: int | None = None) -> StoredDa
     """The latest (or the given) version of a dataset, with its items in order."""
     with Session(store.engine) as s:
         row = _version_row(s, name, version)
-        return StoredDataset(name, row.version, row.id, row.content_hash, row.source, row.created_at,
-                             _items(s, row.id))
+        return StoredDataset(
+            name, row.version, row.id, row.content_hash, row.source, row.created_at, _items(s, row.id)
+        )
 
 
 def get_version(store: Store, version_id: int) -> StoredDataset:
@@ -105,15 +133,19 @@ def get_version(store: Store, version_id: int) -> StoredDataset:
         if row is None:
             raise NotFoundError(f"dataset version {version_id} does not exist")
         name = s.scalar(select(DatasetRow.name).where(DatasetRow.id == row.dataset_id))
-        return StoredDataset(name, row.version, row.id, row.content_hash, row.source, row.created_at,
-                             _items(s, row.id))
+        return StoredDataset(
+            name, row.version, row.id, row.content_hash, row.source, row.created_at, _items(s, row.id)
+        )
 
 
 def dataset_item(store: Store, version_id: int, position: int) -> DatasetItem:
     """One item of a dataset version: what a run of an experiment is scored against."""
     with Session(store.engine) as s:
-        item = s.scalar(select(DatasetItemRow.item).where(DatasetItemRow.version_id == version_id,
-                                                          DatasetItemRow.position == position))
+        item = s.scalar(
+            select(DatasetItemRow.item).where(
+                DatasetItemRow.version_id == version_id, DatasetItemRow.position == position
+            )
+        )
     if item is None:
         raise NotFoundError(f"dataset version {version_id} has no item {position + 1}")
     return DatasetItem.model_validate(item)
@@ -121,13 +153,28 @@ def dataset_item(store: Store, version_id: int, position: int) -> DatasetItem:
 
 def list_datasets(store: Store) -> list[dict[str, Any]]:
     """One entry per dataset, by name: name, version (the latest), items, source, updated_at."""
-    latest = (select(DatasetVersionRow.dataset_id, func.max(DatasetVersionRow.version).label("version"))
-              .group_by(DatasetVersionRow.dataset_id).subquery())
-    query = (select(DatasetRow.name, DatasetVersionRow)
-             .join(latest, latest.c.dataset_id == DatasetRow.id)
-             .join(DatasetVersionRow, (DatasetVersionRow.dataset_id == DatasetRow.id)
-                   & (DatasetVersionRow.version == latest.c.version))
-             .order_by(DatasetRow.name))
+    latest = (
+        select(DatasetVersionRow.dataset_id, func.max(DatasetVersionRow.version).label("version"))
+        .group_by(DatasetVersionRow.dataset_id)
+        .subquery()
+    )
+    query = (
+        select(DatasetRow.name, DatasetVersionRow)
+        .join(latest, latest.c.dataset_id == DatasetRow.id)
+        .join(
+            DatasetVersionRow,
+            (DatasetVersionRow.dataset_id == DatasetRow.id) & (DatasetVersionRow.version == latest.c.version),
+        )
+        .order_by(DatasetRow.name)
+    )
     with Session(store.engine) as s:
-        return [{"name": name, "version": row.version, "items": row.item_count, "source": row.source,
-                 "updated_at": row.created_at} for name, row in s.execute(query)]
+        return [
+            {
+                "name": name,
+                "version": row.version,
+                "items": row.item_count,
+                "source": row.source,
+                "updated_at": row.created_at,
+            }
+            for name, row in s.execute(query)
+        ]

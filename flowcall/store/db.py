@@ -19,9 +19,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from flowcall.core.errors import ConfigError
 
-_EXAMPLES = (
-    "sqlite:////absolute/path/flowcall.db or postgresql+psycopg://user:password@host:5432/dbname"
-)
+_EXAMPLES = "sqlite:////absolute/path/flowcall.db or postgresql+psycopg://user:password@host:5432/dbname"
 _POSTGRES_ALIASES = {"postgres", "postgresql", "postgresql+psycopg"}
 
 
@@ -157,8 +155,9 @@ def is_disconnect(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
-def retry_on_disconnect(work: Callable[[], T], *, attempts: int = 3, wait_s: float = 0.25,
-                        landed: Callable[[], Any] | None = None) -> T:
+def retry_on_disconnect(
+    work: Callable[[], T], *, attempts: int = 3, wait_s: float = 0.25, landed: Callable[[], Any] | None = None
+) -> T:
     """Run `work`, one whole transaction that opens its own session or connection, and run it
     again (up to `attempts` times in all) when the connection was dropped under it.
 
@@ -190,9 +189,11 @@ def retry_on_disconnect(work: Callable[[], T], *, attempts: int = 3, wait_s: flo
 def retried_on_disconnect(method: Callable[..., T]) -> Callable[..., T]:
     """retry_on_disconnect as a decorator, for Store methods that are one short transaction
     each and safe to run twice (an UPDATE to fixed values, a compare-and-set, a read)."""
+
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> T:
         return retry_on_disconnect(lambda: method(*args, **kwargs))
+
     return wrapper
 
 
@@ -201,7 +202,7 @@ def retried_on_disconnect(method: Callable[..., T]) -> Callable[..., T]:
 # does not fit (DataError), so the same step records on one database and not on the other. A
 # model writes what it likes (a 300-character tool name); an imported run holds anything.
 
-INT32 = (-(2 ** 31), 2 ** 31 - 1)  # PostgreSQL's integer
+INT32 = (-(2**31), 2**31 - 1)  # PostgreSQL's integer
 
 
 def _limits(row: Any) -> Iterator[tuple[Any, Any]]:
@@ -212,8 +213,11 @@ def _limits(row: Any) -> Iterator[tuple[Any, Any]]:
 @functools.cache
 def _cuttable(table: Table) -> tuple[tuple[str, int], ...]:
     """(column, length) of each text column of `table` that fit_values may cut: no keys."""
-    return tuple((c.key, c.type.length) for c in table.columns
-                 if getattr(c.type, "length", None) and not c.primary_key and not c.foreign_keys)
+    return tuple(
+        (c.key, c.type.length)
+        for c in table.columns
+        if getattr(c.type, "length", None) and not c.primary_key and not c.foreign_keys
+    )
 
 
 def fit_values(table: Table, values: dict[str, Any]) -> dict[str, Any]:
@@ -234,10 +238,20 @@ def misfits(row: Any) -> list[str]:
     table = row.__table__.name
     for column, value in _limits(row):
         length = getattr(column.type, "length", None)
-        if (length and isinstance(value, str) and len(value) > length
-                and (column.primary_key or column.foreign_keys)):
-            problems.append(f"{table}.{column.key} is {len(value)} characters long; it may have at most {length}")
-        if (isinstance(value, int) and not isinstance(value, bool) and isinstance(column.type, Integer)
-                and not INT32[0] <= value <= INT32[1]):
+        if (
+            length
+            and isinstance(value, str)
+            and len(value) > length
+            and (column.primary_key or column.foreign_keys)
+        ):
+            problems.append(
+                f"{table}.{column.key} is {len(value)} characters long; it may have at most {length}"
+            )
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and isinstance(column.type, Integer)
+            and not INT32[0] <= value <= INT32[1]
+        ):
             problems.append(f"{table}.{column.key} is {value}, out of range (at most {INT32[1]})")
     return problems

@@ -305,8 +305,15 @@ class ApiKeyRow(Base):
     and a new key may take it."""
 
     __tablename__ = "api_keys"
-    __table_args__ = (Index("uq_api_keys_name_active", "name", unique=True,
-                            sqlite_where=text("revoked_at IS NULL"), postgresql_where=text("revoked_at IS NULL")),)
+    __table_args__ = (
+        Index(
+            "uq_api_keys_name_active",
+            "name",
+            unique=True,
+            sqlite_where=text("revoked_at IS NULL"),
+            postgresql_where=text("revoked_at IS NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(120))

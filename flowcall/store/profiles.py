@@ -16,18 +16,30 @@ from flowcall.store.repository import Store
 
 def _key(provider: str, model: str, base_url: str | None) -> tuple:
     # "" for no base URL: NULLs never collide in a unique constraint, so they would pile up
-    return (ModelProfileRow.provider == provider, ModelProfileRow.model == model,
-            ModelProfileRow.base_url == (base_url or ""))
+    return (
+        ModelProfileRow.provider == provider,
+        ModelProfileRow.model == model,
+        ModelProfileRow.base_url == (base_url or ""),
+    )
 
 
 def save_profile(store: Store, profile: ModelProfile) -> None:
     """Insert, or replace the earlier probe of the same model."""
     data = profile.model_dump(mode="json")
     with Session(store.engine) as s, s.begin():
-        row = s.scalars(select(ModelProfileRow).where(*_key(profile.provider, profile.model, profile.base_url))).first()
+        row = s.scalars(
+            select(ModelProfileRow).where(*_key(profile.provider, profile.model, profile.base_url))
+        ).first()
         if row is None:
-            s.add(ModelProfileRow(provider=profile.provider, model=profile.model, base_url=profile.base_url or "",
-                                  profile=data, probed_at=profile.probed_at))
+            s.add(
+                ModelProfileRow(
+                    provider=profile.provider,
+                    model=profile.model,
+                    base_url=profile.base_url or "",
+                    profile=data,
+                    probed_at=profile.probed_at,
+                )
+            )
         else:
             row.profile, row.probed_at = data, profile.probed_at
 

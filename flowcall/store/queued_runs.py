@@ -27,15 +27,31 @@ def give_up(store: Store, run: Run, error: str) -> bool:
     else:
         return False
     with Session(store.engine) as s, s.begin():
-        return s.execute(update(RunRow).where(RunRow.id == run.id, *unchanged).values(
-            status=str(RunStatus.FAILED), error=error[:2000], ended_at=utcnow(), checkpoint=None,
-            lease_until=None)).rowcount == 1
+        return (
+            s.execute(
+                update(RunRow)
+                .where(RunRow.id == run.id, *unchanged)
+                .values(
+                    status=str(RunStatus.FAILED),
+                    error=error[:2000],
+                    ended_at=utcnow(),
+                    checkpoint=None,
+                    lease_until=None,
+                )
+            ).rowcount
+            == 1
+        )
 
 
 def disown(store: Store, run_id: str) -> bool:
     """Let go of a `running` run that this process owns but no longer runs (an earlier attempt
     of its task lost the database and gave up): it reads as interrupted, and can be resumed."""
     with Session(store.engine) as s, s.begin():
-        return s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == _RUNNING,
-                                              RunRow.owner == this_process())
-                         .values(owner=None, lease_until=None)).rowcount == 1
+        return (
+            s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.status == _RUNNING, RunRow.owner == this_process())
+                .values(owner=None, lease_until=None)
+            ).rowcount
+            == 1
+        )

@@ -61,32 +61,51 @@ _RUNS, _STEPS, _ARTIFACTS = RunRow.__table__, StepRow.__table__, RunArtifactsRow
 _MINE = (_RUNS.c.id == bindparam("run")) & (_RUNS.c.status == _RUNNING) & (_RUNS.c.owner == bindparam("me"))
 _INSERT_RUN, _INSERT_STEPS, _INSERT_ARTIFACTS = insert(_RUNS), insert(_STEPS), insert(_ARTIFACTS)
 _STEP_COLUMNS = [c for c in _STEPS.columns if c.key != "id"]
-_INSERT_STEP_IF_MINE = insert(_STEPS).from_select(  # INSERT INTO steps (...) SELECT ?, ... WHERE EXISTS (...)
-    [c.key for c in _STEP_COLUMNS],
-    select(*(bindparam(c.key, type_=c.type) for c in _STEP_COLUMNS)).where(exists().where(_MINE))
-).execution_options(preserve_rowcount=True)  # psycopg forgets an INSERT's rowcount once its cursor closes
+_INSERT_STEP_IF_MINE = (
+    insert(_STEPS)
+    .from_select(  # INSERT INTO steps (...) SELECT ?, ... WHERE EXISTS (...)
+        [c.key for c in _STEP_COLUMNS],
+        select(*(bindparam(c.key, type_=c.type) for c in _STEP_COLUMNS)).where(exists().where(_MINE)),
+    )
+    .execution_options(preserve_rowcount=True)
+)  # psycopg forgets an INSERT's rowcount once its cursor closes
 _PINS = select(ToolPinRow.tool_version, ToolPinRow.fingerprint, ToolPinRow.definition).where(
-    ToolPinRow.flow_name == bindparam("flow"))
+    ToolPinRow.flow_name == bindparam("flow")
+)
 _RENEW = update(_RUNS).where(_MINE).values(lease_until=bindparam("lease"))
-_RENEW_WITH_STATE = update(_RUNS).where(_MINE).values(lease_until=bindparam("lease"),
-                                                       checkpoint=bindparam("state"))
+_RENEW_WITH_STATE = (
+    update(_RUNS).where(_MINE).values(lease_until=bindparam("lease"), checkpoint=bindparam("state"))
+)
 
 
 def _spent(tokens: Any) -> Any:
     """A run's tokens as its stored steps say; a re-run's reused steps were spent by the run it re-ran."""
-    return (select(func.coalesce(func.sum(tokens), 0))
-            .where(_STEPS.c.run_id == bindparam("run"),
-                   ~func.coalesce(_STEPS.c.note, "").contains(REUSED_NOTE, autoescape=True))
-            .scalar_subquery())
+    return (
+        select(func.coalesce(func.sum(tokens), 0))
+        .where(
+            _STEPS.c.run_id == bindparam("run"),
+            ~func.coalesce(_STEPS.c.note, "").contains(REUSED_NOTE, autoescape=True),
+        )
+        .scalar_subquery()
+    )
 
 
-_FINISH = update(_RUNS).where(_MINE).values(
-    status=bindparam("p_status"), final_answer=bindparam("p_answer"), error=bindparam("p_error"),
-    outcome=bindparam("p_outcome"), outcome_reasons=bindparam("p_reasons"),
-    provenance=bindparam("p_provenance"), ended_at=bindparam("p_ended"),
-    tokens_in=_spent(_STEPS.c.tokens_in), tokens_out=_spent(_STEPS.c.tokens_out),
-    checkpoint=None,  # a finished run has no state left to go on from
-    lease_until=None,
+_FINISH = (
+    update(_RUNS)
+    .where(_MINE)
+    .values(
+        status=bindparam("p_status"),
+        final_answer=bindparam("p_answer"),
+        error=bindparam("p_error"),
+        outcome=bindparam("p_outcome"),
+        outcome_reasons=bindparam("p_reasons"),
+        provenance=bindparam("p_provenance"),
+        ended_at=bindparam("p_ended"),
+        tokens_in=_spent(_STEPS.c.tokens_in),
+        tokens_out=_spent(_STEPS.c.tokens_out),
+        checkpoint=None,  # a finished run has no state left to go on from
+        lease_until=None,
+    )
 )
 
 
@@ -111,8 +130,14 @@ def _step_from_row(row: StepRow) -> Step:
 
 def _run_values(run: Run) -> dict[str, Any]:
     data = run.model_dump(mode="json", exclude=_TIMES | {"steps"})
-    data.update(started_at=run.started_at, ended_at=run.ended_at, lease_until=run.lease_until,
-                queued_at=run.queued_at, tokens_in=0, tokens_out=0)
+    data.update(
+        started_at=run.started_at,
+        ended_at=run.ended_at,
+        lease_until=run.lease_until,
+        queued_at=run.queued_at,
+        tokens_in=0,
+        tokens_out=0,
+    )
     return fit_values(_RUNS, data)
 
 
@@ -159,7 +184,9 @@ def _task_dict(row: TaskRow) -> dict[str, Any]:
 
 def _not_resumable(run_id: str, status: str | None = None) -> str:
     """Why a run cannot be resumed now: another resumer has it, or it ended."""
-    now = f" (it is {status}: only a run that waits for approval or was interrupted goes on)" if status else ""
+    now = (
+        f" (it is {status}: only a run that waits for approval or was interrupted goes on)" if status else ""
+    )
     return f"run {run_id} is already being resumed (or finished); see `flowcall runs show {run_id}`{now}"
 
 
@@ -202,8 +229,11 @@ class _LeaseKeeper:
                 continue
             try:
                 with self.store._session() as s, s.begin():
-                    s.execute(update(RunRow).where(RunRow.id.in_(runs), RunRow.owner == _me(),
-                                                   RunRow.status == _RUNNING).values(lease_until=lease_until()))
+                    s.execute(
+                        update(RunRow)
+                        .where(RunRow.id.in_(runs), RunRow.owner == _me(), RunRow.status == _RUNNING)
+                        .values(lease_until=lease_until())
+                    )
             except Exception:  # a dropped connection: the next state saved renews it too
                 pass
 
@@ -254,6 +284,7 @@ class Store:
         def insert() -> None:
             with self.engine.begin() as conn:
                 conn.execute(_INSERT_RUN, values)
+
         retry_on_disconnect(insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == run.id)))
         self._leases.hold(run.id)
 
@@ -271,16 +302,21 @@ class Store:
         def insert() -> None:
             with self._session() as s, s.begin():
                 s.add_all(_run_to_row(run) for run in runs)
+
         if runs:
             last = runs[-1].id
-            retry_on_disconnect(insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == last)))
+            retry_on_disconnect(
+                insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == last))
+            )
 
     def _exists(self, query: Callable[[], Any]) -> Callable[[], bool]:
         """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?
         `query` builds the SELECT, only when a connection was lost."""
+
         def landed() -> bool:
             with self.engine.connect() as conn:
                 return conn.scalar(query()) is not None
+
         return landed
 
     def step_recorded(self, step: Step) -> None:
@@ -308,14 +344,18 @@ class Store:
             with self.engine.begin() as conn:
                 owned = conn.execute(write, params).rowcount == 1
                 if not owned:
-                    row = conn.execute(select(_RUNS.c.status, _RUNS.c.owner)
-                                       .where(_RUNS.c.id == run_id)).first()
+                    row = conn.execute(
+                        select(_RUNS.c.status, _RUNS.c.owner).where(_RUNS.c.id == run_id)
+                    ).first()
                     if row is None:
-                        raise ConfigError(f"step {first} belongs to run {run_id}, which was never started; "
-                                          "call run_started(run) first")
+                        raise ConfigError(
+                            f"step {first} belongs to run {run_id}, which was never started; "
+                            "call run_started(run) first"
+                        )
                     if row.status != str(RunStatus.CANCELLED):
-                        raise RunCancelled(f"run {run_id} is now {row.status} and owned by {row.owner}; "
-                                           "this process stops")
+                        raise RunCancelled(
+                            f"run {run_id} is now {row.status} and owned by {row.owner}; this process stops"
+                        )
                 if not owned or write is not _INSERT_STEP_IF_MINE:
                     conn.execute(_INSERT_STEPS, rows)
                 if owned and artifacts is not None:
@@ -323,8 +363,9 @@ class Store:
                 return owned
 
         # A connection dropped at COMMIT: the steps may be stored already (then not twice).
-        stored = self._exists(lambda: select(StepRow.id).where(StepRow.run_id == run_id,
-                                                               StepRow.seq == first))
+        stored = self._exists(
+            lambda: select(StepRow.id).where(StepRow.run_id == run_id, StepRow.seq == first)
+        )
         owned = retry_on_disconnect(insert, landed=stored)
         if not owned:
             self._leases.release(run_id)
@@ -332,14 +373,17 @@ class Store:
         if digest is not None:
             self._artifact_digests[run_id] = digest
 
-    def _changed_artifacts(self, run_id: str, seq: int,
-                           state: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    def _changed_artifacts(
+        self, run_id: str, seq: int, state: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, str | None]:
         """The artifacts row to keep as of step `seq` and its digest, when the artifacts changed
         since the last row kept (for re-runs from a later step); else (None, None)."""
         if state is None or not state.get("artifacts"):
             return None, None
         artifacts = state["artifacts"]
-        digest = hashlib.sha256(json.dumps(artifacts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        digest = hashlib.sha256(
+            json.dumps(artifacts, sort_keys=True, ensure_ascii=False).encode()
+        ).hexdigest()
         if self._artifact_digests.get(run_id) == digest:
             return None, None
         return {"run_id": run_id, "seq": seq, "artifacts": artifacts}, digest
@@ -347,9 +391,12 @@ class Store:
     def artifacts_before(self, run_id: str, seq: int) -> dict[str, Any] | None:
         """The artifacts (saved form) a run had before its step `seq`, or None."""
         with self._session() as s:
-            return s.scalar(select(RunArtifactsRow.artifacts).where(RunArtifactsRow.run_id == run_id,
-                                                                    RunArtifactsRow.seq < seq)
-                            .order_by(RunArtifactsRow.seq.desc()).limit(1))
+            return s.scalar(
+                select(RunArtifactsRow.artifacts)
+                .where(RunArtifactsRow.run_id == run_id, RunArtifactsRow.seq < seq)
+                .order_by(RunArtifactsRow.seq.desc())
+                .limit(1)
+            )
 
     def state_saved(self, run: Run, state: dict[str, Any]) -> None:
         """Commit the loop state alone: before tools start, so a crash while they run leaves a
@@ -359,6 +406,7 @@ class Store:
         def save() -> int:
             with self.engine.begin() as conn:
                 return conn.execute(_RENEW_WITH_STATE, mine).rowcount
+
         owned = retry_on_disconnect(save)  # the same values again: safe to repeat
         if not owned:
             self._leases.release(run.id)
@@ -371,10 +419,15 @@ class Store:
         self._artifact_digests.pop(run.id, None)
 
         values = {
-            "run": run.id, "me": _me(), "p_status": str(run.status),
+            "run": run.id,
+            "me": _me(),
+            "p_status": str(run.status),
             "p_answer": run.model_dump(mode="json", include={"final_answer"})["final_answer"],
-            "p_error": run.error, "p_outcome": run.outcome, "p_reasons": run.outcome_reasons or None,
-            "p_provenance": run.provenance, "p_ended": run.ended_at or utcnow(),
+            "p_error": run.error,
+            "p_outcome": run.outcome,
+            "p_reasons": run.outcome_reasons or None,
+            "p_provenance": run.provenance,
+            "p_ended": run.ended_at or utcnow(),
         }
 
         def close() -> bool:  # one UPDATE: the token totals are its subqueries, no read before it
@@ -385,8 +438,9 @@ class Store:
                 return closed
 
         # Cut off at COMMIT: the run may be closed already (its status is then the one written).
-        closed = self._exists(lambda: select(RunRow.id).where(RunRow.id == run.id,
-                                                              RunRow.status == str(run.status)))
+        closed = self._exists(
+            lambda: select(RunRow.id).where(RunRow.id == run.id, RunRow.status == str(run.status))
+        )
         return retry_on_disconnect(close, landed=closed)
 
     def run_paused(self, run: Run, checkpoint: dict[str, Any]) -> None:
@@ -395,8 +449,12 @@ class Store:
 
         def pause() -> None:  # safe to repeat: a second try matches nothing
             with self._session() as s, s.begin():
-                s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
-                          .values(status=str(run.status), checkpoint=checkpoint, lease_until=None))
+                s.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
+                    .values(status=str(run.status), checkpoint=checkpoint, lease_until=None)
+                )
+
         retry_on_disconnect(pause)
 
     def run_cancelled(self, run: Run, reason: str) -> None:
@@ -405,9 +463,18 @@ class Store:
 
         def stop() -> None:  # safe to repeat: a second try matches nothing
             with self._session() as s, s.begin():
-                s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
-                          .values(status=str(RunStatus.CANCELLED), error=reason, ended_at=utcnow(),
-                                  checkpoint=None, lease_until=None))
+                s.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run.id, RunRow.status == _RUNNING, RunRow.owner == _me())
+                    .values(
+                        status=str(RunStatus.CANCELLED),
+                        error=reason,
+                        ended_at=utcnow(),
+                        checkpoint=None,
+                        lease_until=None,
+                    )
+                )
+
         retry_on_disconnect(stop)
 
     def cancel(self, run_id: str, *, by: str) -> Run:
@@ -418,12 +485,24 @@ class Store:
         if run.status not in ending:
             raise ConfigError(f"run {run.id} already ended ({run.status}); there is nothing to cancel")
         with self._session() as s, s.begin():
-            done = s.execute(update(RunRow).where(RunRow.id == run.id, RunRow.status.in_(
-                [_RUNNING, str(RunStatus.WAITING_APPROVAL), str(RunStatus.QUEUED)])).values(
-                status=str(RunStatus.CANCELLED), error=f"cancelled by {by}", ended_at=utcnow(), checkpoint=None,
-                lease_until=None)).rowcount
+            done = s.execute(
+                update(RunRow)
+                .where(
+                    RunRow.id == run.id,
+                    RunRow.status.in_([_RUNNING, str(RunStatus.WAITING_APPROVAL), str(RunStatus.QUEUED)]),
+                )
+                .values(
+                    status=str(RunStatus.CANCELLED),
+                    error=f"cancelled by {by}",
+                    ended_at=utcnow(),
+                    checkpoint=None,
+                    lease_until=None,
+                )
+            ).rowcount
         if not done:
-            raise ConfigError(f"run {run.id} ended while it was being cancelled; see `flowcall runs show {run.id[:8]}`")
+            raise ConfigError(
+                f"run {run.id} ended while it was being cancelled; see `flowcall runs show {run.id[:8]}`"
+            )
         return self.get_run(run.id)
 
     def run_resumed(self, run: Run) -> None:
@@ -449,8 +528,9 @@ class Store:
                 claim = claim.where((RunRow.lease_until.is_(None)) | (RunRow.lease_until < utcnow()))
         else:
             claim = claim.where(RunRow.status == str(RunStatus.WAITING_APPROVAL))
-        claim = claim.values(status=_RUNNING, owner=_me(), lease_until=lease_until(), **started).execution_options(
-            synchronize_session=False)  # a plain UPDATE: no read before it
+        claim = claim.values(
+            status=_RUNNING, owner=_me(), lease_until=lease_until(), **started
+        ).execution_options(synchronize_session=False)  # a plain UPDATE: no read before it
         with self._session() as s, s.begin():
             claimed = s.execute(claim).rowcount
         if claimed != 1:
@@ -471,8 +551,10 @@ class Store:
         with self._session() as s:
             checkpoint = s.get(RunRow, run.id).checkpoint
         if not checkpoint and run.status == RunStatus.WAITING_APPROVAL:
-            raise ConfigError(f"run {run.id} waits for approval but has no saved state to go on from; "
-                              "ask its question again")
+            raise ConfigError(
+                f"run {run.id} waits for approval but has no saved state to go on from; "
+                "ask its question again"
+            )
         return checkpoint
 
     # --- Tool pins (ToolPins) -----------------------------------------------------------------
@@ -485,11 +567,21 @@ class Store:
 
     def pin_tool(self, flow_name: str, version: str, fingerprint: str, definition: dict[str, Any]) -> None:
         with self._session() as s, s.begin():
-            row = s.scalars(select(ToolPinRow).where(ToolPinRow.flow_name == flow_name,
-                                                     ToolPinRow.tool_version == version)).first()
+            row = s.scalars(
+                select(ToolPinRow).where(
+                    ToolPinRow.flow_name == flow_name, ToolPinRow.tool_version == version
+                )
+            ).first()
             if row is None:
-                s.add(ToolPinRow(flow_name=flow_name, tool_version=version, fingerprint=fingerprint,
-                                 definition=definition, pinned_at=utcnow()))
+                s.add(
+                    ToolPinRow(
+                        flow_name=flow_name,
+                        tool_version=version,
+                        fingerprint=fingerprint,
+                        definition=definition,
+                        pinned_at=utcnow(),
+                    )
+                )
             else:
                 row.fingerprint, row.definition, row.pinned_at = fingerprint, definition, utcnow()
 
@@ -504,23 +596,44 @@ class Store:
         with self._session() as s, s.begin():
             for item in items:
                 if s.get(GrantRow, item.key) is None:
-                    s.add(GrantRow(key=item.key, kind=item.kind, subject=item.subject, summary=item.summary,
-                                   granted_by=by, granted_at=utcnow()))
+                    s.add(
+                        GrantRow(
+                            key=item.key,
+                            kind=item.kind,
+                            subject=item.subject,
+                            summary=item.summary,
+                            granted_by=by,
+                            granted_at=utcnow(),
+                        )
+                    )
 
     def list_grants(self) -> list[dict[str, Any]]:
         with self._session() as s:
             rows = s.scalars(select(GrantRow).order_by(GrantRow.granted_at)).all()
-            return [{"key": r.key, "kind": r.kind, "subject": r.subject, "summary": r.summary,
-                     "granted_by": r.granted_by, "granted_at": r.granted_at} for r in rows]
+            return [
+                {
+                    "key": r.key,
+                    "kind": r.kind,
+                    "subject": r.subject,
+                    "summary": r.summary,
+                    "granted_by": r.granted_by,
+                    "granted_at": r.granted_at,
+                }
+                for r in rows
+            ]
 
     def revoke(self, key_prefix: str) -> list[dict[str, Any]]:
         """Revoke the grants whose key starts with `key_prefix` (at least 8 characters)."""
         if len(key_prefix) < 8:
             raise ConfigError("give at least 8 characters of the grant's key (see `flowcall trust --list`)")
         with self._session() as s, s.begin():
-            rows = s.scalars(select(GrantRow).where(GrantRow.key.startswith(key_prefix, autoescape=True))).all()
+            rows = s.scalars(
+                select(GrantRow).where(GrantRow.key.startswith(key_prefix, autoescape=True))
+            ).all()
             if not rows:
-                raise ConfigError(f"no grant has a key starting with {key_prefix!r}; see `flowcall trust --list`")
+                raise ConfigError(
+                    f"no grant has a key starting with {key_prefix!r}; see `flowcall trust --list`"
+                )
             gone = [{"key": r.key, "summary": r.summary} for r in rows]
             for row in rows:
                 s.delete(row)
@@ -598,9 +711,12 @@ class Store:
             flow_id = s.scalar(select(FlowRow.id).where(FlowRow.name == name))
             if flow_id is None:
                 return None
-            row = s.scalar(select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id,
-                                                        FlowVersionRow.spec_hash == spec_hash)
-                           .order_by(FlowVersionRow.version.desc()).limit(1))
+            row = s.scalar(
+                select(FlowVersionRow)
+                .where(FlowVersionRow.flow_id == flow_id, FlowVersionRow.spec_hash == spec_hash)
+                .order_by(FlowVersionRow.version.desc())
+                .limit(1)
+            )
             return (row.id, row.version) if row is not None else False
 
     def get_flow_version(self, version_id: int) -> Flow:
@@ -666,8 +782,14 @@ class Store:
     # --- Runs ---------------------------------------------------------------------------------
 
     def list_runs(
-        self, flow_name: str | None = None, status: RunStatus | str | None = None, limit: int = 50, *,
-        since: datetime | None = None, until: datetime | None = None, model: str | None = None,
+        self,
+        flow_name: str | None = None,
+        status: RunStatus | str | None = None,
+        limit: int = 50,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        model: str | None = None,
         text: str | None = None,
     ) -> list[Run]:
         """Newest first, without steps (use get_run for those). `model` matches runs with a
@@ -691,8 +813,9 @@ class Store:
         if text:
             query = query.where(RunRow.question.icontains(text, autoescape=True))
         if model:
-            used = select(StepRow.run_id).where(StepRow.kind.in_(["model_call", "polish"]),
-                                                StepRow.name.contains(model, autoescape=True))
+            used = select(StepRow.run_id).where(
+                StepRow.kind.in_(["model_call", "polish"]), StepRow.name.contains(model, autoescape=True)
+            )
             query = query.where(RunRow.id.in_(used))
         if wanted not in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
             query = query.limit(limit)  # else filtered after reading: the limit applies to what is kept
@@ -703,7 +826,9 @@ class Store:
     def run_models(self) -> list[str]:
         """Every provider/model name that answered in some run: the inspector's model filter."""
         with self._session() as s:
-            names = s.scalars(select(StepRow.name).where(StepRow.kind.in_(["model_call", "polish"])).distinct())
+            names = s.scalars(
+                select(StepRow.name).where(StepRow.kind.in_(["model_call", "polish"])).distinct()
+            )
             return sorted(n for n in names if n)
 
     def check_import(self, run: Run, source: str = "run file") -> None:
@@ -714,7 +839,9 @@ class Store:
         seqs: set[int] = set()
         for step in run.steps:
             if step.run_id != run.id:
-                problems.append(f"step {step.seq} belongs to run {step.run_id[:40]!r}, not to {run.id[:40]!r}")
+                problems.append(
+                    f"step {step.seq} belongs to run {step.run_id[:40]!r}, not to {run.id[:40]!r}"
+                )
             if step.seq in seqs:
                 problems.append(f"two steps are numbered {step.seq}")
             seqs.add(step.seq)
@@ -722,8 +849,12 @@ class Store:
         problems += [problem for row in rows for problem in misfits(row)]
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            raise ConfigError(f"{source} cannot be imported: " + "; ".join(problems[:3]) + more
-                              + "; export the run again or fix the file")
+            raise ConfigError(
+                f"{source} cannot be imported: "
+                + "; ".join(problems[:3])
+                + more
+                + "; export the run again or fix the file"
+            )
 
     def import_run(self, run: Run) -> Run:
         """Store a run exported elsewhere (or here) with its steps. An id already taken gets a
@@ -731,8 +862,12 @@ class Store:
         with self._session() as s, s.begin():
             if s.get(RunRow, run.id) is not None:
                 new_id = str(uuid.uuid4())
-                run = run.model_copy(update={"id": new_id,
-                                             "steps": [st.model_copy(update={"run_id": new_id}) for st in run.steps]})
+                run = run.model_copy(
+                    update={
+                        "id": new_id,
+                        "steps": [st.model_copy(update={"run_id": new_id}) for st in run.steps],
+                    }
+                )
             row = _run_to_row(run)
             row.tokens_in, row.tokens_out = run.tokens_in, run.tokens_out
             s.add(row)

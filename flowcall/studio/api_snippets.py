@@ -45,20 +45,24 @@ def runs_url(base: str, flow: str) -> str:
 def endpoints(base: str, flow: str) -> str:
     """The three endpoints a program uses for this flow, one a line."""
     base = base_url(base)
-    return "\n".join([
-        f"POST {runs_url(base, flow)}    body {_literal({'question': '...'})}",
-        f"POST {base}/v1/chat/completions    model {_literal(flow)}",
-        f"GET  {base}/v1/models",
-    ])
+    return "\n".join(
+        [
+            f"POST {runs_url(base, flow)}    body {_literal({'question': '...'})}",
+            f"POST {base}/v1/chat/completions    model {_literal(flow)}",
+            f"GET  {base}/v1/models",
+        ]
+    )
 
 
 def _curl(url: str, body: dict) -> str:
-    return "\n".join([
-        f"curl -X POST {shlex.quote(url)} \\",
-        f"  -H {shlex.quote('Authorization: Bearer ' + KEY_PLACEHOLDER)} \\",
-        "  -H 'Content-Type: application/json' \\",
-        f"  -d {shlex.quote(_literal(body))}",
-    ])
+    return "\n".join(
+        [
+            f"curl -X POST {shlex.quote(url)} \\",
+            f"  -H {shlex.quote('Authorization: Bearer ' + KEY_PLACEHOLDER)} \\",
+            "  -H 'Content-Type: application/json' \\",
+            f"  -d {shlex.quote(_literal(body))}",
+        ]
+    )
 
 
 def curl_run(base: str, flow: str, question: str) -> str:
@@ -68,19 +72,24 @@ def curl_run(base: str, flow: str, question: str) -> str:
 
 def curl_chat(base: str, flow: str, question: str) -> str:
     """curl for POST /v1/chat/completions with the flow's name as the model."""
-    return _curl(f"{base_url(base)}/v1/chat/completions",
-                 {"model": flow, "messages": [{"role": "user", "content": question}]})
+    return _curl(
+        f"{base_url(base)}/v1/chat/completions",
+        {"model": flow, "messages": [{"role": "user", "content": question}]},
+    )
 
 
 def openai_python(base: str, flow: str, question: str) -> str:
     """The flow called with the official OpenAI Python SDK."""
-    return "\n".join([
-        "from openai import OpenAI",
-        "",
-        f"client = OpenAI(base_url={_literal(base_url(base) + '/v1')}, api_key={_literal(KEY_PLACEHOLDER)})",
-        "reply = client.chat.completions.create(",
-        f"    model={_literal(flow)},",
-        f"    messages=[{{\"role\": \"user\", \"content\": {_literal(question)}}}],",
-        ")",
-        "print(reply.choices[0].message.content)",
-    ])
+    return "\n".join(
+        [
+            "from openai import OpenAI",
+            "",
+            f"client = OpenAI(base_url={_literal(base_url(base) + '/v1')}, "
+            f"api_key={_literal(KEY_PLACEHOLDER)})",
+            "reply = client.chat.completions.create(",
+            f"    model={_literal(flow)},",
+            f'    messages=[{{"role": "user", "content": {_literal(question)}}}],',
+            ")",
+            "print(reply.choices[0].message.content)",
+        ]
+    )

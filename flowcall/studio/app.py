@@ -34,9 +34,15 @@ def main(pages_dir: Path = PAGES) -> None:
     st.set_page_config(page_title="FlowCall", page_icon="🛠️", layout="wide")
     if "seeded" not in st.session_state:  # once per session: an empty database gets the examples
         st.session_state["seeded"] = service().seed_examples()
-    pages = [st.Page(str(pages_dir / f"{name}.py"), title=title, icon=icon, **({"url_path": path} if path else
-                                                                               {"default": True}))
-             for name, title, icon, path in NAVIGATION]
+    pages = [
+        st.Page(
+            str(pages_dir / f"{name}.py"),
+            title=title,
+            icon=icon,
+            **({"url_path": path} if path else {"default": True}),
+        )
+        for name, title, icon, path in NAVIGATION
+    ]
     page = st.navigation(pages)
     if page.url_path != "http-api":  # a key made on the API page is shown there once, not kept for later
         st.session_state.pop(NEW_KEY_STATE, None)

@@ -47,6 +47,7 @@ def in_words(expectation: str) -> str:
 
 # ------------------------------------------------------------------ a dataset made in the page
 
+
 def read_upload(name: str, data: bytes) -> list[DatasetItem]:
     """The items of an uploaded .jsonl or .csv file, as `flowcall datasets import` reads them."""
     return parse_dataset(data, format_of(Path(name)), name)
@@ -61,18 +62,25 @@ def refusal(error: DatasetError) -> str:
     """A refused dataset as Markdown for st.error: each problem with its line (escaped, since it
     quotes the file), then what to do."""
     count = len(error.problems)
-    lines = [f"**{md(error.source)} could not be saved** ({count} problem{'s' if count != 1 else ''}); "
-             "nothing was saved:", ""]
+    lines = [
+        f"**{md(error.source)} could not be saved** ({count} problem{'s' if count != 1 else ''}); "
+        "nothing was saved:",
+        "",
+    ]
     lines += [f"- {md(problem)}" for problem in error.problems[:MAX_PROBLEMS_SHOWN]]
     if count > MAX_PROBLEMS_SHOWN:
         lines.append(f"- … and {count - MAX_PROBLEMS_SHOWN} more")
-    lines += ["", "Fix the lines named above, then save again. Each line holds one item: a JSON object with a "
-              "`question` and what its run must show (see *What an item holds*); in a CSV file, the first "
-              "line names the columns."]
+    lines += [
+        "",
+        "Fix the lines named above, then save again. Each line holds one item: a JSON object with a "
+        "`question` and what its run must show (see *What an item holds*); in a CSV file, the first "
+        "line names the columns.",
+    ]
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ live progress
+
 
 @dataclass
 class Progress:
@@ -89,7 +97,9 @@ class Progress:
     def started(self, experiment: Experiment, app: FlowCall, runs: int | None = None) -> None:
         """The experiment is recorded; `runs`: how many of its runs go now (default: all)."""
         self.experiment = experiment
-        self.questions = {run_id: text.question for run_id, text in app.experiment_runs(experiment.id).items()}
+        self.questions = {
+            run_id: text.question for run_id, text in app.experiment_runs(experiment.id).items()
+        }
         self.total = max(1, runs if runs is not None else len(experiment.items))
         self.show(f"{self.total} run{'s' if self.total != 1 else ''} to go · starting the first")
 
@@ -101,9 +111,14 @@ class Progress:
 
     def begins(self, run_id: str) -> None:
         """A run is about to execute: say which item it is, before it ends."""
-        item = next((i for i in self.experiment.items if i.run_id == run_id), None) if self.experiment else None
-        label = (self.item_label(item.position, item.attempt, self.questions.get(run_id, item.item_key)) if item
-                 else f"run {len(self.ended) + 1} of {self.total}")
+        item = (
+            next((i for i in self.experiment.items if i.run_id == run_id), None) if self.experiment else None
+        )
+        label = (
+            self.item_label(item.position, item.attempt, self.questions.get(run_id, item.item_key))
+            if item
+            else f"run {len(self.ended) + 1} of {self.total}"
+        )
         self.show(label + self._so_far())
 
     def running(self, position: int, attempt: int, question: str) -> None:
@@ -111,7 +126,9 @@ class Progress:
         self.show(self.item_label(position, attempt, question) + self._so_far())
 
     def waiting(self) -> None:
-        self.show(f"waiting for a worker to take the runs{self._so_far() or f' · 0 of {self.total} runs done'}")
+        self.show(
+            f"waiting for a worker to take the runs{self._so_far() or f' · 0 of {self.total} runs done'}"
+        )
 
     def scored(self, result: ItemResult) -> None:
         self.ended.append(bool(result.passed))
@@ -130,6 +147,7 @@ class Progress:
 
 
 # ------------------------------------------------------------------ results
+
 
 def verdict(item: ItemResult) -> str:
     """passed, failed (an expectation was not met), error (the run did not succeed) or not run yet."""
@@ -158,13 +176,18 @@ def results_table(experiment: Experiment, texts: dict[str, RunText]) -> pd.DataF
         text = texts.get(item.run_id or "")
         question = text.question if text else item.item_key
         answer = "" if text is None or text.answer is None else short(answer_text(text.answer), 300)
-        rows.append({
-            "item": item_label(item), "id": item.item_key if item.item_key != question else "",
-            "question": question, "answer": answer, "verdict": verdict(item),
-            "failed expectations": failed_expectations(item),
-            "seconds": round(item.latency_ms / 1000, 2) if item.latency_ms is not None else None,
-            "run": (item.run_id or "")[:8],
-        })
+        rows.append(
+            {
+                "item": item_label(item),
+                "id": item.item_key if item.item_key != question else "",
+                "question": question,
+                "answer": answer,
+                "verdict": verdict(item),
+                "failed expectations": failed_expectations(item),
+                "seconds": round(item.latency_ms / 1000, 2) if item.latency_ms is not None else None,
+                "run": (item.run_id or "")[:8],
+            }
+        )
     table = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     return table if table["id"].astype(bool).any() else table.drop(columns="id")
 
@@ -184,7 +207,9 @@ def figures(summary: Summary) -> list[Figure]:
         Figure("Pass rate", rate, "Runs that met every expectation, of the runs scored"),
         Figure("Passed", f"{summary.passed} of {summary.runs}"),
         Figure("Failed", str(summary.failed - errors), "The run succeeded, but an expectation was not met"),
-        Figure("Errors", str(errors), "The run itself did not succeed (failed, cancelled, waits for approval)"),
+        Figure(
+            "Errors", str(errors), "The run itself did not succeed (failed, cancelled, waits for approval)"
+        ),
         Figure("Median time", _seconds(summary.latency_p50_s), "Half the runs took at most this long"),
         Figure("Slowest 5 %", _seconds(summary.latency_p95_s), "95 % of the runs took at most this long"),
         Figure("Tokens", f"{summary.tokens_in:,} → {summary.tokens_out:,}", "Read → written, over every run"),
@@ -198,11 +223,15 @@ def notes(summary: Summary) -> list[str]:
     """What the figures do not say, in sentences (FlowCall's own words and numbers only)."""
     said = []
     if summary.answered_without_tools:
-        said.append(f"{summary.answered_without_tools} of {summary.runs} runs answered without tools: the model "
-                    "wanted a tool, and no tool result came back.")
+        said.append(
+            f"{summary.answered_without_tools} of {summary.runs} runs answered without tools: the model "
+            "wanted a tool, and no tool result came back."
+        )
     if summary.answer_values:
-        said.append(f"{summary.traced} of {summary.answer_values} values in the answers "
-                    f"({summary.traced / summary.answer_values:.0%}) came from a tool result or the question.")
+        said.append(
+            f"{summary.traced} of {summary.answer_values} values in the answers "
+            f"({summary.traced / summary.answer_values:.0%}) came from a tool result or the question."
+        )
     return said
 
 
@@ -212,44 +241,81 @@ def _seconds(value: float | None) -> str:
 
 def pass_rate_chart(summary: Summary) -> alt.Chart | None:
     """A bar per expectation: the share of runs that met it, 0 to 100 %."""
-    data = pd.DataFrame([{"expectation": in_words(name), "pass rate": c["passed"] / c["total"],
-                          "passed": c["passed"], "runs": c["total"]}
-                         for name, c in summary.by_expectation.items() if c["total"]])
+    data = pd.DataFrame(
+        [
+            {
+                "expectation": in_words(name),
+                "pass rate": c["passed"] / c["total"],
+                "passed": c["passed"],
+                "runs": c["total"],
+            }
+            for name, c in summary.by_expectation.items()
+            if c["total"]
+        ]
+    )
     if data.empty:
         return None
-    return alt.Chart(data, title="Pass rate per expectation").mark_bar().encode(
-        x=alt.X("expectation:N", sort=None, title="expectation", axis=alt.Axis(labelAngle=-30, labelLimit=160)),
-        y=alt.Y("pass rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        tooltip=["expectation", alt.Tooltip("pass rate:Q", format=".0%"), "passed", "runs"])
+    return (
+        alt.Chart(data, title="Pass rate per expectation")
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "expectation:N", sort=None, title="expectation", axis=alt.Axis(labelAngle=-30, labelLimit=160)
+            ),
+            y=alt.Y(
+                "pass rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")
+            ),
+            tooltip=["expectation", alt.Tooltip("pass rate:Q", format=".0%"), "passed", "runs"],
+        )
+    )
 
 
 def latency_chart(items: Sequence[ItemResult], texts: dict[str, RunText]) -> alt.Chart | None:
     """A bar per run: how many seconds it took, coloured by its verdict."""
-    data = pd.DataFrame([{"item": item_label(i), "seconds": i.latency_ms / 1000, "verdict": verdict(i),
-                          "question": short(texts[i.run_id].question if i.run_id in texts else i.item_key, 80)}
-                         for i in items if i.latency_ms is not None])
+    data = pd.DataFrame(
+        [
+            {
+                "item": item_label(i),
+                "seconds": i.latency_ms / 1000,
+                "verdict": verdict(i),
+                "question": short(texts[i.run_id].question if i.run_id in texts else i.item_key, 80),
+            }
+            for i in items
+            if i.latency_ms is not None
+        ]
+    )
     if data.empty:
         return None
     colours = alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values()))
-    return alt.Chart(data, title="Time per item").mark_bar().encode(
-        x=alt.X("item:N", sort=None, title="item", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("seconds:Q", title="seconds"),
-        color=alt.Color("verdict:N", scale=colours, title="verdict"),
-        tooltip=["item", "question", alt.Tooltip("seconds:Q", format=".2f"), "verdict"])
+    return (
+        alt.Chart(data, title="Time per item")
+        .mark_bar()
+        .encode(
+            x=alt.X("item:N", sort=None, title="item", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("seconds:Q", title="seconds"),
+            color=alt.Color("verdict:N", scale=colours, title="verdict"),
+            tooltip=["item", "question", alt.Tooltip("seconds:Q", format=".2f"), "verdict"],
+        )
+    )
 
 
 def experiment_label(experiment: Experiment) -> str:
     """An experiment in the Results picker (plain text: a picker's options are not Markdown)."""
     s = experiment.summary
     result = f" · {s.passed} of {s.runs} passed" if s is not None and s.runs else ""
-    return (f"#{experiment.id} · {experiment.started_at:%Y-%m-%d %H:%M} · {experiment.flow_name} "
-            f"v{experiment.flow_version} × {experiment.dataset_name} v{experiment.dataset_version} · "
-            f"{experiment.status.value}{result}")
+    return (
+        f"#{experiment.id} · {experiment.started_at:%Y-%m-%d %H:%M} · {experiment.flow_name} "
+        f"v{experiment.flow_version} × {experiment.dataset_name} v{experiment.dataset_version} · "
+        f"{experiment.status.value}{result}"
+    )
 
 
 def outcome_line(experiment: Experiment) -> str:
     """How an experiment ended, in a sentence."""
     s = experiment.summary
-    result = (f": {s.passed} of {s.runs} runs passed ({s.pass_rate:.0%})" if s is not None and s.runs
-              else ": no run ended")
+    result = (
+        f": {s.passed} of {s.runs} runs passed ({s.pass_rate:.0%})"
+        if s is not None and s.runs
+        else ": no run ended"
+    )
     return f"Experiment {experiment.id} {experiment.status.value}{result}."

@@ -23,8 +23,13 @@ NodeKind = Literal["question", "decision", "tool", "polish", "answer"]
 # the flow's loop settings are the decision node's: the side panel edits them with the model
 LOOP_KEYS = ("tool_choice", "parallel_tool_calls", "max_rounds", "retry_budget", "router_rules")
 MAIN_Y = {"question": 0, "decision": 130, "polish": 330, "answer": 480}
-LABELS = {"question": "Question", "decision": "Decision model", "tool": "Tool", "polish": "Polish model",
-          "answer": "Answer"}
+LABELS = {
+    "question": "Question",
+    "decision": "Decision model",
+    "tool": "Tool",
+    "polish": "Polish model",
+    "answer": "Answer",
+}
 
 
 class CanvasNode(BaseModel):
@@ -77,6 +82,7 @@ def default_position(kind: str, index: int = 0) -> tuple[float, float]:
 
 # ------------------------------------------------------------------ flow ↔ canvas
 
+
 def to_canvas(flow: Flow) -> CanvasState:
     """The canvas of a flow, at its saved positions (defaults for a node that has none)."""
     data = flow.model_dump(mode="json")
@@ -88,14 +94,19 @@ def to_canvas(flow: Flow) -> CanvasState:
 
     decision = {**data.pop("decision"), **{k: data.pop(k) for k in LOOP_KEYS}}
     tools, polish = data.pop("tools"), data.pop("polish", None)
-    nodes = [CanvasNode(id="question", kind="question", x=at("question", "question")[0],
-                        y=at("question", "question")[1])]
+    nodes = [
+        CanvasNode(
+            id="question", kind="question", x=at("question", "question")[0], y=at("question", "question")[1]
+        )
+    ]
     x, y = at("decision", "decision")
     nodes.append(CanvasNode(id="decision", kind="decision", x=x, y=y, config=decision))
     refs = [(ref, True) for ref in tools] + [(ref, False) for ref in layout.parked if ref not in tools]
     for i, (ref, attached) in enumerate(refs):
         x, y = at(tool_id(ref), "tool", i)
-        nodes.append(CanvasNode(id=tool_id(ref), kind="tool", x=x, y=y, config={"ref": ref}, attached=attached))
+        nodes.append(
+            CanvasNode(id=tool_id(ref), kind="tool", x=x, y=y, config={"ref": ref}, attached=attached)
+        )
     if polish is not None:
         x, y = at("polish", "polish")
         nodes.append(CanvasNode(id="polish", kind="polish", x=x, y=y, config=polish))
@@ -110,7 +121,9 @@ def to_flow(state: CanvasState) -> Flow:
     data = {k: v for k, v in state.settings.items() if not k.startswith("_")}
     decision_node = state.node("decision")
     if decision_node is None:
-        raise ConfigError("the flow has no decision model yet: add one from the palette (Models › Decision model)")
+        raise ConfigError(
+            "the flow has no decision model yet: add one from the palette (Models › Decision model)"
+        )
     decision = dict(decision_node.config)
     data.update({k: decision.pop(k) for k in LOOP_KEYS if k in decision})
     data["decision"] = decision
@@ -118,25 +131,37 @@ def to_flow(state: CanvasState) -> Flow:
     polish = state.node("polish")
     data["polish"] = polish.config if polish else None
     flow = parse_flow(data, source="the canvas")
-    flow.layout = FlowLayout(positions={n.id: (n.x, n.y) for n in state.nodes},
-                             parked=[n.config["ref"] for n in state.of_kind("tool") if not n.attached])
+    flow.layout = FlowLayout(
+        positions={n.id: (n.x, n.y) for n in state.nodes},
+        parked=[n.config["ref"] for n in state.of_kind("tool") if not n.attached],
+    )
     return flow
 
 
 def blank_canvas(name: str, decision: dict[str, Any], polish: dict[str, Any] | None = None) -> CanvasState:
     """An empty canvas for a new flow: the question and the answer; the decision model and the
     polish model are added from the palette. `decision` holds what the decision node starts with."""
-    flow = parse_flow({"name": name, **{k: decision[k] for k in LOOP_KEYS if k in decision},
-                       "decision": {k: v for k, v in decision.items() if k not in LOOP_KEYS},
-                       "polish": polish}, source="a new flow")
+    flow = parse_flow(
+        {
+            "name": name,
+            **{k: decision[k] for k in LOOP_KEYS if k in decision},
+            "decision": {k: v for k, v in decision.items() if k not in LOOP_KEYS},
+            "polish": polish,
+        },
+        source="a new flow",
+    )
     state = to_canvas(flow)
     # the models wait in the palette with these settings until they are added
-    settings = {**state.settings, "_decision": state.node("decision").config,  # type: ignore[union-attr]
-                "_polish": state.node("polish").config if polish else None}  # type: ignore[union-attr]
+    settings = {
+        **state.settings,
+        "_decision": state.node("decision").config,  # type: ignore[union-attr]
+        "_polish": state.node("polish").config if polish else None,
+    }  # type: ignore[union-attr]
     return CanvasState(settings=settings, nodes=[n for n in state.nodes if n.kind in ("question", "answer")])
 
 
 # ------------------------------------------------------------------ edits (what the canvas sends)
+
 
 def edges(state: CanvasState) -> list[tuple[str, str]]:
     """The edges a canvas shows; they follow from its nodes."""
@@ -160,9 +185,17 @@ def add_node(state: CanvasState, kind: str, config: dict[str, Any]) -> CanvasSta
             return state
         index = len(state.of_kind("tool"))
         x, y = default_position("tool", index)
-        nodes.insert(len(nodes) - (2 if state.node("polish") else 1),
-                     CanvasNode(id=node_id, kind="tool", x=x, y=y, config={"ref": config["ref"]},
-                                attached=state.node("decision") is not None))
+        nodes.insert(
+            len(nodes) - (2 if state.node("polish") else 1),
+            CanvasNode(
+                id=node_id,
+                kind="tool",
+                x=x,
+                y=y,
+                config={"ref": config["ref"]},
+                attached=state.node("decision") is not None,
+            ),
+        )
     elif state.node(kind) is None and kind in ("decision", "polish"):
         x, y = default_position(kind)
         config = state.settings.get(f"_{kind}") or config  # the settings a removed or template model had
@@ -191,7 +224,9 @@ def _choice_still_attached(state: CanvasState) -> CanvasState:
     attached = {bare_name(n.config["ref"]) for n in state.of_kind("tool") if n.attached}
     if decision is not None and choice not in ("auto", "required", "none", None) and choice not in attached:
         # it named a tool that is gone: a flow cannot hold that, so the choice goes back to auto
-        return _replace(state, decision.model_copy(update={"config": {**decision.config, "tool_choice": "auto"}}))
+        return _replace(
+            state, decision.model_copy(update={"config": {**decision.config, "tool_choice": "auto"}})
+        )
     return state
 
 
@@ -211,7 +246,9 @@ def move_nodes(state: CanvasState, positions: dict[str, Any]) -> CanvasState:
     nodes = []
     for n in state.nodes:
         p = positions.get(n.id)
-        ok = isinstance(p, dict) and all(isinstance(p.get(a), (int, float)) and math.isfinite(p[a]) for a in "xy")
+        ok = isinstance(p, dict) and all(
+            isinstance(p.get(a), (int, float)) and math.isfinite(p[a]) for a in "xy"
+        )
         nodes.append(n.model_copy(update={"x": float(p["x"]), "y": float(p["y"])}) if ok else n)
     return CanvasState(settings=state.settings, nodes=nodes)
 
@@ -234,6 +271,7 @@ def apply_event(state: CanvasState, event: dict[str, Any]) -> CanvasState:
 
 
 # ------------------------------------------------------------------ what a run did, per node
+
 
 class NodeMark(BaseModel):
     """What a run did at one node."""
@@ -296,6 +334,7 @@ def run_marks(run: Run, flow: Flow | None) -> dict[str, NodeMark]:
 
 # ------------------------------------------------------------------ drawing
 
+
 def _cut(text: Any, limit: int = 60) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -305,17 +344,28 @@ def _seconds(ms: float) -> str:
     return f"{ms / 1000:.1f} s"
 
 
-def node_view(state: CanvasState, tool_info: dict[str, dict[str, Any]] | None = None,
-              marks: dict[str, NodeMark] | None = None, selected: str | None = None,
-              model_label: Any = None) -> list[dict[str, Any]]:
+def node_view(
+    state: CanvasState,
+    tool_info: dict[str, dict[str, Any]] | None = None,
+    marks: dict[str, NodeMark] | None = None,
+    selected: str | None = None,
+    model_label: Any = None,
+) -> list[dict[str, Any]]:
     """The nodes as the canvas component draws them: every text already cut to size."""
     info, marks = tool_info or {}, marks or {}
     label_of = model_label or (lambda provider, model: f"{provider} · {model}")
     views = []
     for n in state.nodes:
-        view: dict[str, Any] = {"id": n.id, "kind": n.kind, "label": LABELS[n.kind], "x": n.x, "y": n.y,
-                                "deletable": n.kind in ("tool", "polish", "decision"), "selected": n.id == selected,
-                                "lines": []}
+        view: dict[str, Any] = {
+            "id": n.id,
+            "kind": n.kind,
+            "label": LABELS[n.kind],
+            "x": n.x,
+            "y": n.y,
+            "deletable": n.kind in ("tool", "polish", "decision"),
+            "selected": n.id == selected,
+            "lines": [],
+        }
         if n.kind == "question":
             _question_text(view, state)
         elif n.kind in ("decision", "polish"):
@@ -344,21 +394,28 @@ def _model_text(view: dict[str, Any], n: CanvasNode, label_of: Any) -> None:
     view["title"] = _cut(label.split("/", 1)[-1], 40)
     view["subtitle"] = "built-in model" if c.get("provider") == "local" else _cut(c.get("provider", ""), 30)
     if n.kind == "decision":
-        view["lines"] = [f"way: {c.get('calling_way')} · rounds: {c.get('max_rounds')}",
-                         f"tool_choice: {c.get('tool_choice')}"
-                         + (" · parallel" if c.get("parallel_tool_calls") else " · one call at a time")]
+        view["lines"] = [
+            f"way: {c.get('calling_way')} · rounds: {c.get('max_rounds')}",
+            f"tool_choice: {c.get('tool_choice')}"
+            + (" · parallel" if c.get("parallel_tool_calls") else " · one call at a time"),
+        ]
     else:
         view["lines"] = ["JSON Schema answer" if c.get("output_schema") else "text answer"]
 
 
-def _tool_text(view: dict[str, Any], n: CanvasNode, state: CanvasState, info: dict[str, dict[str, Any]]) -> None:
+def _tool_text(
+    view: dict[str, Any], n: CanvasNode, state: CanvasState, info: dict[str, dict[str, Any]]
+) -> None:
     """A tool node: its name and source, whether it needs approval, whether it is attached."""
     ref = n.config["ref"]
     group, source = tool_source(ref, state.settings)
     about = info.get(ref, {})
-    view.update(title=_cut(bare_name(ref), 40), group=group,
-                subtitle=_cut(f"{ {'plugin': 'plugin', 'mcp': 'MCP', 'http': 'HTTP'}[group]} · {source}", 50),
-                tooltip=_cut(about.get("description", ref), 300))
+    view.update(
+        title=_cut(bare_name(ref), 40),
+        group=group,
+        subtitle=_cut(f"{ {'plugin': 'plugin', 'mcp': 'MCP', 'http': 'HTTP'}[group] } · {source}", 50),
+        tooltip=_cut(about.get("description", ref), 300),
+    )
     approval = state.settings.get("needs_approval", [])
     if ref in approval or bare_name(ref) in approval:
         view["lines"].append("needs approval")
@@ -374,8 +431,9 @@ def _mark(view: dict[str, Any], n: CanvasNode, m: NodeMark | None) -> None:
         return
     view["status"] = m.status
     if n.kind == "tool":
-        view["badge"] = ("waiting for you" if m.status == "waiting"
-                         else f"{m.calls} call" + ("" if m.calls == 1 else "s"))
+        view["badge"] = (
+            "waiting for you" if m.status == "waiting" else f"{m.calls} call" + ("" if m.calls == 1 else "s")
+        )
         if m.last_error:
             view["lines"].append(_cut(f"error: {m.last_error}"))
     elif n.kind in ("decision", "polish"):
@@ -384,14 +442,19 @@ def _mark(view: dict[str, Any], n: CanvasNode, m: NodeMark | None) -> None:
         view["lines"].append(_cut(f"error: {m.last_error}"))
 
 
-def edge_view(state: CanvasState, marks: dict[str, NodeMark] | None = None,
-              editable: bool = False) -> list[dict[str, Any]]:
+def edge_view(
+    state: CanvasState, marks: dict[str, NodeMark] | None = None, editable: bool = False
+) -> list[dict[str, Any]]:
     marks = marks or {}
     out = []
     for source, target in edges(state):
-        edge = {"id": f"{source}->{target}", "source": source, "target": target,
-                "source_handle": "tools" if target.startswith("tool:") else "out",
-                "deletable": editable and target.startswith("tool:")}
+        edge = {
+            "id": f"{source}->{target}",
+            "source": source,
+            "target": target,
+            "source_handle": "tools" if target.startswith("tool:") else "out",
+            "deletable": editable and target.startswith("tool:"),
+        }
         m = marks.get(target)
         if m is not None and m.status != "unused":
             edge["status"] = "error" if m.status == "error" else "used"
@@ -407,30 +470,57 @@ def to_svg(state: CanvasState, marks: dict[str, NodeMark] | None = None) -> str:
     ys = [v["y"] for v in views] or [0]
     left, top = min(xs) - 20, min(ys) - 20
     width, height = max(xs) - left + w + 20, max(ys) - top + h + 20
-    colors = {"question": "#8a8f9c", "answer": "#8a8f9c", "decision": "#ff4b4b", "polish": "#f0a02c",
-              "plugin": "#1c83e1", "mcp": "#803df5", "http": "#21a366"}
     where = {v["id"]: (v["x"] - left, v["y"] - top) for v in views}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-             f'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="#ffffff"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'font-family="sans-serif" font-size="12">',
+        '<rect width="100%" height="100%" fill="#ffffff"/>',
+    ]
     for source, target in edges(state):
         (x1, y1), (x2, y2) = where[source], where[target]
         aside = target.startswith("tool:")
         a = (x1 + w, y1 + h / 2) if aside else (x1 + w / 2, y1 + h)
         b = (x2, y2 + h / 2) if aside else (x2 + w / 2, y2)
-        parts.append(f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{b[0]:.0f}" y2="{b[1]:.0f}" '
-                     'stroke="#9aa0ad" stroke-width="1.5"/>')
+        parts.append(
+            f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{b[0]:.0f}" y2="{b[1]:.0f}" '
+            'stroke="#9aa0ad" stroke-width="1.5"/>'
+        )
     for v in views:
-        x, y = where[v["id"]]
-        color = colors.get(v.get("group") or v["kind"], "#8a8f9c")
-        texts = [v["label"] + (f"  [{v['badge']}]" if v.get("badge") else ""), v.get("title", ""),
-                 v.get("subtitle", ""), *v["lines"]][:4]
-        parts.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="{w}" height="{h}" rx="8" fill="#ffffff" '
-                     f'stroke="#c9ccd6"/><rect x="{x:.0f}" y="{y:.0f}" width="6" height="{h}" fill="{color}"/>')
-        for i, text in enumerate(t for t in texts if t):
-            weight = ' font-weight="bold"' if i == 1 else ""
-            parts.append(f'<text x="{x + 14:.0f}" y="{y + 18 + i * 16:.0f}"{weight}>{xml_escape(_cut(text, 32))}</text>')
+        parts += _svg_box(v, *where[v["id"]], w, h)
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+_SVG_COLORS = {
+    "question": "#8a8f9c",
+    "answer": "#8a8f9c",
+    "decision": "#ff4b4b",
+    "polish": "#f0a02c",
+    "plugin": "#1c83e1",
+    "mcp": "#803df5",
+    "http": "#21a366",
+}
+
+
+def _svg_box(v: dict[str, Any], x: float, y: float, w: int, h: int) -> list[str]:
+    """One node in the SVG: a box with its group's color down the left, and up to four lines of text."""
+    color = _SVG_COLORS.get(v.get("group") or v["kind"], "#8a8f9c")
+    texts = [
+        v["label"] + (f"  [{v['badge']}]" if v.get("badge") else ""),
+        v.get("title", ""),
+        v.get("subtitle", ""),
+        *v["lines"],
+    ][:4]
+    parts = [
+        f'<rect x="{x:.0f}" y="{y:.0f}" width="{w}" height="{h}" rx="8" fill="#ffffff" '
+        f'stroke="#c9ccd6"/><rect x="{x:.0f}" y="{y:.0f}" width="6" height="{h}" fill="{color}"/>'
+    ]
+    for i, text in enumerate(t for t in texts if t):
+        weight = ' font-weight="bold"' if i == 1 else ""
+        parts.append(
+            f'<text x="{x + 14:.0f}" y="{y + 18 + i * 16:.0f}"{weight}>{xml_escape(_cut(text, 32))}</text>'
+        )
+    return parts
 
 
 def canonical(state: CanvasState) -> str:

@@ -36,10 +36,19 @@ def run_canvas(flow: Flow | None, run: Run) -> tuple[fg.CanvasState, dict[str, f
     drawn) does not hold gets a node of its own, so nothing the run did goes undrawn."""
     marks = fg.run_marks(run, flow)
     if flow is None:
-        state = fg.CanvasState(settings={"name": run.flow_name}, nodes=[
-            fg.CanvasNode(id=kind, kind=kind, x=fg.default_position(kind)[0], y=fg.default_position(kind)[1],
-                          config={"provider": "?", "model": "?"} if kind == "decision" else {})
-            for kind in ("question", "decision", "answer")])
+        state = fg.CanvasState(
+            settings={"name": run.flow_name},
+            nodes=[
+                fg.CanvasNode(
+                    id=kind,
+                    kind=kind,
+                    x=fg.default_position(kind)[0],
+                    y=fg.default_position(kind)[1],
+                    config={"provider": "?", "model": "?"} if kind == "decision" else {},
+                )
+                for kind in ("question", "decision", "answer")
+            ],
+        )
     else:
         state = fg.to_canvas(flow)
     for node_id in marks:
@@ -59,8 +68,13 @@ def draw_run(app: FlowCall, run: Run, key: str, height: int = 340) -> str | None
     state, marks = run_canvas(run_flow(app, run), run)
     chosen_key = f"{key}:node"
     selected = st.session_state.get(chosen_key)
-    event = canvas(fg.node_view(state, selected=selected, marks=marks, model_label=model_label),
-                   fg.edge_view(state, marks), key=key, height=height, fit_token=run.id)
+    event = canvas(
+        fg.node_view(state, selected=selected, marks=marks, model_label=model_label),
+        fg.edge_view(state, marks),
+        key=key,
+        height=height,
+        fit_token=run.id,
+    )
     if event and event.get("kind") == "select":
         picked = event.get("id")
         st.session_state[chosen_key] = picked if isinstance(picked, str) and state.node(picked) else None
@@ -80,8 +94,10 @@ def node_detail(app: FlowCall, run: Run, node_id: str) -> list[int]:
         st.caption(md(f"{title}: the run did not reach it."))
         return []
     if node.kind == "tool":
-        st.markdown(f"**{md(title)}** · {mark.calls} call{'s' if mark.calls != 1 else ''} · "
-                    f"steps {', '.join(map(str, mark.steps))}")
+        st.markdown(
+            f"**{md(title)}** · {mark.calls} call{'s' if mark.calls != 1 else ''} · "
+            f"steps {', '.join(map(str, mark.steps))}"
+        )
         if mark.status == "waiting":
             st.warning("A call to this tool waits for your approval.")
         if mark.last_arguments is not None:
@@ -93,8 +109,10 @@ def node_detail(app: FlowCall, run: Run, node_id: str) -> list[int]:
             st.caption("Last result")
             st.code(as_json(mark.last_result), language="json")
     else:
-        st.markdown(f"**{md(title)}** · {mark.calls} call{'s' if mark.calls != 1 else ''} · {mark.tokens} tokens · "
-                    f"{mark.latency_ms / 1000:.1f} s · steps {', '.join(map(str, mark.steps))}")
+        st.markdown(
+            f"**{md(title)}** · {mark.calls} call{'s' if mark.calls != 1 else ''} · {mark.tokens} tokens · "
+            f"{mark.latency_ms / 1000:.1f} s · steps {', '.join(map(str, mark.steps))}"
+        )
         if mark.last_error:
             st.error(md(mark.last_error))
     return mark.steps

@@ -24,41 +24,70 @@ if TYPE_CHECKING:
     from flowcall.tools.base import Tool
 
 WAYS = ["schema", "native", "prompt", "auto", "router"]
-WAY_HELP = ("schema: the model answers in a fixed JSON format (best on small models); native: the provider's "
-            "own tool calls; prompt: tools described in the prompt; auto: try them in the model's best order; "
-            "router: rules you write pick the tool")
+WAY_HELP = (
+    "schema: the model answers in a fixed JSON format (best on small models); native: the provider's "
+    "own tool calls; prompt: tools described in the prompt; auto: try them in the model's best order; "
+    "router: rules you write pick the tool"
+)
 OTHER = "Other…"
-SUGGESTED = {"openai": ["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"], "dashscope": ["qwen-plus", "qwen-max", "qwen-turbo"],
-             "openai-compatible": [], "local": ["embedded"], "scripted": []}
+SUGGESTED = {
+    "openai": ["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"],
+    "dashscope": ["qwen-plus", "qwen-max", "qwen-turbo"],
+    "openai-compatible": [],
+    "local": ["embedded"],
+    "scripted": [],
+}
 
 
 def model_options(app: FlowCall, provider: str, current: str) -> list[str]:
     """The models to pick from for a provider: the embedded one for local; for a remote
     provider, those probed here (Models page) and the usual ones; the current one always."""
     probed = [p.model for p in app.model_profiles() if p.provider == provider]
-    return list(dict.fromkeys([current, *SUGGESTED.get(provider, []), *probed] if current else
-                              [*SUGGESTED.get(provider, []), *probed]))
+    return list(
+        dict.fromkeys(
+            [current, *SUGGESTED.get(provider, []), *probed]
+            if current
+            else [*SUGGESTED.get(provider, []), *probed]
+        )
+    )
 
 
 def model_fields(app: FlowCall, config: dict[str, Any], key: str) -> dict[str, Any]:
     """Provider, model (a picker, or a free entry) and base URL: the fields both models share."""
     providers = list(dict.fromkeys([*PROVIDER_NAMES, config.get("provider", "local")]))
-    provider = st.selectbox("Provider", providers, index=providers.index(config.get("provider", "local")),
-                            key=key + "provider")
+    provider = st.selectbox(
+        "Provider", providers, index=providers.index(config.get("provider", "local")), key=key + "provider"
+    )
     current = config.get("model", "") if provider == config.get("provider") else ""
     options = [*model_options(app, provider, current), OTHER]
-    chosen = st.selectbox("Model", options, index=0, key=key + f"model:{provider}",
-                          help="Pick a model this provider offers, or Other… to type a name")
+    chosen = st.selectbox(
+        "Model",
+        options,
+        index=0,
+        key=key + f"model:{provider}",
+        help="Pick a model this provider offers, or Other… to type a name",
+    )
     model = st.text_input("Model name", current, key=key + "model_free") if chosen == OTHER else chosen
     if provider == "local":
-        st.caption(md(f"Runs the built-in model on this computer ({model_label('local', model)}); "
-                      "the Models page says how to change it."))
+        st.caption(
+            md(
+                f"Runs the built-in model on this computer ({model_label('local', model)}); "
+                "the Models page says how to change it."
+            )
+        )
         model = model or "embedded"
     base_url = config.get("base_url")
     if provider == "openai-compatible":
-        base_url = st.text_input("Base URL", base_url or "", key=key + "base",
-                                 help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant "
-                                      "before the first run, on the Run page.").strip() or None
+        base_url = (
+            st.text_input(
+                "Base URL",
+                base_url or "",
+                key=key + "base",
+                help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant "
+                "before the first run, on the Run page.",
+            ).strip()
+            or None
+        )
     return {**config, "provider": provider, "model": model, "base_url": base_url}
 
 
@@ -67,33 +96,75 @@ def _checked(model: type[Any], config: dict[str, Any], where: str, fields: tuple
         model.model_validate({k: v for k, v in config.items() if k in model.model_fields})
         return []
     except ValidationError as exc:
-        return plain_errors(exc, config, model=Flow, at=fields) if fields else [f"{where}: {e['msg']}" for e in exc.errors()]
+        return (
+            plain_errors(exc, config, model=Flow, at=fields)
+            if fields
+            else [f"{where}: {e['msg']}" for e in exc.errors()]
+        )
 
 
-def decision_panel(app: FlowCall, state: CanvasState, node: CanvasNode, key: str) -> tuple[dict[str, Any], list[str]]:
+def decision_panel(
+    app: FlowCall, state: CanvasState, node: CanvasNode, key: str
+) -> tuple[dict[str, Any], list[str]]:
     """The decision model and the loop it runs: (its config, the problems to fix)."""
     c = model_fields(app, node.config, key)
     way = c.get("calling_way", "schema")
     ways = list(dict.fromkeys([*WAYS, way]))
-    c["calling_way"] = st.selectbox("Calling way", ways, index=ways.index(way), key=key + "way", help=WAY_HELP)
-    c["system_prompt"] = st.text_area("System prompt", c.get("system_prompt", ""), key=key + "prompt",
-                                      help="{{today}}, {{tomorrow}}, {{now}} and {{weekday}} are filled in at run time")
-    c["temperature"] = st.slider("Temperature", 0.0, 2.0, float(c.get("temperature", 0.0)), 0.1, key=key + "temp")
+    c["calling_way"] = st.selectbox(
+        "Calling way", ways, index=ways.index(way), key=key + "way", help=WAY_HELP
+    )
+    c["system_prompt"] = st.text_area(
+        "System prompt",
+        c.get("system_prompt", ""),
+        key=key + "prompt",
+        help="{{today}}, {{tomorrow}}, {{now}} and {{weekday}} are filled in at run time",
+    )
+    c["temperature"] = st.slider(
+        "Temperature", 0.0, 2.0, float(c.get("temperature", 0.0)), 0.1, key=key + "temp"
+    )
+    _loop_fields(c, state, key)
+    problems = _checked(DecisionConfig, c, "Decision model", ("decision",))
+    return c, problems
+
+
+def _loop_fields(c: dict[str, Any], state: CanvasState, key: str) -> None:
+    """How the loop runs, set in `c`: which tool the model must call, several calls at once,
+    rounds and retries."""
     names = [bare_name(n.config["ref"]) for n in state.of_kind("tool") if n.attached]
     choice = c.get("tool_choice", "auto")
     choices = list(dict.fromkeys(["auto", "required", "none", *names, choice]))
-    c["tool_choice"] = st.selectbox("Tool choice", choices, index=choices.index(choice), key=key + "choice",
-                                    help="auto: the model decides; required: it must call a tool; none: it may "
-                                         "not; a tool's name: it must call that one")
-    c["parallel_tool_calls"] = st.checkbox("Several calls at once", bool(c.get("parallel_tool_calls")),
-                                           key=key + "parallel")
+    c["tool_choice"] = st.selectbox(
+        "Tool choice",
+        choices,
+        index=choices.index(choice),
+        key=key + "choice",
+        help="auto: the model decides; required: it must call a tool; none: it may "
+        "not; a tool's name: it must call that one",
+    )
+    c["parallel_tool_calls"] = st.checkbox(
+        "Several calls at once", bool(c.get("parallel_tool_calls")), key=key + "parallel"
+    )
     a, b = st.columns(2)
-    c["max_rounds"] = int(a.number_input("Rounds", 1, 50, int(c.get("max_rounds", 2)), key=key + "rounds",
-                                         help="How many times the model may call tools and read the results"))
-    c["retry_budget"] = int(b.number_input("Retry budget", 0, 10, int(c.get("retry_budget", 2)), key=key + "budget",
-                                           help="How many wrong calls the model may correct"))
-    problems = _checked(DecisionConfig, c, "Decision model", ("decision",))
-    return c, problems
+    c["max_rounds"] = int(
+        a.number_input(
+            "Rounds",
+            1,
+            50,
+            int(c.get("max_rounds", 2)),
+            key=key + "rounds",
+            help="How many times the model may call tools and read the results",
+        )
+    )
+    c["retry_budget"] = int(
+        b.number_input(
+            "Retry budget",
+            0,
+            10,
+            int(c.get("retry_budget", 2)),
+            key=key + "budget",
+            help="How many wrong calls the model may correct",
+        )
+    )
 
 
 def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -115,12 +186,17 @@ def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:
 def polish_panel(app: FlowCall, node: CanvasNode, key: str) -> tuple[dict[str, Any], list[str]]:
     """The polish model and the answer's JSON Schema, checked as it is typed."""
     c = model_fields(app, node.config, key)
-    c["system_prompt"] = st.text_area("Polish prompt (empty: FlowCall's default)", c.get("system_prompt", ""),
-                                      key=key + "prompt")
+    c["system_prompt"] = st.text_area(
+        "Polish prompt (empty: FlowCall's default)", c.get("system_prompt", ""), key=key + "prompt"
+    )
     problems = []
-    text = st.text_area("Answer as JSON valid against this schema (optional)",
-                        as_json(c["output_schema"]) if c.get("output_schema") else "", height=220, key=key + "schema",
-                        help="Leave it empty for a text answer")
+    text = st.text_area(
+        "Answer as JSON valid against this schema (optional)",
+        as_json(c["output_schema"]) if c.get("output_schema") else "",
+        height=220,
+        key=key + "schema",
+        help="Leave it empty for a text answer",
+    )
     schema, problem = schema_problem(text)
     if problem:
         problems.append(f"Polish model › output schema: {problem}.")
@@ -134,15 +210,25 @@ def polish_panel(app: FlowCall, node: CanvasNode, key: str) -> tuple[dict[str, A
 
 def annotation_words(tool: Tool) -> list[str]:
     hints = tool.annotations
-    return ["reads only" if hints.read_only else "changes things", *(["destructive"] if hints.destructive else []),
-            "reaches the outside world" if hints.open_world else "closed world"]
+    return [
+        "reads only" if hints.read_only else "changes things",
+        *(["destructive"] if hints.destructive else []),
+        "reaches the outside world" if hints.open_world else "closed world",
+    ]
 
 
 def tool_summary(tool: Tool) -> dict[str, Any]:
     """What the palette and the canvas say of a tool: description, source, annotations, cost."""
     checked = review_tool(tool)
-    return {"ref": tool.version, "name": tool.name, "description": tool.description or "", "source": tool.source,
-            "annotations": annotation_words(tool), "tokens": checked.tokens, "warnings": checked.warnings}
+    return {
+        "ref": tool.version,
+        "name": tool.name,
+        "description": tool.description or "",
+        "source": tool.source,
+        "annotations": annotation_words(tool),
+        "tokens": checked.tokens,
+        "warnings": checked.warnings,
+    }
 
 
 def tool_panel(state: CanvasState, node: CanvasNode, tool: Tool | None, key: str) -> tuple[list[str], bool]:
@@ -150,30 +236,42 @@ def tool_panel(state: CanvasState, node: CanvasNode, tool: Tool | None, key: str
     flow's needs_approval list as set here, and whether the person removed the tool."""
     ref = node.config["ref"]
     group, source = tool_source(ref, state.settings)
-    st.markdown(f"**{md(bare_name(ref))}** · {md({'plugin': 'Python plugin', 'mcp': 'MCP server', 'http': 'HTTP tool'}[group])} "
-                f"{md(source)}")
+    st.markdown(
+        f"**{md(bare_name(ref))}** · "
+        f"{md({'plugin': 'Python plugin', 'mcp': 'MCP server', 'http': 'HTTP tool'}[group])} {md(source)}"
+    )
     approval = list(state.settings.get("needs_approval", []))
     if tool is None:
         st.caption(md(f"{ref}: its definition is known once its source is granted and listed."))
     else:
         about = tool_summary(tool)
         st.markdown(md(about["description"]) if about["description"] else "(no description)")
-        st.caption(md(" · ".join(about["annotations"]) + f" · costs the decision model {about['tokens']} tokens "
-                      "in every request"))
+        st.caption(
+            md(
+                " · ".join(about["annotations"]) + f" · costs the decision model {about['tokens']} tokens "
+                "in every request"
+            )
+        )
         for warning in about["warnings"]:
             st.warning(f"Possible prompt injection: {md(warning)}")
         with st.expander("Arguments (JSON Schema)"):
             st.json(tool.parameters)
     named = [a for a in approval if a in (ref, bare_name(ref))]
-    wanted = st.checkbox("Needs approval: each call waits for a person", bool(named), key=key + "approval",
-                         help="Destructive tools and untrusted MCP servers always wait, whatever this says")
+    wanted = st.checkbox(
+        "Needs approval: each call waits for a person",
+        bool(named),
+        key=key + "approval",
+        help="Destructive tools and untrusted MCP servers always wait, whatever this says",
+    )
     if wanted and not named:
         approval.append(ref)
     elif not wanted and named:
         approval = [a for a in approval if a not in named]
     if not node.attached:
-        st.info("This tool is on the canvas but not connected: drag from the decision model's lower handle "
-                "to it, or use Connect below.")
+        st.info(
+            "This tool is on the canvas but not connected: drag from the decision model's lower handle "
+            "to it, or use Connect below."
+        )
     removed = st.button("Remove from the flow", key=key + "remove")
     return approval, removed
 
@@ -181,26 +279,38 @@ def tool_panel(state: CanvasState, node: CanvasNode, tool: Tool | None, key: str
 def question_panel(state: CanvasState, key: str) -> dict[str, Any]:
     s = dict(state.settings)
     st.caption("A run starts here, with the user's question.")
-    s["description"] = st.text_area("What this flow does (its description)", s.get("description", ""),
-                                    key=key + "description")
-    s["tool_timeout_s"] = float(st.number_input("Seconds a tool may take", 1.0, 600.0,
-                                                float(s.get("tool_timeout_s", 30.0)), key=key + "timeout"))
+    s["description"] = st.text_area(
+        "What this flow does (its description)", s.get("description", ""), key=key + "description"
+    )
+    s["tool_timeout_s"] = float(
+        st.number_input(
+            "Seconds a tool may take", 1.0, 600.0, float(s.get("tool_timeout_s", 30.0)), key=key + "timeout"
+        )
+    )
     s["conversation"] = st.checkbox(
-        "Read the earlier messages of a chat", bool(s.get("conversation")), key=key + "conversation",
-        help="When a program calls this flow through the HTTP API's chat completions, the decision model also "
-             "reads the messages before the question. Off: only the last user message.")
+        "Read the earlier messages of a chat",
+        bool(s.get("conversation")),
+        key=key + "conversation",
+        help="When a program calls this flow through the HTTP API's chat completions, the decision model "
+        "also reads the messages before the question. Off: only the last user message.",
+    )
     s["answers_without_tools"] = st.checkbox(
-        "Answers without tools are fine here", bool(s.get("answers_without_tools")), key=key + "no_tools_ok",
-        help="For small-talk flows, or flows whose tools are optional. Off: a run that ends with no tool result "
-             "behind its answer is marked 'answered without tools' and shown amber, not green.")
+        "Answers without tools are fine here",
+        bool(s.get("answers_without_tools")),
+        key=key + "no_tools_ok",
+        help="For small-talk flows, or flows whose tools are optional. Off: a run that ends with no tool "
+        "result behind its answer is marked 'answered without tools' and shown amber, not green.",
+    )
     return s
 
 
 def answer_panel(state: CanvasState) -> None:
     polish = state.node("polish")
     if polish is None:
-        st.caption("The decision model's own words are the answer. Add a polish model to rewrite them, "
-                   "or to answer as JSON.")
+        st.caption(
+            "The decision model's own words are the answer. Add a polish model to rewrite them, "
+            "or to answer as JSON."
+        )
     elif polish.config.get("output_schema"):
         st.caption("The answer is JSON, valid against the polish model's schema.")
     else:

@@ -17,7 +17,12 @@ from flowcall.core import schemas
 
 FieldKind = Literal["text", "integer", "number", "boolean", "enum", "json"]
 
-_SIMPLE_TYPES: dict[str, FieldKind] = {"string": "text", "integer": "integer", "number": "number", "boolean": "boolean"}
+_SIMPLE_TYPES: dict[str, FieldKind] = {
+    "string": "text",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+}
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,18 @@ def form_fields(schema: dict[str, Any]) -> list[FormField]:
         prop = _resolve(_without_null(_resolve(raw if isinstance(raw, dict) else {}, schema)), schema)
         kind = _kind(prop)
         options = list(prop["enum"]) if "enum" in prop else [prop["const"]] if "const" in prop else []
-        fields.append(FormField(name=name, kind=kind, required=name in required, default=prop.get("default"),
-                                description=str(prop.get("description") or ""), options=options,
-                                minimum=prop.get("minimum"), maximum=prop.get("maximum")))
+        fields.append(
+            FormField(
+                name=name,
+                kind=kind,
+                required=name in required,
+                default=prop.get("default"),
+                description=str(prop.get("description") or ""),
+                options=options,
+                minimum=prop.get("minimum"),
+                maximum=prop.get("maximum"),
+            )
+        )
     return fields
 
 
@@ -107,8 +121,10 @@ def _coerce(f: FormField, raw: Any) -> Any:
         try:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                             'write it as JSON, e.g. {"key": "value"}, ["a", "b"] or "text" with quotes') from None
+            raise ValueError(
+                f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                'write it as JSON, e.g. {"key": "value"}, ["a", "b"] or "text" with quotes'
+            ) from None
     if f.kind == "boolean" and not isinstance(raw, bool):
         raise ValueError(f"{raw!r} is not true or false; tick or untick the box")
     return raw
@@ -135,7 +151,9 @@ def _readable(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}; {fix}"
 
 
-def collect(fields: list[FormField], raw_values: dict[str, Any], schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def collect(
+    fields: list[FormField], raw_values: dict[str, Any], schema: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     """The form's values as the tool's arguments, and the errors that keep them from running.
 
     Empty optional fields are left out, so the tool's own defaults apply."""

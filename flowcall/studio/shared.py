@@ -9,6 +9,7 @@ import os
 import re
 import string
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -108,10 +109,21 @@ def step_label(step: Step) -> str:
 def steps_table(run: Run) -> list[dict[str, Any]]:
     """One row per step; a step a re-run reused has no latency here (its note says from which
     run): this run spent no time on it."""
-    return [{"seq": s.seq, "round": s.round, "kind": s.kind.value, "name": s.name, "way": s.calling_way,
-             "error": s.error_code, "tokens in": s.tokens_in, "tokens out": s.tokens_out,
-             "latency ms": None if is_reused(s) else round(s.latency_ms, 1), "note": s.note}
-            for s in run.steps]
+    return [
+        {
+            "seq": s.seq,
+            "round": s.round,
+            "kind": s.kind.value,
+            "name": s.name,
+            "way": s.calling_way,
+            "error": s.error_code,
+            "tokens in": s.tokens_in,
+            "tokens out": s.tokens_out,
+            "latency ms": None if is_reused(s) else round(s.latency_ms, 1),
+            "note": s.note,
+        }
+        for s in run.steps
+    ]
 
 
 def show_step(step: Step) -> None:
@@ -148,13 +160,20 @@ def _step_figures(step: Step) -> None:
     cols[0].metric("Tokens in", step.tokens_in)
     cols[1].metric("Tokens out", step.tokens_out)
     if is_reused(step):
-        cols[2].metric("Latency", "reused",
-                       help=f"Reused from run {md(reused_from(step))}: it took its time there, not in this run")
+        cols[2].metric(
+            "Latency",
+            "reused",
+            help=f"Reused from run {md(reused_from(step))}: it took its time there, not in this run",
+        )
     else:
         cols[2].metric("Latency", f"{step.latency_ms / 1000:.2f} s")
     cols[3].metric("Round", step.round)
-    st.caption(md(f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
-                  + (f" · {step.note}" if step.note else "")))
+    st.caption(
+        md(
+            f"{step.kind.value} · {step.name or ''} · way: {step.calling_way or '-'}"
+            + (f" · {step.note}" if step.note else "")
+        )
+    )
 
 
 def _show_request(step: Step) -> None:
@@ -163,7 +182,9 @@ def _show_request(step: Step) -> None:
     with st.expander("Request (exactly as sent)", expanded=step.kind != StepKind.TOOL_CALL):
         for held in held_notes(step):  # enforced outside the request: said beside it, not added to it
             st.info(md(f"Not in the request: {held}."), icon=":material/lock:")
-        parts = {k: request[k] for k in ("tool_choice", "parallel_tool_calls", "response_format") if k in request}
+        parts = {
+            k: request[k] for k in ("tool_choice", "parallel_tool_calls", "response_format") if k in request
+        }
         if parts:
             st.code(as_json(parts), language="json")
         if "messages" in request:
@@ -180,8 +201,18 @@ def _show_request(step: Step) -> None:
 
 # Words in a key that say its number is a share of one (rain_probability, confidence): only
 # those read better as a percentage. A price of 0.5 or a distance of 0.7 km is not 50% or 70%.
-_SHARE_WORDS = {"probability", "probabilities", "prob", "ratio", "ratios", "percent", "percentage",
-                "pct", "share", "confidence"}
+_SHARE_WORDS = {
+    "probability",
+    "probabilities",
+    "prob",
+    "ratio",
+    "ratios",
+    "percent",
+    "percentage",
+    "pct",
+    "share",
+    "confidence",
+}
 
 
 def _is_share(key: str | None) -> bool:
@@ -209,54 +240,87 @@ def _pointer(at: str, key: Any) -> str:
     return f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
-def answer_card(answer: dict[str, Any], sources: dict[str, dict[str, Any]] | None = None,
-                at: str = "") -> None:
+def answer_card(
+    answer: dict[str, Any], sources: dict[str, dict[str, Any]] | None = None, at: str = ""
+) -> None:
     """A structured answer as a card (the seeds' commute weather card): short fields as
     metrics, nested objects as their own rows, long text as text. Every key and value is
     the model's text, so all of it goes through `md`. With `sources` (provenance entries by
     JSON Pointer), each value says on hover where it came from; one only the model gave is
     marked ⚠."""
-    sources = sources or {}
-
-    def origin(key: Any, where: str = at) -> str | None:  # where the value came from, on hover
-        entry = sources.get(_pointer(where, key))
-        return md(source_line(entry)) if entry is not None else None
-
-    def unbacked(key: Any, where: str = at) -> bool:  # only the model gave it: marked on the card itself
-        entry = sources.get(_pointer(where, key))
-        return entry is not None and unbacked_value(entry)
-
+    src = _Provenance(sources or {}, at)
     with st.container(border=True):
         flat = {k: v for k, v in answer.items() if not isinstance(v, (dict, list))}
-        title_key = next((k for k in ("title", "location", "name", "city") if k in flat), None)
-        if title_key:
-            title = [title_key, *(["date"] if "date" in flat else [])]
-            flag = f" {UNBACKED[0]}" if any(unbacked(k) for k in title) else ""
-            st.subheader(md(" · ".join(str(flat.pop(k)) for k in title)) + flag,
-                         help="  \n".join(filter(None, map(origin, title))) or None)
-        # metrics for numbers, yes/no and words; sentences as text (a metric cuts them off)
-        short = {k: v for k, v in flat.items() if not isinstance(v, str) or len(v) <= 10}
-        for chunk in range(0, len(short), 4):
-            cols = st.columns(4)
-            for col, (key, value) in zip(cols, list(short.items())[chunk:chunk + 4]):
-                col.metric(md(key.replace("_", " ")), _card_value(value, key), help=origin(key),
-                           delta=UNBACKED if unbacked(key) else None, delta_color="orange", delta_arrow="off")
-        for key, value in flat.items():
-            if key not in short:
-                flag = f" · *{UNBACKED}*" if unbacked(key) else ""
-                st.markdown(f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}{flag}",
-                            help=origin(key))
-        for key, value in answer.items():
-            if isinstance(value, dict):
-                st.markdown(f"**{md(key.replace('_', ' '))}**")
-                answer_card(value, sources, _pointer(at, key))
-            elif isinstance(value, list):
-                st.markdown(f"**{md(key.replace('_', ' '))}**")
-                inner = _pointer(at, key)
-                for index, item in enumerate(value):
-                    text = md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)
-                    flag = f" · *{UNBACKED}*" if unbacked(index, inner) else ""
-                    st.markdown(f"- {text}{flag}", help=origin(index, inner))
+        _card_title(flat, src)
+        _card_fields(flat, src)
+        _card_nested(answer, src)
+
+
+@dataclass
+class _Provenance:
+    """Where a card's values came from: provenance entries by JSON Pointer, the card's own
+    pointer `at`. `origin` is said on hover; a value only the model gave is `unbacked`, and
+    marked on the card itself."""
+
+    sources: dict[str, dict[str, Any]]
+    at: str
+
+    def origin(self, key: Any, where: str | None = None) -> str | None:
+        entry = self.sources.get(_pointer(self.at if where is None else where, key))
+        return md(source_line(entry)) if entry is not None else None
+
+    def unbacked(self, key: Any, where: str | None = None) -> bool:
+        entry = self.sources.get(_pointer(self.at if where is None else where, key))
+        return entry is not None and unbacked_value(entry)
+
+
+def _card_title(flat: dict[str, Any], src: _Provenance) -> None:
+    """A title, date or name field as the card's heading (taken out of `flat`)."""
+    title_key = next((k for k in ("title", "location", "name", "city") if k in flat), None)
+    if title_key:
+        title = [title_key, *(["date"] if "date" in flat else [])]
+        flag = f" {UNBACKED[0]}" if any(src.unbacked(k) for k in title) else ""
+        st.subheader(
+            md(" · ".join(str(flat.pop(k)) for k in title)) + flag,
+            help="  \n".join(filter(None, map(src.origin, title))) or None,
+        )
+
+
+def _card_fields(flat: dict[str, Any], src: _Provenance) -> None:
+    """The flat fields: metrics for numbers, yes/no and words; sentences as text (a metric cuts them off)."""
+    short = {k: v for k, v in flat.items() if not isinstance(v, str) or len(v) <= 10}
+    for chunk in range(0, len(short), 4):
+        cols = st.columns(4)
+        for col, (key, value) in zip(cols, list(short.items())[chunk : chunk + 4]):
+            col.metric(
+                md(key.replace("_", " ")),
+                _card_value(value, key),
+                help=src.origin(key),
+                delta=UNBACKED if src.unbacked(key) else None,
+                delta_color="orange",
+                delta_arrow="off",
+            )
+    for key, value in flat.items():
+        if key not in short:
+            flag = f" · *{UNBACKED}*" if src.unbacked(key) else ""
+            st.markdown(
+                f"**{md(key.replace('_', ' '))}**: {_card_value(value, key)}{flag}", help=src.origin(key)
+            )
+
+
+def _card_nested(answer: dict[str, Any], src: _Provenance) -> None:
+    """Nested objects as cards of their own, lists as bullets."""
+    for key, value in answer.items():
+        if isinstance(value, dict):
+            st.markdown(f"**{md(key.replace('_', ' '))}**")
+            answer_card(value, src.sources, _pointer(src.at, key))
+        elif isinstance(value, list):
+            st.markdown(f"**{md(key.replace('_', ' '))}**")
+            inner = _pointer(src.at, key)
+            for index, item in enumerate(value):
+                text = md(as_json(item)) if isinstance(item, (dict, list)) else _card_value(item, key)
+                flag = f" · *{UNBACKED}*" if src.unbacked(index, inner) else ""
+                st.markdown(f"- {text}{flag}", help=src.origin(index, inner))
 
 
 def show_outcome(run: Run) -> None:
@@ -265,8 +329,11 @@ def show_outcome(run: Run) -> None:
     if run.outcome is None:
         return
     reasons = "".join(f"\n- {md(reason)}" for reason in run.outcome_reasons)
-    head = ("**Answered without tools**: no tool result backs this answer." if run.outcome == ANSWERED_WITHOUT_TOOLS
-            else "**Partly done**: not every part of the request was done by a tool.")
+    head = (
+        "**Answered without tools**: no tool result backs this answer."
+        if run.outcome == ANSWERED_WITHOUT_TOOLS
+        else "**Partly done**: not every part of the request was done by a tool."
+    )
     st.warning(head + (f"\n{reasons}" if reasons else ""), icon=":material/warning:")
 
 
@@ -277,10 +344,21 @@ def show_provenance(run: Run) -> None:
         return
     st.caption(md(line))
     with st.expander("Where each value came from"):
-        st.table([{"field": md(row["field"]), "value": md(row["value"]),
-                   "source": md(row["source"] if row["source"] not in ("model", "wrong source", "mixed")
-                                else f"⚠ {row['source']}"),
-                   "where": md(row["where"])} for row in provenance_rows(run.provenance)])
+        st.table(
+            [
+                {
+                    "field": md(row["field"]),
+                    "value": md(row["value"]),
+                    "source": md(
+                        row["source"]
+                        if row["source"] not in ("model", "wrong source", "mixed")
+                        else f"⚠ {row['source']}"
+                    ),
+                    "where": md(row["where"]),
+                }
+                for row in provenance_rows(run.provenance)
+            ]
+        )
 
 
 def show_answer(run: Run) -> None:
@@ -310,28 +388,38 @@ def show_answer(run: Run) -> None:
 
 # ------------------------------------------------------------------ the Flows page's editor
 
+
 def reach_lines(servers: list[MCPServerConfig], sources: list[HTTPToolSource]) -> list[str]:
     """What each MCP server and OpenAPI source of a flow would start or reach, plain text."""
     lines = []
     for server in servers:
-        what = (f"starts the program {json.dumps(server.command)}" if server.command
-                else f"connects to {server.url}")
+        what = (
+            f"starts the program {json.dumps(server.command)}"
+            if server.command
+            else f"connects to {server.url}"
+        )
         env = f", environment {', '.join(sorted(server.env))}" if server.env else ""
         trusted = "; TRUSTED: its tools run without asking a person" if server.trusted else ""
         lines.append(f"MCP server '{server.name}' {what}{env}{trusted}")
     for source in sources:
         target = f", requests to {source.base_url}" if source.base_url else ""
-        hosts = (f"; ALLOW_HOSTS: may reach the internal hosts {', '.join(source.allow_hosts)}"
-                 if source.allow_hosts else "")
+        hosts = (
+            f"; ALLOW_HOSTS: may reach the internal hosts {', '.join(source.allow_hosts)}"
+            if source.allow_hosts
+            else ""
+        )
         lines.append(f"HTTP tools '{source.name}' load {source.openapi}{target}{hosts}")
     return lines
 
 
 # ------------------------------------------------------------------ consent (the Run page)
 
+
 def show_trust_items(items: list[TrustItem]) -> None:
     """What a flow would start or reach, one line each, exactly as a grant would cover it."""
     if not items:
         st.caption("Everything it needs is granted now.")
         return
-    st.markdown("\n".join(f"- **{md(KINDS.get(item.kind, item.kind))}**: {md(item.summary)}" for item in items))
+    st.markdown(
+        "\n".join(f"- **{md(KINDS.get(item.kind, item.kind))}**: {md(item.summary)}" for item in items)
+    )

@@ -56,14 +56,26 @@ MODELS: dict[str, type[BaseModel]] = {"mcp": MCPServerConfig, "http": HTTPToolSo
 
 # ------------------------------------------------------------------ checking, in plain sentences
 
-_LABELS = {"name": "Name", "command": "Command", "url": "URL", "env": "Env", "trusted": "Trusted",
-           "startup_timeout_s": "Startup timeout", "call_timeout_s": "Call timeout",
-           "openapi": "OpenAPI document", "base_url": "Base URL", "operations": "Operation",
-           "allow_hosts": "Allowed host", "timeout_s": "Timeout", "max_response_bytes": "Response size cap"}
-_PATTERN_HINTS = {"name": "use lowercase letters, digits, - and _, starting with a letter or digit (at most 40), "
-                          "e.g. time",
-                  "url": "write a streamable HTTP address starting with http:// or https://",
-                  "base_url": "write an address starting with http:// or https://, or leave it empty"}
+_LABELS = {
+    "name": "Name",
+    "command": "Command",
+    "url": "URL",
+    "env": "Env",
+    "trusted": "Trusted",
+    "startup_timeout_s": "Startup timeout",
+    "call_timeout_s": "Call timeout",
+    "openapi": "OpenAPI document",
+    "base_url": "Base URL",
+    "operations": "Operation",
+    "allow_hosts": "Allowed host",
+    "timeout_s": "Timeout",
+    "max_response_bytes": "Response size cap",
+}
+_PATTERN_HINTS = {
+    "name": "use lowercase letters, digits, - and _, starting with a letter or digit (at most 40), e.g. time",
+    "url": "write a streamable HTTP address starting with http:// or https://",
+    "base_url": "write an address starting with http:// or https://, or leave it empty",
+}
 _SECRET_PATH = re.compile(r"(\w+)(?:\[(\d+)\]|\.(.*))?")
 
 
@@ -95,17 +107,25 @@ def _secret_problem(raw: dict[str, Any]) -> str | None:
     if field == "env" and name is not None:
         ref = _reference(name)
         if why == "a literal value under a secret's name":
-            return (f"Env {name}: write a reference like ${ref}, not the secret itself, and set {ref} in the "
-                    "environment FlowCall runs in (a flow file is shared, so it never holds a key).")
-        return (f"Env {name}: its value looks like a secret ({why}); write a reference like ${ref} instead, and "
-                f"set {ref} in the environment FlowCall runs in.")
+            return (
+                f"Env {name}: write a reference like ${ref}, not the secret itself, and set {ref} in the "
+                "environment FlowCall runs in (a flow file is shared, so it never holds a key)."
+            )
+        return (
+            f"Env {name}: its value looks like a secret ({why}); write a reference like ${ref} instead, and "
+            f"set {ref} in the environment FlowCall runs in."
+        )
     if field == "headers" and name is not None:
         ref = _reference(name)
-        return (f"Header {name}: write a reference like ${ref} (or 'Bearer ${ref}'), not the secret itself, and "
-                f"set {ref} in the environment FlowCall runs in (a flow file is shared, so it never holds a key).")
+        return (
+            f"Header {name}: write a reference like ${ref} (or 'Bearer ${ref}'), not the secret itself, and "
+            f"set {ref} in the environment FlowCall runs in (a flow file is shared, so it never holds a key)."
+        )
     loc = (field, int(index)) if index is not None else (field, name) if name is not None else (field,)
-    return (f"{_where(loc)}: it holds {why}. A flow file is shared and must never hold a secret: remove it, and "
-            "hand a server a secret only through an env row with a reference like $GITHUB_TOKEN.")
+    return (
+        f"{_where(loc)}: it holds {why}. A flow file is shared and must never hold a secret: remove it, and "
+        "hand a server a secret only through an env row with a reference like $GITHUB_TOKEN."
+    )
 
 
 def _plain_number(value: Any) -> str:
@@ -137,25 +157,35 @@ def _shape_problem(kind: Kind, raw: dict[str, Any]) -> str | None:
     name = raw.get("name")
     if isinstance(name, str) and not name.strip():
         where = "<name>/mcp/<tool>" if kind == "mcp" else "<name>/http/<operationId>"
-        return (f"Name: give it a name, e.g. time: lowercase letters, digits, - and _ (its tools are attached as "
-                f"{where}).")
+        return (
+            f"Name: give it a name, e.g. time: lowercase letters, digits, - and _ (its tools are attached as "
+            f"{where})."
+        )
     if kind == "mcp":
         command, url = raw.get("command"), raw.get("url")
         if command is not None and url is not None:
             return "Transport: give either a command or a URL, not both."
         if isinstance(command, list) and (not command or command[0] == ""):
-            return "Command: give the program to start, e.g. uvx or python; its arguments go in the rows below it."
+            return (
+                "Command: give the program to start, e.g. uvx or python; its arguments go in the rows "
+                "below it."
+            )
         if url == "":
             return "URL: give the server's streamable HTTP address, e.g. http://127.0.0.1:8765/mcp."
         if url is not None and raw.get("env"):
-            return "Env: a server reached by URL takes no environment; remove env, or start the server from a command."
+            return (
+                "Env: a server reached by URL takes no environment; remove env, or start the server "
+                "from a command."
+            )
         return None
     if raw.get("openapi") == "":
         return "OpenAPI document: give the document's file path or its http(s) URL."
     for number, host in enumerate(raw.get("allow_hosts") or [], 1):
         if isinstance(host, str) and (not host or "/" in host or any(c.isspace() for c in host)):
-            return (f"Allowed host {number}: write a host name or address alone, e.g. 127.0.0.1 or api.internal, "
-                    "not a URL.")
+            return (
+                f"Allowed host {number}: write a host name or address alone, e.g. 127.0.0.1 or api.internal, "
+                "not a URL."
+            )
     return None
 
 
@@ -174,6 +204,7 @@ def check(kind: Kind, raw: dict[str, Any]) -> Checked:
 
 
 # ------------------------------------------------------------------ consent and tools, without widgets
+
 
 def _probe(kind: Kind, config: BaseModel) -> Flow:
     """A flow that attaches only `config`: what a run of it would need granted is what starting
@@ -207,10 +238,18 @@ def _fetch(kind: Kind, config: Any) -> tuple[list[Tool], str | None]:
 
 def _entry(tool: Tool, kind: Kind) -> dict[str, Any]:
     hints = tool.annotations
-    return {"ref": tool.version, "name": tool.name, "description": tool.description,
-            "annotations": {"read_only": hints.read_only, "destructive": hints.destructive,
-                            "open_world": hints.open_world},
-            "kind": kind, "parameters": tool.parameters}
+    return {
+        "ref": tool.version,
+        "name": tool.name,
+        "description": tool.description,
+        "annotations": {
+            "read_only": hints.read_only,
+            "destructive": hints.destructive,
+            "open_world": hints.open_world,
+        },
+        "kind": kind,
+        "parameters": tool.parameters,
+    }
 
 
 def source_tools(app: FlowCall, source: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
@@ -227,14 +266,17 @@ def source_tools(app: FlowCall, source: dict[str, Any]) -> tuple[list[dict[str, 
     config = MODELS[kind].model_validate(value)
     missing = ungranted(app, kind, config)
     if missing:
-        return [], ("Nothing was started or loaded: nobody on this machine has granted that it may "
-                    + "; ".join(item.summary for item in missing)
-                    + ". Grant it with List tools under its form (or on the Run page, before a flow's first run).")
+        return [], (
+            "Nothing was started or loaded: nobody on this machine has granted that it may "
+            + "; ".join(item.summary for item in missing)
+            + ". Grant it with List tools under its form (or on the Run page, before a flow's first run)."
+        )
     tools, problem = _fetch(kind, config)
     return [_entry(tool, kind) for tool in tools], problem
 
 
 # ------------------------------------------------------------------ form state: fields and rows
+
 
 def _f(key: str, *parts: Any) -> str:
     return ":".join([key, "f", *map(str, parts)])
@@ -269,12 +311,14 @@ def _set_pairs(key: str, field: str, pairs: dict[str, Any]) -> None:
 def _add_row(key: str, field: str, pair: bool) -> None:
     rid = _new_ids(key, 1)[0]
     st.session_state[f"{key}:rows:{field}"] = [*st.session_state.get(f"{key}:rows:{field}", []), rid]
-    for part in (("name", "value") if pair else (None,)):
+    for part in ("name", "value") if pair else (None,):
         st.session_state[_f(key, field, rid, *([part] if part else []))] = ""
 
 
 def _remove_row(key: str, field: str, rid: int) -> None:
-    st.session_state[f"{key}:rows:{field}"] = [r for r in st.session_state.get(f"{key}:rows:{field}", []) if r != rid]
+    st.session_state[f"{key}:rows:{field}"] = [
+        r for r in st.session_state.get(f"{key}:rows:{field}", []) if r != rid
+    ]
 
 
 def _number(value: Any, default: float, low: float, high: float, cast: type = float) -> Any:
@@ -310,7 +354,9 @@ def _load(key: str, kind: Kind, data: dict[str, Any]) -> None:
         state[_f(key, "url")] = _text(data.get("url"))
         state[_f(key, "trusted")] = data.get("trusted") is True
         for field, high in (("startup_timeout_s", 300.0), ("call_timeout_s", 600.0)):
-            state[_f(key, field)] = _number(data.get(field, _default(kind, field)), _default(kind, field), 0.0, high)
+            state[_f(key, field)] = _number(
+                data.get(field, _default(kind, field)), _default(kind, field), 0.0, high
+            )
         return
     state[_f(key, "openapi")] = _text(data.get("openapi"))
     _set_pairs(key, "headers", data.get("headers") if isinstance(data.get("headers"), dict) else {})
@@ -318,38 +364,79 @@ def _load(key: str, kind: Kind, data: dict[str, Any]) -> None:
     for field in ("operations", "allow_hosts"):
         _set_rows(key, field, data.get(field) if isinstance(data.get(field), list) else [])
     state[_f(key, "timeout_s")] = _number(data.get("timeout_s", 15.0), 15.0, 0.0, 300.0)
-    state[_f(key, "max_response_bytes")] = _number(data.get("max_response_bytes", 1_000_000), 1_000_000, 1,
-                                                   50_000_000, int)
+    state[_f(key, "max_response_bytes")] = _number(
+        data.get("max_response_bytes", 1_000_000), 1_000_000, 1, 50_000_000, int
+    )
 
 
-def _rows(key: str, field: str, title: str, noun: str, placeholder: str, *, pair: bool = False,
-          help: str | None = None) -> None:
+def _rows(
+    key: str,
+    field: str,
+    title: str,
+    noun: str,
+    placeholder: str,
+    *,
+    pair: bool = False,
+    help: str | None = None,
+) -> None:
     """Rows of text (or of NAME = value) with a remove button each and an Add button."""
     ids = st.session_state.setdefault(f"{key}:rows:{field}", [])
     st.markdown(f"**{title}**", help=help)
     for number, rid in enumerate(ids, 1):
         with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-            if pair:
-                st.text_input(f"{noun} {number}: name", key=_f(key, field, rid, "name"), placeholder="NAME",
-                              label_visibility="collapsed", persist_state="page")
-                st.text_input(f"{noun} {number}: value", key=_f(key, field, rid, "value"),
-                              placeholder="$NAME, or a value that is no secret", label_visibility="collapsed",
-                              persist_state="page")
-            else:
-                st.text_input(f"{noun} {number}", key=_f(key, field, rid), placeholder=placeholder,
-                              label_visibility="collapsed", persist_state="page")
-            st.button(":material/close:", key=_b(key, field, rid, "remove"), help=f"Remove this {noun}",
-                      on_click=_remove_row, args=(key, field, rid))
-    st.button(f"Add {'a' if noun[0] not in 'aeiou' else 'an'} {noun}", key=_b(key, field, "add"),
-              on_click=_add_row, args=(key, field, pair))
+            _row(key, field, rid, f"{noun} {number}", placeholder, pair=pair)
+            st.button(
+                ":material/close:",
+                key=_b(key, field, rid, "remove"),
+                help=f"Remove this {noun}",
+                on_click=_remove_row,
+                args=(key, field, rid),
+            )
+    st.button(
+        f"Add {'a' if noun[0] not in 'aeiou' else 'an'} {noun}",
+        key=_b(key, field, "add"),
+        on_click=_add_row,
+        args=(key, field, pair),
+    )
+
+
+def _row(key: str, field: str, rid: int, label: str, placeholder: str, *, pair: bool) -> None:
+    """One row's inputs: a text, or a NAME and its value."""
+    if pair:
+        st.text_input(
+            f"{label}: name",
+            key=_f(key, field, rid, "name"),
+            placeholder="NAME",
+            label_visibility="collapsed",
+            persist_state="page",
+        )
+        st.text_input(
+            f"{label}: value",
+            key=_f(key, field, rid, "value"),
+            placeholder="$NAME, or a value that is no secret",
+            label_visibility="collapsed",
+            persist_state="page",
+        )
+    else:
+        st.text_input(
+            label,
+            key=_f(key, field, rid),
+            placeholder=placeholder,
+            label_visibility="collapsed",
+            persist_state="page",
+        )
 
 
 def _row_values(key: str, field: str) -> list[str]:
-    return [st.session_state.get(_f(key, field, rid), "") for rid in st.session_state.get(f"{key}:rows:{field}", [])]
+    return [
+        st.session_state.get(_f(key, field, rid), "")
+        for rid in st.session_state.get(f"{key}:rows:{field}", [])
+    ]
 
 
-def _pairs(key: str, field: str = "env", label: str = "Env", noun: str = "variable"
-           ) -> tuple[dict[str, str], str | None]:
+def _pairs(
+    key: str, field: str = "env", label: str = "Env", noun: str = "variable"
+) -> tuple[dict[str, str], str | None]:
     """NAME = value rows (environment, headers): (NAME -> value, None) or a row's problem. Blank
     rows are skipped."""
     pairs: dict[str, str] = {}
@@ -375,6 +462,7 @@ def _begin(key: str, kind: Kind, initial: dict[str, Any] | None) -> None:
 
 # ------------------------------------------------------------------ the forms
 
+
 def mcp_server_form(server: dict[str, Any] | None, key: str) -> Checked:
     """One MCP server as a form: name; a stdio command (program, argument rows, environment rows
     NAME = value, where `$VAR` reads VAR from this machine when the server starts) or a
@@ -383,41 +471,83 @@ def mcp_server_form(server: dict[str, Any] | None, key: str) -> Checked:
     (None, a sentence naming the field and what to do), which the form also shows. Below it: the
     same server as editable JSON, and List tools / Try a tool, which ask for consent first."""
     _begin(key, "mcp", server)
-    st.text_input("Name", key=_f(key, "name"), placeholder="time", persist_state="page",
-                  help="Lowercase letters, digits, - and _; its tools are attached as <name>/mcp/<tool>")
-    transport = st.radio("How FlowCall reaches it", [STDIO, URL], key=_f(key, "transport"), horizontal=True,
-                         persist_state="page")
-    raw: dict[str, Any] = {}
-    problem = None
+    st.text_input(
+        "Name",
+        key=_f(key, "name"),
+        placeholder="time",
+        persist_state="page",
+        help="Lowercase letters, digits, - and _; its tools are attached as <name>/mcp/<tool>",
+    )
+    transport = st.radio(
+        "How FlowCall reaches it",
+        [STDIO, URL],
+        key=_f(key, "transport"),
+        horizontal=True,
+        persist_state="page",
+    )
     if transport == STDIO:
-        st.text_input("Command (the program to start)", key=_f(key, "program"), placeholder="uvx",
-                      persist_state="page", help="Found on PATH, or a full path. A grant binds the program it finds "
-                      "and the scripts it names: a changed script needs a new grant.")
-        _rows(key, "args", "Arguments", "argument", "mcp-server-time")
-        _rows(key, "env", "Environment", "variable", "", pair=True,
-              help="NAME = value, handed to the program. Write a secret as a reference ($GITHUB_TOKEN): it is read "
-                   "from this machine's environment when the server starts, so the flow file never holds it.")
-        args = [a for a in _row_values(key, "args") if a.strip()]  # an empty row is no argument
-        env, problem = _pairs(key)
-        raw["command"] = [st.session_state[_f(key, "program")].strip(), *args]
-        raw["env"] = env
+        reach, problem = _stdio_fields(key)
     else:
-        st.text_input("URL (streamable HTTP)", key=_f(key, "url"), placeholder="http://127.0.0.1:8765/mcp",
-                      persist_state="page")
-        raw["url"] = st.session_state[_f(key, "url")].strip()
-        raw["env"] = {}
-    st.checkbox("Trusted: run its tools in a flow without asking a person", key=_f(key, "trusted"),
-                persist_state="page", help="A flow's first run asks you to grant this, on the Run page.")
-    left, right = st.columns(2)
-    left.number_input("Startup timeout (s)", 0.0, 300.0, key=_f(key, "startup_timeout_s"), step=5.0,
-                      persist_state="page")
-    right.number_input("Call timeout (s)", 0.0, 600.0, key=_f(key, "call_timeout_s"), step=5.0,
-                       persist_state="page")
+        st.text_input(
+            "URL (streamable HTTP)",
+            key=_f(key, "url"),
+            placeholder="http://127.0.0.1:8765/mcp",
+            persist_state="page",
+        )
+        reach, problem = {"url": st.session_state[_f(key, "url")].strip(), "env": {}}, None
+    _mcp_options(key)
     state = st.session_state
-    raw = {"name": state[_f(key, "name")].strip(), **raw, "trusted": bool(state[_f(key, "trusted")]),
-           "startup_timeout_s": float(state[_f(key, "startup_timeout_s")]),
-           "call_timeout_s": float(state[_f(key, "call_timeout_s")])}
+    raw = {
+        "name": state[_f(key, "name")].strip(),
+        **reach,
+        "trusted": bool(state[_f(key, "trusted")]),
+        "startup_timeout_s": float(state[_f(key, "startup_timeout_s")]),
+        "call_timeout_s": float(state[_f(key, "call_timeout_s")]),
+    }
     return _finish(key, "mcp", raw, problem)
+
+
+def _stdio_fields(key: str) -> tuple[dict[str, Any], str | None]:
+    """A server started as a program: its command and environment as JSON-ready data, and a row's problem."""
+    st.text_input(
+        "Command (the program to start)",
+        key=_f(key, "program"),
+        placeholder="uvx",
+        persist_state="page",
+        help="Found on PATH, or a full path. A grant binds the program it finds "
+        "and the scripts it names: a changed script needs a new grant.",
+    )
+    _rows(key, "args", "Arguments", "argument", "mcp-server-time")
+    _rows(
+        key,
+        "env",
+        "Environment",
+        "variable",
+        "",
+        pair=True,
+        help="NAME = value, handed to the program. Write a secret as a reference ($GITHUB_TOKEN): it is read "
+        "from this machine's environment when the server starts, so the flow file never holds it.",
+    )
+    args = [a for a in _row_values(key, "args") if a.strip()]  # an empty row is no argument
+    env, problem = _pairs(key)
+    return {"command": [st.session_state[_f(key, "program")].strip(), *args], "env": env}, problem
+
+
+def _mcp_options(key: str) -> None:
+    """Whether the server is trusted, and how long it may take to start and to answer a call."""
+    st.checkbox(
+        "Trusted: run its tools in a flow without asking a person",
+        key=_f(key, "trusted"),
+        persist_state="page",
+        help="A flow's first run asks you to grant this, on the Run page.",
+    )
+    left, right = st.columns(2)
+    left.number_input(
+        "Startup timeout (s)", 0.0, 300.0, key=_f(key, "startup_timeout_s"), step=5.0, persist_state="page"
+    )
+    right.number_input(
+        "Call timeout (s)", 0.0, 600.0, key=_f(key, "call_timeout_s"), step=5.0, persist_state="page"
+    )
 
 
 def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
@@ -427,27 +557,12 @@ def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
     HTTPToolSource, None) or (None, a sentence naming the field and what to do); the rest as
     `mcp_server_form`."""
     _begin(key, "http", source)
-    st.text_input("Name", key=_f(key, "name"), placeholder="things", persist_state="page",
-                  help="Lowercase letters, digits, - and _; its tools are attached as <name>/http/<operationId>")
-    st.text_input("OpenAPI document (a file path or an http(s) URL)", key=_f(key, "openapi"), persist_state="page",
-                  placeholder="https://api.example.com/openapi.json",
-                  help="A file is granted by its path and content: a changed file needs a new grant.")
-    st.text_input("Base URL (optional: instead of the document's servers)", key=_f(key, "base_url"),
-                  placeholder="https://api.example.com", persist_state="page")
-    _rows(key, "operations", "Only these operations (operationIds; none listed: all)", "operation", "getThing")
-    _rows(key, "headers", "Headers", "header", "", pair=True,
-          help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a reference, "
-               "$NAME or Bearer $NAME: it is read from this machine's environment when a request is made, so the "
-               "flow file never holds it.")
-    _rows(key, "allow_hosts", "Allowed internal hosts", "host", "127.0.0.1",
-          help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach once you "
-               "grant it, for this document only.")
-    left, right = st.columns(2)
-    left.number_input("Timeout (s)", 0.0, 300.0, key=_f(key, "timeout_s"), step=5.0, persist_state="page")
-    right.number_input("Response size cap (bytes)", 1, 50_000_000, key=_f(key, "max_response_bytes"), step=100_000,
-                       persist_state="page")
+    _http_inputs(key)
     state = st.session_state
-    raw: dict[str, Any] = {"name": state[_f(key, "name")].strip(), "openapi": state[_f(key, "openapi")].strip()}
+    raw: dict[str, Any] = {
+        "name": state[_f(key, "name")].strip(),
+        "openapi": state[_f(key, "openapi")].strip(),
+    }
     if base_url := state[_f(key, "base_url")].strip():
         raw["base_url"] = base_url
     if operations := [o.strip() for o in _row_values(key, "operations") if o.strip()]:
@@ -461,6 +576,68 @@ def http_source_form(source: dict[str, Any] | None, key: str) -> Checked:
     return _finish(key, "http", raw, problem)
 
 
+def _http_inputs(key: str) -> None:
+    """The HTTP source's inputs; http_source_form reads what they hold."""
+    st.text_input(
+        "Name",
+        key=_f(key, "name"),
+        placeholder="things",
+        persist_state="page",
+        help="Lowercase letters, digits, - and _; its tools are attached as <name>/http/<operationId>",
+    )
+    st.text_input(
+        "OpenAPI document (a file path or an http(s) URL)",
+        key=_f(key, "openapi"),
+        persist_state="page",
+        placeholder="https://api.example.com/openapi.json",
+        help="A file is granted by its path and content: a changed file needs a new grant.",
+    )
+    st.text_input(
+        "Base URL (optional: instead of the document's servers)",
+        key=_f(key, "base_url"),
+        placeholder="https://api.example.com",
+        persist_state="page",
+    )
+    _http_rows(key)
+    left, right = st.columns(2)
+    left.number_input("Timeout (s)", 0.0, 300.0, key=_f(key, "timeout_s"), step=5.0, persist_state="page")
+    right.number_input(
+        "Response size cap (bytes)",
+        1,
+        50_000_000,
+        key=_f(key, "max_response_bytes"),
+        step=100_000,
+        persist_state="page",
+    )
+
+
+def _http_rows(key: str) -> None:
+    """The HTTP source's rows: the operations to keep, the headers, and the internal hosts allowed."""
+    _rows(
+        key, "operations", "Only these operations (operationIds; none listed: all)", "operation", "getThing"
+    )
+    _rows(
+        key,
+        "headers",
+        "Headers",
+        "header",
+        "",
+        pair=True,
+        help="Name = value, sent with every request (e.g. X-Api-Key = $THINGS_KEY). Write a secret as a "
+        "reference, $NAME or Bearer $NAME: it is read from this machine's environment when a request is "
+        "made, so the flow file never holds it.",
+    )
+    _rows(
+        key,
+        "allow_hosts",
+        "Allowed internal hosts",
+        "host",
+        "127.0.0.1",
+        help="Hosts the SSRF guard refuses (loopback, private, link-local ...) that these tools may reach "
+        "once you grant it, for this document only.",
+    )
+
+
 def _finish(key: str, kind: Kind, raw: dict[str, Any], row_problem: str | None) -> Checked:
     value, problem = (None, row_problem) if row_problem else check(kind, raw)
     if problem:
@@ -471,6 +648,7 @@ def _finish(key: str, kind: Kind, raw: dict[str, Any], row_problem: str | None) 
 
 
 # ------------------------------------------------------------------ the JSON expander
+
 
 def _json_box(key: str, kind: Kind, raw: dict[str, Any]) -> None:
     """The form's object as JSON. It follows the form; Apply puts edited JSON into the form, or
@@ -496,16 +674,20 @@ def _apply_json(key: str, kind: Kind) -> None:
     except ConfigError as exc:
         problem = f"{exc}."
     else:
-        value, problem = (None, "the JSON must be one object, {...}.") if not isinstance(data, dict) \
-            else check(kind, data)
+        value, problem = (
+            (None, "the JSON must be one object, {...}.") if not isinstance(data, dict) else check(kind, data)
+        )
         if value is not None:
             _load(key, kind, value)
             state.pop(f"{key}:json:problem", None)
             return
-    state[f"{key}:json:problem"] = f"Nothing was applied: {problem} Your text is kept: correct it and apply again."
+    state[f"{key}:json:problem"] = (
+        f"Nothing was applied: {problem} Your text is kept: correct it and apply again."
+    )
 
 
 # ------------------------------------------------------------------ List tools, Try a tool: consent first
+
 
 def _want(key: str, wanted: dict[str, Any]) -> None:
     st.session_state.pop(f"{key}:try:problem", None)
@@ -547,7 +729,9 @@ def _want_call(key: str, fingerprint: str, tool: dict[str, Any]) -> None:
         elif tool["annotations"]["destructive"] and not state.get(_f(key, "confirm", tool["name"])):
             problem = f"{tool['name']} may change or delete things: tick the box first."
         else:
-            _want(key, {"action": "call", "config": fingerprint, "tool": tool["name"], "arguments": arguments})
+            _want(
+                key, {"action": "call", "config": fingerprint, "tool": tool["name"], "arguments": arguments}
+            )
             return
     state[f"{key}:try:problem"] = f"{problem} Nothing was started."
 
@@ -561,11 +745,15 @@ def _consent_panel(key: str, items: list[TrustItem]) -> str | None:
     read, state[f"{key}:consent:shown"] = state.get(f"{key}:consent:shown"), keys
     panel = st.empty()
     with panel.container(border=True):
-        st.warning("This would start or reach the following, and nobody on this machine has granted it. Nothing "
-                   "has been started or sent. Read it; grant only what you expect.")
+        st.warning(
+            "This would start or reach the following, and nobody on this machine has granted it. Nothing "
+            "has been started or sent. Read it; grant only what you expect."
+        )
         show_trust_items(items)
-        st.caption("The grant is the one a flow's run asks for, kept with the others (`flowcall trust --list`). "
-                   "Running a server's tools without asking (trusted) is asked for before a flow's first run.")
+        st.caption(
+            "The grant is the one a flow's run asks for, kept with the others (`flowcall trust --list`). "
+            "Running a server's tools without asking (trusted) is asked for before a flow's first run."
+        )
         left, right, _ = st.columns([2, 1, 5])
         grant = left.button("Grant", type="primary", key=_b(key, "grant"))
         cancel = right.button("Cancel", key=_b(key, "cancel"))
@@ -604,8 +792,11 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
     if want["action"] == "list":
         with st.spinner(f"Starting {name} and listing its tools…" if kind == "mcp" else f"Loading {name}…"):
             tools, problem = _fetch(kind, config)
-        state[f"{key}:listed"] = {"config": fingerprint, "tools": [_entry(t, kind) for t in tools],
-                                  "problem": problem}
+        state[f"{key}:listed"] = {
+            "config": fingerprint,
+            "tools": [_entry(t, kind) for t in tools],
+            "problem": problem,
+        }
         return
     with st.spinner(f"Calling {md(want['tool'])}…"):
         outcome: TrialResult | str
@@ -620,9 +811,13 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
 
 
 def _hints(annotations: dict[str, bool]) -> str:
-    return " · ".join(["read-only" if annotations["read_only"] else "writes",
-                       "destructive" if annotations["destructive"] else "not destructive",
-                       "open world" if annotations["open_world"] else "closed world"])
+    return " · ".join(
+        [
+            "read-only" if annotations["read_only"] else "writes",
+            "destructive" if annotations["destructive"] else "not destructive",
+            "open world" if annotations["open_world"] else "closed world",
+        ]
+    )
 
 
 def _show_outcome(outcome: TrialResult | str) -> None:
@@ -645,17 +840,25 @@ def _try_box(key: str, fingerprint: str, tools: list[dict[str, Any]]) -> None:
     names = [t["name"] for t in tools]
     picked = st.selectbox("Tool", names, key=_f(key, "try_tool"), persist_state="page")
     tool = tools[names.index(picked)] if picked in names else tools[0]
-    st.caption(f"{md(tool['description']) if tool['description'] else '(no description)'} · "
-               f"{md(_hints(tool['annotations']))}")
+    st.caption(
+        f"{md(tool['description']) if tool['description'] else '(no description)'} · "
+        f"{md(_hints(tool['annotations']))}"
+    )
     with st.expander("Its input schema"):
         st.json(tool["parameters"])
     arguments_key = _f(key, "arguments", tool["name"])
     state.setdefault(arguments_key, as_json(_skeleton(tool["parameters"])))
-    st.text_area("Arguments (JSON, checked against its input schema)", key=arguments_key, height=120,
-                 persist_state="page")
+    st.text_area(
+        "Arguments (JSON, checked against its input schema)",
+        key=arguments_key,
+        height=120,
+        persist_state="page",
+    )
     if tool["annotations"]["destructive"]:
-        st.checkbox(f"{md(tool['name'])} may change or delete things: I understand",
-                    key=_f(key, "confirm", tool["name"]))
+        st.checkbox(
+            f"{md(tool['name'])} may change or delete things: I understand",
+            key=_f(key, "confirm", tool["name"]),
+        )
     st.button("Try a tool", key=_b(key, "try"), on_click=_want_call, args=(key, fingerprint, tool))
     if problem := state.get(f"{key}:try:problem"):
         st.error(md(problem))
@@ -668,19 +871,37 @@ def _tools_box(key: str, kind: Kind, value: dict[str, Any] | None) -> None:
     """List tools (then Try a tool): asked for by a button, done after consent."""
     state = st.session_state
     fingerprint = json.dumps(value, sort_keys=True) if value is not None else None
-    st.button("List tools", key=_b(key, "list"), disabled=value is None, on_click=_want,
-              args=(key, {"action": "list", "config": fingerprint}),
-              help="Starts the server (or loads the document) once it is granted, lists its tools, stops it")
+    st.button(
+        "List tools",
+        key=_b(key, "list"),
+        disabled=value is None,
+        on_click=_want,
+        args=(key, {"action": "list", "config": fingerprint}),
+        help="Starts the server (or loads the document) once it is granted, lists its tools, stops it",
+    )
     _pending(key, kind, value, fingerprint)
     listed = state.get(f"{key}:listed")
     if not listed or listed["config"] != fingerprint or fingerprint is None:
         return
     if listed["problem"]:
-        st.error(f"{md(listed['problem'])}. Check the command, URL or document, e.g. run it by hand in a terminal.")
+        st.error(
+            f"{md(listed['problem'])}. Check the command, URL or document, e.g. run it by hand in a terminal."
+        )
         return
     tools = listed["tools"]
     st.caption(f"{len(tools)} tools; a flow attaches them by the reference shown")
-    st.dataframe([{"tool": t["name"], "reference": t["ref"], "description": t["description"],
-                   "read-only": t["annotations"]["read_only"], "destructive": t["annotations"]["destructive"],
-                   "open world": t["annotations"]["open_world"]} for t in tools], hide_index=True)
+    st.dataframe(
+        [
+            {
+                "tool": t["name"],
+                "reference": t["ref"],
+                "description": t["description"],
+                "read-only": t["annotations"]["read_only"],
+                "destructive": t["annotations"]["destructive"],
+                "open world": t["annotations"]["open_world"],
+            }
+            for t in tools
+        ],
+        hide_index=True,
+    )
     _try_box(key, fingerprint, tools)

@@ -45,14 +45,18 @@ def waiting_runs(app: FlowCall, limit: int = LISTED) -> list[dict[str, Any]]:
             since = min(_aware(s.started_at) for s in calls)
         else:  # paused with its calls not recorded as waiting (an older run): its last step
             since = _aware(run.steps[-1].ended_at if run.steps else run.started_at)
-        found.append({
-            "run_id": run.id,
-            "flow_name": run.flow_name,
-            "question": run.question,
-            "tool": calls[0].name if calls else None,
-            "calls": [{"tool": s.name, "call_id": s.tool_call_id, "arguments": s.arguments} for s in calls],
-            "since": since,
-        })
+        found.append(
+            {
+                "run_id": run.id,
+                "flow_name": run.flow_name,
+                "question": run.question,
+                "tool": calls[0].name if calls else None,
+                "calls": [
+                    {"tool": s.name, "call_id": s.tool_call_id, "arguments": s.arguments} for s in calls
+                ],
+                "since": since,
+            }
+        )
     return sorted(found, key=lambda w: w["since"], reverse=True)
 
 
@@ -74,11 +78,18 @@ def _what(waiting: dict[str, Any]) -> str:
     if not calls:
         return "a tool call"
     more = len(calls) - 1
-    return short(calls[0]["tool"] or "a tool call", 40) + (f" and {more} more call{'s' * (more > 1)}" if more else "")
+    return short(calls[0]["tool"] or "a tool call", 40) + (
+        f" and {more} more call{'s' * (more > 1)}" if more else ""
+    )
 
 
-def show_waiting(app: FlowCall, where: Literal["sidebar", "page"] = "sidebar", *,
-                 skip: str | None = None, run_page: Any = RUN_PAGE) -> int:
+def show_waiting(
+    app: FlowCall,
+    where: Literal["sidebar", "page"] = "sidebar",
+    *,
+    skip: str | None = None,
+    run_page: Any = RUN_PAGE,
+) -> int:
     """Draw the runs waiting for a person, each with a link that opens it on the Run page
     (`run_page`: its file, relative to app.py, or its st.Page). `sidebar`: compact, in
     st.sidebar; `page`: a box in the page's flow. Nothing is drawn when none waits (`skip`: a
@@ -92,24 +103,49 @@ def show_waiting(app: FlowCall, where: Literal["sidebar", "page"] = "sidebar", *
         return 0
     count = f"{len(runs)}+" if len(runs) >= LISTED else str(len(runs))
     if where == "sidebar":
-        with st.sidebar:
-            st.markdown(f"**Waiting for you ({count})**",
-                        help="Runs paused until you approve, deny or edit a tool call. Open one to answer it.")
-            for waiting in runs[:SIDEBAR_SHOWN]:
-                st.page_link(run_page, label=md(f"{short(waiting['flow_name'], 24)} · {_what(waiting)}"),
-                             query_params={"run": waiting["run_id"]}, icon=":material/front_hand:",
-                             help=md(f"{short(waiting['question'], 200)} (waiting {waiting_for(waiting['since'])})"))
-            if len(runs) > SIDEBAR_SHOWN:
-                st.caption(f"and {len(runs) - SIDEBAR_SHOWN} more: see Runs & inspector, status waiting_approval")
-        return len(runs)
+        _in_sidebar(runs, count, run_page)
+    else:
+        _in_page(runs, count, run_page)
+    return len(runs)
+
+
+def _in_sidebar(runs: list[dict[str, Any]], count: str, run_page: Any) -> None:
+    """The first SIDEBAR_SHOWN waiting runs as links in the sidebar, then how many more wait."""
+    with st.sidebar:
+        st.markdown(
+            f"**Waiting for you ({count})**",
+            help="Runs paused until you approve, deny or edit a tool call. Open one to answer it.",
+        )
+        for waiting in runs[:SIDEBAR_SHOWN]:
+            st.page_link(
+                run_page,
+                label=md(f"{short(waiting['flow_name'], 24)} · {_what(waiting)}"),
+                query_params={"run": waiting["run_id"]},
+                icon=":material/front_hand:",
+                help=md(f"{short(waiting['question'], 200)} (waiting {waiting_for(waiting['since'])})"),
+            )
+        if len(runs) > SIDEBAR_SHOWN:
+            st.caption(f"and {len(runs) - SIDEBAR_SHOWN} more: see Runs & inspector, status waiting_approval")
+
+
+def _in_page(runs: list[dict[str, Any]], count: str, run_page: Any) -> None:
+    """Every waiting run in a box in the page: its flow, what waits, since when, its question, and a link."""
     with st.container(border=True):
-        st.markdown(f"**Waiting for you ({count})**: these runs are paused until you approve, deny or edit "
-                    "a tool call.")
+        st.markdown(
+            f"**Waiting for you ({count})**: these runs are paused until you approve, deny or edit "
+            "a tool call."
+        )
         for waiting in runs:
             text, link = st.columns([5, 1], vertical_alignment="center")
-            text.markdown(f"**{md(short(waiting['flow_name'], 60))}** · {md(_what(waiting))} · waiting "
-                          f"{md(waiting_for(waiting['since']))}  \n{md(short(waiting['question'], 160))}")
+            text.markdown(
+                f"**{md(short(waiting['flow_name'], 60))}** · {md(_what(waiting))} · waiting "
+                f"{md(waiting_for(waiting['since']))}  \n{md(short(waiting['question'], 160))}"
+            )
             with link:
-                st.page_link(run_page, label="Open", query_params={"run": waiting["run_id"]},
-                             icon=":material/front_hand:", help=md(f"Run {waiting['run_id'][:8]}"))
-    return len(runs)
+                st.page_link(
+                    run_page,
+                    label="Open",
+                    query_params={"run": waiting["run_id"]},
+                    icon=":material/front_hand:",
+                    help=md(f"Run {waiting['run_id'][:8]}"),
+                )

@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from flowcall.core.schema_example import example_for
 from flowcall.providers.scripted import (
-                                         FULL,
-                                         SCHEMA_MODEL,
-                                         SchemaDrivenProvider,
-                                         ScriptedProvider,
-                                         answer,
-                                         summary,
-                                         tools_to_call,
+    FULL,
+    SCHEMA_MODEL,
+    SchemaDrivenProvider,
+    ScriptedProvider,
+    answer,
+    summary,
+    tools_to_call,
 )
 
-__all__ = ["FULL", "SCHEMA_MODEL", "SchemaDrivenProvider", "ScriptedProvider", "answer", "example_for",
-           "summary", "tools_to_call"]
+__all__ = [
+    "FULL",
+    "SCHEMA_MODEL",
+    "SchemaDrivenProvider",
+    "ScriptedProvider",
+    "answer",
+    "example_for",
+    "summary",
+    "tools_to_call",
+]

@@ -37,18 +37,29 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
         for name, sub in (schema.get("properties") or {}).items():
             if isinstance(sub, dict) and sub.get("type") == "string" and name in arguments:
                 arguments[name] = question
-        message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                                  "function": {"name": function["name"],
-                                               "arguments": json.dumps(arguments, ensure_ascii=False)}}]
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {
+                    "name": function["name"],
+                    "arguments": json.dumps(arguments, ensure_ascii=False),
+                },
+            }
+        ]
         finish = "tool_calls"
     else:
         message["content"] = f"answer: {results[-1]}" if results else f"answer to: {question}"
         finish = "stop"
     prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
-    return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model") or "fake", "choices": [{"index": 0, "message": message,
-                                                                "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12}}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12},
+    }
 
 
 class FakeModelServer:

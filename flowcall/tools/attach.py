@@ -15,13 +15,17 @@ def with_server(flow: Flow, server: MCPServerConfig, tools: list[Tool]) -> tuple
     skipped = [f"{t.name} (the flow already has {taken[t.name]})" for t in tools if t.name in taken]
     added = [t.version for t in tools if t.name not in taken and t.version not in flow.tools]
     servers = [s for s in flow.mcp_servers if s.name != server.name] + [server]
-    data = {**flow.model_dump(mode="json"), "mcp_servers": [s.model_dump(mode="json") for s in servers],
-            "tools": [*flow.tools, *added]}
+    data = {
+        **flow.model_dump(mode="json"),
+        "mcp_servers": [s.model_dump(mode="json") for s in servers],
+        "tools": [*flow.tools, *added],
+    }
     return Flow.model_validate(data), skipped
 
 
-def add_server_to_flow(store: Store, flow_name: str, server: MCPServerConfig,
-                       tools: list[Tool]) -> tuple[int, list[str]]:
+def add_server_to_flow(
+    store: Store, flow_name: str, server: MCPServerConfig, tools: list[Tool]
+) -> tuple[int, list[str]]:
     """Save the latest version of `flow_name` with the server attached: (new version, skipped tools)."""
     flow, _, _ = store.get_flow(flow_name)
     updated, skipped = with_server(flow, server, tools)

@@ -50,8 +50,12 @@ class Tool:
     trusted: bool = False  # for MCP tools: the flow marked the server trusted (no approval needed)
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters,
-                        read_only=self.annotations.read_only)
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            read_only=self.annotations.read_only,
+        )
 
     def invoke(self, arguments: dict[str, Any], context: RunContext) -> Any:
         kwargs = dict(arguments)

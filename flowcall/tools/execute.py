@@ -44,7 +44,12 @@ MODEL_RESULT_CHARS = 32_000
 ERROR_MESSAGE_CHARS = 4_000  # a tool's (or a server's) error text, as stored and as the model reads it
 TRUNCATED = "truncated_result"  # the key of a stored result that was cut (see cap_result)
 # a call that never ran: the model named no tool, or wrong arguments (paid from the retry budget)
-NOT_RUN = {ErrorCode.UNKNOWN_TOOL, ErrorCode.PARSE_FAILED, ErrorCode.INVALID_ARGUMENT, ErrorCode.MISSING_REQUIRED_FIELD}
+NOT_RUN = {
+    ErrorCode.UNKNOWN_TOOL,
+    ErrorCode.PARSE_FAILED,
+    ErrorCode.INVALID_ARGUMENT,
+    ErrorCode.MISSING_REQUIRED_FIELD,
+}
 
 
 @dataclass
@@ -59,20 +64,29 @@ class CallOutcome:
     def content_for_model(self) -> str:
         """The tool message the model reads: the result, or the error it should correct."""
         if self.error_code:
-            return json.dumps({"error": {"code": str(self.error_code), "message": self.error_message}}, ensure_ascii=False)
+            return json.dumps(
+                {"error": {"code": str(self.error_code), "message": self.error_message}}, ensure_ascii=False
+            )
         return model_text(self.result)
 
     def step_fields(self, round_no: int, repairs: dict[str, dict]) -> dict[str, Any]:
         """Its tool step: the call as it ran, its result or error, and what was repaired."""
         call = self.call
         return dict(
-            round=round_no, name=call.name, tool_call_id=call.id, arguments=call.arguments, result=self.result,
-            error_code=self.error_code and str(self.error_code), error_message=self.error_message,
+            round=round_no,
+            name=call.name,
+            tool_call_id=call.id,
+            arguments=call.arguments,
+            result=self.result,
+            error_code=self.error_code and str(self.error_code),
+            error_message=self.error_message,
             latency_ms=self.latency_ms,
-            response={"executed": self.error_code not in NOT_RUN | {ErrorCode.APPROVAL_DENIED},
-                      "raw_arguments": call.raw_arguments,
-                      **({"dropped_ungrounded": call.dropped_arguments} if call.dropped_arguments else {}),
-                      **repairs.get(call.id, {})},
+            response={
+                "executed": self.error_code not in NOT_RUN | {ErrorCode.APPROVAL_DENIED},
+                "raw_arguments": call.raw_arguments,
+                **({"dropped_ungrounded": call.dropped_arguments} if call.dropped_arguments else {}),
+                **repairs.get(call.id, {}),
+            },
         )
 
 
@@ -100,8 +114,8 @@ def cap_result(result: Any, limit: int = STORED_RESULT_CHARS) -> Any:
         TRUNCATED: {
             "original_chars": len(text),
             "kept_chars": limit,
-            "note": f"the tool returned {len(text):,} characters of {kind}; FlowCall keeps the first {limit:,} "
-                    f"and cut the rest ({len(text) - limit:,} characters)",
+            "note": f"the tool returned {len(text):,} characters of {kind}; FlowCall keeps the first "
+            f"{limit:,} and cut the rest ({len(text) - limit:,} characters)",
         },
         "head": text[:limit],
     }
@@ -111,14 +125,19 @@ def model_text(result: Any, limit: int = MODEL_RESULT_CHARS) -> str:
     """What the model reads of a result: at most `limit` characters, with a note when cut. A
     stored, already cut result reads the same as the whole one did."""
     if is_truncated(result):
-        text, total = str(result["head"]), int(result[TRUNCATED].get("original_chars") or len(str(result["head"])))
+        text, total = (
+            str(result["head"]),
+            int(result[TRUNCATED].get("original_chars") or len(str(result["head"]))),
+        )
     else:
         text = result_text(result)
         total = len(text)
     if total <= limit and len(text) <= limit:
         return text
-    return (text[:limit] + f"\n[cut by FlowCall: the tool returned {total:,} characters; only the first "
-                           f"{limit:,} are shown]")
+    return (
+        text[:limit] + f"\n[cut by FlowCall: the tool returned {total:,} characters; only the first "
+        f"{limit:,} are shown]"
+    )
 
 
 def _cap_message(message: str) -> str:
@@ -155,8 +174,11 @@ def drop_undeclared(call: ToolCall, tool: Tool) -> tuple[ToolCall, list[str]]:
     grammar never writes them. The caller records what was dropped in the step."""
     parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
     properties = parameters.get("properties")
-    if (not isinstance(call.arguments, dict) or parameters.get("additionalProperties") is not False
-            or not isinstance(properties, dict)):
+    if (
+        not isinstance(call.arguments, dict)
+        or parameters.get("additionalProperties") is not False
+        or not isinstance(properties, dict)
+    ):
         return call, []
     dropped = [k for k in call.arguments if k not in properties]
     if not dropped:
@@ -175,24 +197,42 @@ def check_call(call: ToolCall, tools: dict[str, Tool]) -> CallOutcome | None:
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         name = call.name if len(call.name) <= 200 else call.name[:200] + "…"
-        return CallOutcome(call, None, error_code=ErrorCode.UNKNOWN_TOOL,
-                           error_message=f"there is no tool '{name}'; the tools are: {known}")
+        return CallOutcome(
+            call,
+            None,
+            error_code=ErrorCode.UNKNOWN_TOOL,
+            error_message=f"there is no tool '{name}'; the tools are: {known}",
+        )
     if call.arguments is None:
-        return CallOutcome(call, tool, error_code=ErrorCode.PARSE_FAILED,
-                           error_message=f"the arguments are not a JSON object: {call.raw_arguments[:300]!r}")
+        return CallOutcome(
+            call,
+            tool,
+            error_code=ErrorCode.PARSE_FAILED,
+            error_message=f"the arguments are not a JSON object: {call.raw_arguments[:300]!r}",
+        )
     try:
         # sorted by path text: paths mix names and indexes, which do not compare with each other
         validator = schemas.validator(tool.parameters, "its parameters")
         errors = sorted(validator.iter_errors(call.arguments), key=_path)
     except schemas.SchemaRefError as exc:  # a ref outside the schema: refused, never fetched
-        return CallOutcome(call, tool, error_code=ErrorCode.TOOL_ERROR,
-                           error_message=_cap_message(f"{tool.version} cannot be called: {exc}"))
+        return CallOutcome(
+            call,
+            tool,
+            error_code=ErrorCode.TOOL_ERROR,
+            error_message=_cap_message(f"{tool.version} cannot be called: {exc}"),
+        )
     except Exception as exc:  # noqa: BLE001 - UnknownType, a $ref that resolves nowhere, a list where a dict goes ...
         # The tool's own schema is broken (an MCP or HTTP server wrote it): the call cannot be
         # checked, so it does not run. The model hears why; a person must fix the server.
-        return CallOutcome(call, tool, error_code=ErrorCode.TOOL_ERROR,
-                           error_message=_cap_message(f"{tool.version} cannot be called: its parameter schema is not a "
-                                                      f"valid JSON Schema ({type(exc).__name__}: {exc})"))
+        return CallOutcome(
+            call,
+            tool,
+            error_code=ErrorCode.TOOL_ERROR,
+            error_message=_cap_message(
+                f"{tool.version} cannot be called: its parameter schema is not a "
+                f"valid JSON Schema ({type(exc).__name__}: {exc})"
+            ),
+        )
     if not errors:
         return None
     missing = [e for e in errors if e.validator == "required"]
@@ -280,19 +320,32 @@ def run_calls(
             result, elapsed_ms = future.result(timeout=remaining)
             outcome = CallOutcome(call, tool, result=cap_result(_json_safe(result)), latency_ms=elapsed_ms)
         except FutureTimeout:
-            outcome = CallOutcome(call, tool, error_code=ErrorCode.TOOL_TIMEOUT,
-                                  error_message=f"{tool.name} did not answer within {timeout:g} s")
+            outcome = CallOutcome(
+                call,
+                tool,
+                error_code=ErrorCode.TOOL_TIMEOUT,
+                error_message=f"{tool.name} did not answer within {timeout:g} s",
+            )
         except Exception as exc:  # a tool's own failure is data for the model, not a crash
-            outcome = CallOutcome(call, tool, error_code=ErrorCode.TOOL_ERROR,
-                                  error_message=_cap_message(f"{tool.name} failed: {type(exc).__name__}: {_text(exc)}"))
+            outcome = CallOutcome(
+                call,
+                tool,
+                error_code=ErrorCode.TOOL_ERROR,
+                error_message=_cap_message(f"{tool.name} failed: {type(exc).__name__}: {_text(exc)}"),
+            )
         if not outcome.latency_ms:
             outcome.latency_ms = (time.perf_counter() - started) * 1000
         outcomes.append(outcome)
     return outcomes
 
 
-def run_round(calls: list[ToolCall], tools: dict[str, Tool], context: RunContext, default_timeout_s: float,
-              settled: dict[str, CallOutcome]) -> list[CallOutcome]:
+def run_round(
+    calls: list[ToolCall],
+    tools: dict[str, Tool],
+    context: RunContext,
+    default_timeout_s: float,
+    settled: dict[str, CallOutcome],
+) -> list[CallOutcome]:
     """A round of calls: each checked, the valid ones run at once; the outcomes in call order.
     `settled` calls (denied by a person) keep their outcome and are not run."""
     runnable, outcomes = [], list(settled.values())

@@ -35,19 +35,39 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Ranges refused on top of `not is_global`: some pass is_global on some Python versions, and
 # several IPv6 prefixes carry an IPv4 address that a gateway or the kernel then reaches.
-_REFUSED = tuple(ipaddress.ip_network(n) for n in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-    "::/96",  # unspecified, loopback and IPv4-compatible ::a.b.c.d
-    "::ffff:0:0/96",  # IPv4-mapped
-    "64:ff9b::/96", "64:ff9b:1::/48",  # NAT64
-    "100::/64",  # discard
-    "2001::/23",  # IETF protocol assignments, Teredo 2001::/32 among them
-    "2001:db8::/32", "3fff::/20",  # documentation
-    "2002::/16",  # 6to4
-    "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",  # unique-local, link-local, site-local, multicast
-))
+_REFUSED = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/96",  # unspecified, loopback and IPv4-compatible ::a.b.c.d
+        "::ffff:0:0/96",  # IPv4-mapped
+        "64:ff9b::/96",
+        "64:ff9b:1::/48",  # NAT64
+        "100::/64",  # discard
+        "2001::/23",  # IETF protocol assignments, Teredo 2001::/32 among them
+        "2001:db8::/32",
+        "3fff::/20",  # documentation
+        "2002::/16",  # 6to4
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",  # unique-local, link-local, site-local, multicast
+    )
+)
 
 
 class UnsafeRequest(Exception):
@@ -88,9 +108,11 @@ def checked_addresses(scheme: str, host: str, port: int | None, allow_hosts: lis
     if host not in (h.lower().strip("[]") for h in allow_hosts):
         for address in addresses:
             if is_internal(address):
-                raise UnsafeRequest(f"{host} resolves to {address}, an internal address (loopback, private, link-local, "
-                                    f"reserved, or a tunnel or translation prefix that leads to one); FlowCall does "
-                                    f"not send tool requests there unless the flow lists '{host}' in allow_hosts")
+                raise UnsafeRequest(
+                    f"{host} resolves to {address}, an internal address (loopback, private, link-local, "
+                    f"reserved, or a tunnel or translation prefix that leads to one); FlowCall does "
+                    f"not send tool requests there unless the flow lists '{host}' in allow_hosts"
+                )
     return [str(a) for a in addresses]
 
 
@@ -118,8 +140,15 @@ def pinned(request: RequestT, allow_hosts: list[str]) -> list[RequestT]:
         if url.scheme == "https" and address != host:
             extensions.setdefault("sni_hostname", host)  # httpcore: TLS server name and certificate check
         # the headers already hold Host: <name>, made from the URL the request was built with
-        attempts.append(type(request)(request.method, url.copy_with(host=address), headers=request.headers,
-                                      stream=request.stream, extensions=extensions))
+        attempts.append(
+            type(request)(
+                request.method,
+                url.copy_with(host=address),
+                headers=request.headers,
+                stream=request.stream,
+                extensions=extensions,
+            )
+        )
     return attempts
 
 
@@ -159,17 +188,23 @@ class AsyncPinnedTransport(httpx2.AsyncHTTPTransport):
 
 
 def guarded_client(allow_hosts: list[str], timeout_s: float) -> httpx.Client:
-    return httpx.Client(transport=PinnedTransport(allow_hosts), trust_env=False, follow_redirects=False,
-                        timeout=timeout_s)
+    return httpx.Client(
+        transport=PinnedTransport(allow_hosts), trust_env=False, follow_redirects=False, timeout=timeout_s
+    )
 
 
-def guarded_async_client(allow_hosts: list[str], timeout_s: float,
-                         read_timeout_s: float | None = None) -> httpx2.AsyncClient:
+def guarded_async_client(
+    allow_hosts: list[str], timeout_s: float, read_timeout_s: float | None = None
+) -> httpx2.AsyncClient:
     """An async client for the mcp SDK: pinned, no proxies from the environment, no redirects
     followed by the client (the SDK follows same-origin ones itself, through this transport).
     `read_timeout_s`: longer reads, for event streams a server holds open."""
-    return httpx2.AsyncClient(transport=AsyncPinnedTransport(allow_hosts), trust_env=False, follow_redirects=False,
-                              timeout=httpx2.Timeout(timeout_s, read=read_timeout_s or timeout_s))
+    return httpx2.AsyncClient(
+        transport=AsyncPinnedTransport(allow_hosts),
+        trust_env=False,
+        follow_redirects=False,
+        timeout=httpx2.Timeout(timeout_s, read=read_timeout_s or timeout_s),
+    )
 
 
 def check_scheme(url: str) -> None:
@@ -182,8 +217,9 @@ def _origin(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.host, parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def guarded_request(method: str, url: str, *, allow_hosts: list[str], timeout_s: float, max_bytes: int,
-                    **kwargs: Any) -> Reply:
+def guarded_request(
+    method: str, url: str, *, allow_hosts: list[str], timeout_s: float, max_bytes: int, **kwargs: Any
+) -> Reply:
     """One request, its redirects followed by hand with every hop checked; the body read up
     to `max_bytes`."""
     with guarded_client(allow_hosts, timeout_s) as client:
@@ -197,14 +233,19 @@ def guarded_request(method: str, url: str, *, allow_hosts: list[str], timeout_s:
                         # headers from tool arguments (keys, tokens) were meant for the host the flow named
                         kwargs = {k: v for k, v in kwargs.items() if k not in ("headers", "cookies", "auth")}
                     if response.status_code in (301, 302, 303) and method != "HEAD":
-                        method, kwargs = "GET", {k: v for k, v in kwargs.items() if k not in ("json", "content", "data")}
+                        method, kwargs = (
+                            "GET",
+                            {k: v for k, v in kwargs.items() if k not in ("json", "content", "data")},
+                        )
                     url = target
                     continue
                 body = bytearray()
                 for chunk in response.iter_bytes():
                     body += chunk
                     if len(body) > max_bytes:
-                        raise ResponseTooLarge(f"the response from {url} is larger than {max_bytes} bytes; "
-                                               "raise max_response_bytes if it should be read")
+                        raise ResponseTooLarge(
+                            f"the response from {url} is larger than {max_bytes} bytes; "
+                            "raise max_response_bytes if it should be read"
+                        )
                 return Reply(response.status_code, response.headers.get("content-type", ""), bytes(body), url)
     raise UnsafeRequest(f"more than {MAX_REDIRECTS} redirects, last to {url}")

@@ -61,11 +61,15 @@ class MCPConnection:
             self._thread = threading.Thread(target=self._serve, name=f"mcp-{self.server.name}", daemon=True)
             self._thread.start()
         if not self._ready.wait(self.server.startup_timeout_s):
-            raise MCPToolError(f"MCP server '{self.server.name}' did not answer within {self.server.startup_timeout_s:g} s "
-                               f"of starting; check `{self.server.describe()}` by hand")
+            raise MCPToolError(
+                f"MCP server '{self.server.name}' did not answer within {self.server.startup_timeout_s:g} s "
+                f"of starting; check `{self.server.describe()}` by hand"
+            )
         if self._failure is not None:
-            raise MCPToolError(f"MCP server '{self.server.name}' could not start ({self.server.describe()}): "
-                               f"{_reason(self._failure)}") from self._failure
+            raise MCPToolError(
+                f"MCP server '{self.server.name}' could not start ({self.server.describe()}): "
+                f"{_reason(self._failure)}"
+            ) from self._failure
 
     def close(self) -> None:
         """Stop the server: leave the SDK client (which ends a stdio subprocess) and the loop."""
@@ -82,6 +86,7 @@ class MCPConnection:
     # ------------------------------------------------------------------ requests
     def list_tools(self) -> list[Any]:
         """Every tool the server offers, all pages."""
+
         async def fetch(client: Any) -> list[Any]:
             tools, cursor = [], None
             while True:
@@ -90,18 +95,22 @@ class MCPConnection:
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
+
         return self._submit(fetch, self.server.startup_timeout_s)
 
     def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
         async def call(client: Any) -> Any:
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+
         return tool_result(self._submit(call, timeout_s + 5))
 
     def _submit(self, job: Callable[[Any], Awaitable[Any]], timeout_s: float) -> Any:
         self.start()
         if self._failure is not None or not (self._thread and self._thread.is_alive()):
-            raise MCPToolError(f"MCP server '{self.server.name}' is no longer running"
-                               + (f": {_reason(self._failure)}" if self._failure else ""))
+            raise MCPToolError(
+                f"MCP server '{self.server.name}' is no longer running"
+                + (f": {_reason(self._failure)}" if self._failure else "")
+            )
         future: concurrent.futures.Future = concurrent.futures.Future()
         assert self._loop is not None and self._queue is not None
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (job, future))
@@ -109,7 +118,9 @@ class MCPConnection:
             return future.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"MCP server '{self.server.name}' did not answer within {timeout_s:g} s") from None
+            raise TimeoutError(
+                f"MCP server '{self.server.name}' did not answer within {timeout_s:g} s"
+            ) from None
 
     # ------------------------------------------------------------------ the loop thread
     def _serve(self) -> None:
@@ -126,8 +137,12 @@ class MCPConnection:
         self._loop, self._queue = asyncio.get_running_loop(), asyncio.Queue()
         pending: set[asyncio.Task] = set()
         try:
-            async with (_http_client(self.server) as http,
-                        Client(_target(self.server, http), read_timeout_seconds=self.server.startup_timeout_s) as client):
+            async with (
+                _http_client(self.server) as http,
+                Client(
+                    _target(self.server, http), read_timeout_seconds=self.server.startup_timeout_s
+                ) as client,
+            ):
                 self._ready.set()
                 while (item := await self._queue.get()) is not _STOP:
                     job, future = item
@@ -146,7 +161,9 @@ class MCPConnection:
         while self._queue is not None and not self._queue.empty():
             item = self._queue.get_nowait()
             if item is not _STOP and not item[1].done():
-                item[1].set_exception(MCPToolError(f"MCP server '{self.server.name}' stopped: {_reason(exc)}"))
+                item[1].set_exception(
+                    MCPToolError(f"MCP server '{self.server.name}' stopped: {_reason(exc)}")
+                )
 
 
 def _http_client(server: MCPServerConfig) -> AsyncContextManager[Any]:
@@ -162,8 +179,13 @@ def _target(server: MCPServerConfig, http: Any) -> Any:
     if not server.url:
         # what the grant bound (program.py): the resolved command, started where nothing shadows it
         resolved = program.resolve(server.command or [])
-        return server.target().model_copy(update={"command": resolved.argv[0], "args": resolved.argv[1:],
-                                                  "cwd": str(program.start_folder())})
+        return server.target().model_copy(
+            update={
+                "command": resolved.argv[0],
+                "args": resolved.argv[1:],
+                "cwd": str(program.start_folder()),
+            }
+        )
     from mcp.client.streamable_http import streamable_http_client
 
     return streamable_http_client(server.url, http_client=http)
@@ -214,8 +236,10 @@ def tool_result(result: Any) -> Any:
 def _invoker(connection: MCPConnection, tool_name: str) -> Callable[..., Any]:
     """A call of one MCP tool. The name is bound here, outside the arguments: whatever names
     the model gives its arguments, they all go to this tool and none can pick another."""
+
     def invoke(**arguments: Any) -> Any:
         return connection.call_tool(tool_name, arguments, connection.server.call_timeout_s)
+
     return invoke
 
 
@@ -243,7 +267,9 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         hints = listed.annotations
         read_only = bool(hints and hints.read_only_hint)
         # MCP's defaults: not read-only, destructive unless said otherwise, open world
-        destructive = (hints.destructive_hint if hints and hints.destructive_hint is not None else True) and not read_only
+        destructive = (
+            hints.destructive_hint if hints and hints.destructive_hint is not None else True
+        ) and not read_only
         open_world = hints.open_world_hint if hints and hints.open_world_hint is not None else True
         name = _distinct_name(listed.name, taken)
         # its calls are checked against this schema: refuse one that would have something fetched
@@ -251,12 +277,21 @@ def tools_of(connection: MCPConnection) -> list[Tool]:
         nesting.check_depth(listed.input_schema, where)
         check_refs(listed.input_schema, where)
 
-        tools.append(Tool(name=name, version=f"{server.name}/mcp/{name}", description=listed.description or "",
-                          parameters=listed.input_schema or {"type": "object", "properties": {}},
-                          func=_invoker(connection, listed.name),
-                          annotations=ToolAnnotations(read_only=read_only, destructive=destructive, open_world=open_world),
-                          timeout_s=server.call_timeout_s, source="mcp", trusted=server.trusted))
+        tools.append(
+            Tool(
+                name=name,
+                version=f"{server.name}/mcp/{name}",
+                description=listed.description or "",
+                parameters=listed.input_schema or {"type": "object", "properties": {}},
+                func=_invoker(connection, listed.name),
+                annotations=ToolAnnotations(
+                    read_only=read_only, destructive=destructive, open_world=open_world
+                ),
+                timeout_s=server.call_timeout_s,
+                source="mcp",
+                trusted=server.trusted,
+            )
+        )
     if not tools:
         raise ConfigError(f"MCP server '{server.name}' offers no tools")
     return tools
-

@@ -56,9 +56,11 @@ def parse_document(text: str, name: str) -> Any:
     except RecursionError:
         raise nesting.too_deep(f"OpenAPI document {name}", nesting.DOCUMENT_DEPTH) from None
     except _AliasRefused as exc:
-        raise ConfigError(f"OpenAPI document {name} uses a YAML alias ({exc}); FlowCall refuses YAML aliases, "
-                          "which can expand a small file into an enormous one (\"billion laughs\"). Write the "
-                          "repeated part out, or use an OpenAPI $ref") from None
+        raise ConfigError(
+            f"OpenAPI document {name} uses a YAML alias ({exc}); FlowCall refuses YAML aliases, "
+            'which can expand a small file into an enormous one ("billion laughs"). Write the '
+            "repeated part out, or use an OpenAPI $ref"
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"OpenAPI document {name} is neither JSON nor YAML: {exc}") from exc
 
@@ -66,8 +68,13 @@ def parse_document(text: str, name: str) -> Any:
 def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
     """(the OpenAPI document, the URL it came from, if any)."""
     if re.match(r"^https?://", source.openapi):
-        reply = guarded_request("GET", source.openapi, allow_hosts=source.allow_hosts, timeout_s=source.timeout_s,
-                                max_bytes=5_000_000)
+        reply = guarded_request(
+            "GET",
+            source.openapi,
+            allow_hosts=source.allow_hosts,
+            timeout_s=source.timeout_s,
+            max_bytes=5_000_000,
+        )
         if reply.status != 200:
             raise ConfigError(f"OpenAPI document {source.openapi} answered HTTP {reply.status}")
         text, origin = reply.body.decode("utf-8", "replace"), source.openapi
@@ -95,7 +102,9 @@ def _inline(value: Any, document: dict[str, Any], depth: int = 0) -> Any:
             return {"description": f"(not inlined: {ref})"}
         target: Any = document
         for part in ref[2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+            target = (
+                target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+            )
         return _inline(target, document, depth + 1)
     return {k: _inline(v, document, depth) for k, v in value.items()}
 
@@ -110,7 +119,9 @@ def _base_url(document: dict[str, Any], source: HTTPToolSource, origin: str | No
     if origin:
         url = urljoin(origin, url or "/")
     if not re.match(r"^https?://", url):
-        raise ConfigError(f"cannot tell where to send the requests of {source.openapi}: set base_url in the flow")
+        raise ConfigError(
+            f"cannot tell where to send the requests of {source.openapi}: set base_url in the flow"
+        )
     return url
 
 
@@ -119,8 +130,9 @@ def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
     base = _base_url(document, source, origin).rstrip("/")
     paths = document.get("paths") or {}
     if not isinstance(paths, dict):
-        raise ConfigError(f"{source.openapi}: 'paths' must map each path to its operations, not be a "
-                          f"{type(paths).__name__}")
+        raise ConfigError(
+            f"{source.openapi}: 'paths' must map each path to its operations, not be a {type(paths).__name__}"
+        )
     tools = []
     for path, item in paths.items():
         item = _inline(item, document)
@@ -135,9 +147,14 @@ def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
             name = _SAFE_NAME.sub("_", label).strip("_")[:64] or method
             if source.operations and name not in source.operations:
                 continue
-            tools.append(_tool(source, base, str(path), method, name, operation, _list(item.get("parameters"))))
+            tools.append(
+                _tool(source, base, str(path), method, name, operation, _list(item.get("parameters")))
+            )
     if not tools:
-        raise ConfigError(f"{source.openapi} has no operations{' named ' + str(source.operations) if source.operations else ''}")
+        raise ConfigError(
+            f"{source.openapi} has no "
+            f"operations{' named ' + str(source.operations) if source.operations else ''}"
+        )
     return tools
 
 
@@ -146,8 +163,15 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, operation: dict[str, Any],
-          shared: list[dict[str, Any]]) -> Tool:
+def _tool(
+    source: HTTPToolSource,
+    base: str,
+    path: str,
+    method: str,
+    name: str,
+    operation: dict[str, Any],
+    shared: list[dict[str, Any]],
+) -> Tool:
     parameters, where = _parameters(source, path, method, operation, shared)
     invoke = _invoker(source, base, path, method, where)
 
@@ -155,13 +179,21 @@ def _tool(source: HTTPToolSource, base: str, path: str, method: str, name: str, 
     description = next((t for t in texts if isinstance(t, str) and t), f"{method.upper()} {path}")
     # what the document says an operation does is the server's word; the method is what it can do
     read_only = method in READ_ONLY_METHODS
-    return Tool(name=name, version=f"{source.name}/http/{name}", description=description, parameters=parameters,
-                func=invoke, annotations=ToolAnnotations(read_only=read_only, destructive=not read_only, open_world=True),
-                timeout_s=source.timeout_s + 1, source="http")
+    return Tool(
+        name=name,
+        version=f"{source.name}/http/{name}",
+        description=description,
+        parameters=parameters,
+        func=invoke,
+        annotations=ToolAnnotations(read_only=read_only, destructive=not read_only, open_world=True),
+        timeout_s=source.timeout_s + 1,
+        source="http",
+    )
 
 
-def _parameters(source: HTTPToolSource, path: str, method: str, operation: dict[str, Any],
-                shared: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
+def _parameters(
+    source: HTTPToolSource, path: str, method: str, operation: dict[str, Any], shared: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The operation's arguments as one JSON Schema object (its path, query and header
     parameters, and `body` for a JSON request body), and where each argument goes."""
     properties: dict[str, Any] = {}
@@ -171,8 +203,10 @@ def _parameters(source: HTTPToolSource, path: str, method: str, operation: dict[
         if not isinstance(param, dict) or param.get("in") not in ("path", "query", "header"):
             continue
         if not isinstance(param.get("name"), str) or not param["name"]:
-            raise ConfigError(f"{source.openapi}: a {param['in']} parameter of {method.upper()} {path} has no "
-                              "name (OpenAPI requires one); fix the document or leave the operation out")
+            raise ConfigError(
+                f"{source.openapi}: a {param['in']} parameter of {method.upper()} {path} has no "
+                "name (OpenAPI requires one); fix the document or leave the operation out"
+            )
         given = param.get("schema")
         schema = dict(given) if isinstance(given, dict) and given else {"type": "string"}
         if isinstance(param.get("description"), str) and param["description"]:
@@ -194,23 +228,35 @@ def _parameters(source: HTTPToolSource, path: str, method: str, operation: dict[
     return parameters, where
 
 
-def _invoker(source: HTTPToolSource, base: str, path: str, method: str,
-             where: dict[str, str]) -> Callable[..., Any]:
+def _invoker(
+    source: HTTPToolSource, base: str, path: str, method: str, where: dict[str, str]
+) -> Callable[..., Any]:
     """The tool's function: one guarded HTTP request built from the arguments; JSON replies parsed."""
 
     def invoke(**arguments: Any) -> Any:
-        url = base + re.sub(r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path)
+        url = base + re.sub(
+            r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path
+        )
         query = {k: v for k, v in arguments.items() if where.get(k) == "query"}
         try:  # the flow's own headers win over any the model fills in, whatever their case
             own = source.resolved_headers()
         except ConfigError as exc:
             raise HTTPToolError(str(exc)) from None
         mine = {name.lower() for name in own}
-        headers = {**{k: str(v) for k, v in arguments.items() if where.get(k) == "header" and k.lower() not in mine},
-                   **own}
-        reply = guarded_request(method.upper(), url, allow_hosts=source.allow_hosts, timeout_s=source.timeout_s,
-                                max_bytes=source.max_response_bytes, params=query, headers=headers,
-                                **({"json": arguments["body"]} if "body" in arguments else {}))
+        headers = {
+            **{k: str(v) for k, v in arguments.items() if where.get(k) == "header" and k.lower() not in mine},
+            **own,
+        }
+        reply = guarded_request(
+            method.upper(),
+            url,
+            allow_hosts=source.allow_hosts,
+            timeout_s=source.timeout_s,
+            max_bytes=source.max_response_bytes,
+            params=query,
+            headers=headers,
+            **({"json": arguments["body"]} if "body" in arguments else {}),
+        )
         text = reply.body.decode("utf-8", "replace")
         if reply.status >= 400:
             raise HTTPToolError(f"HTTP {reply.status} from {method.upper()} {reply.url}: {text[:300]}")

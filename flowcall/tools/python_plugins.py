@@ -59,9 +59,7 @@ def build_tool(
     arg_model, fields, context_param = _arguments(func, name, {p.arg_name: p.description for p in doc.params})
     schema = _tidy(arg_model.model_json_schema())
     schema.setdefault("properties", {})
-    text = description or "\n\n".join(
-        part for part in (doc.short_description, doc.long_description) if part
-    )
+    text = description or "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
     call = _validated(func, arg_model, fields, context_param)
     return Tool(
         name=name,
@@ -76,8 +74,9 @@ def build_tool(
     )
 
 
-def _arguments(func: Callable[..., Any], name: str,
-               param_docs: dict[str, str | None]) -> tuple[type[BaseModel], dict[str, Any], str | None]:
+def _arguments(
+    func: Callable[..., Any], name: str, param_docs: dict[str, str | None]
+) -> tuple[type[BaseModel], dict[str, Any], str | None]:
     """A pydantic model of the function's arguments (each described by its docstring line), and
     the parameter typed RunContext, if any: hidden, injected by the engine, not in the schema."""
     hints = get_type_hints(func)
@@ -96,8 +95,9 @@ def _arguments(func: Callable[..., Any], name: str,
     return arg_model, fields, context_param
 
 
-def _validated(func: Callable[..., Any], arg_model: type[BaseModel], fields: dict[str, Any],
-               context_param: str | None) -> Callable[..., Any]:
+def _validated(
+    func: Callable[..., Any], arg_model: type[BaseModel], fields: dict[str, Any], context_param: str | None
+) -> Callable[..., Any]:
     """`func`, called with its arguments validated by `arg_model` (and the run context passed through)."""
 
     @functools.wraps(func)
@@ -173,7 +173,9 @@ def load_plugin_dir(directory: Path) -> list[Tool]:
                 spec.loader.exec_module(module)
             except Exception as exc:
                 del sys.modules[module_name]
-                raise ConfigError(f"plugin {path} failed to import: {exc!r}; fix the module or remove it") from exc
+                raise ConfigError(
+                    f"plugin {path} failed to import: {exc!r}; fix the module or remove it"
+                ) from exc
         found.extend(tools_in_module(module))
     return found
 
@@ -195,7 +197,9 @@ def load_entry_points() -> list[Tool]:
         try:
             module = point.load()
         except Exception as exc:
-            raise ConfigError(f"plugin package entry point '{point.name}' ({point.value}) failed to import: {exc!r}; "
-                              "fix or uninstall that package") from exc
+            raise ConfigError(
+                f"plugin package entry point '{point.name}' ({point.value}) failed to import: {exc!r}; "
+                "fix or uninstall that package"
+            ) from exc
         found.extend(tools_in_module(module))
     return found

@@ -39,14 +39,19 @@ class ToolRegistry:
             versions = ", ".join(t.version for t in matches)
             raise ConfigError(f"tool '{ref}' is ambiguous ({versions}); reference it by its full version")
         known = ", ".join(sorted(self._by_version)) or "none"
-        raise ConfigError(f"no tool '{ref}' is registered; known tools: {known} (see `flowcall plugins list`)")
+        raise ConfigError(
+            f"no tool '{ref}' is registered; known tools: {known} (see `flowcall plugins list`)"
+        )
 
     def resolve(self, refs: list[str]) -> list[Tool]:
         tools = [self.get(ref) for ref in refs]
         names = [t.name for t in tools]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
-            raise ConfigError(f"a flow cannot attach two tools named {sorted(duplicates)}; the model could not tell them apart")
+            raise ConfigError(
+                "a flow cannot attach two tools named "
+                f"{sorted(duplicates)}; the model could not tell them apart"
+            )
         return tools
 
     @classmethod

@@ -38,14 +38,24 @@ class TrialResult:
         return self.error_code is None
 
 
-def try_tool(registry: ToolRegistry, ref: str, arguments: dict[str, Any], timeout_s: float = 30) -> TrialResult:
+def try_tool(
+    registry: ToolRegistry, ref: str, arguments: dict[str, Any], timeout_s: float = 30
+) -> TrialResult:
     """Run one tool once. An unknown reference raises ConfigError; the tool's own failure is a result."""
     tool = registry.get(ref)
     call = ToolCall(id=f"trial-{uuid.uuid4().hex[:8]}", name=tool.name, arguments=arguments)
-    outcome = check_call(call, {tool.name: tool}) or run_calls([(call, tool)], RunContext(run_id=call.id), timeout_s)[0]
-    return TrialResult(version=tool.version, arguments=arguments, result=outcome.result,
-                       error_code=outcome.error_code and str(outcome.error_code),
-                       error_message=outcome.error_message, latency_ms=outcome.latency_ms)
+    outcome = (
+        check_call(call, {tool.name: tool})
+        or run_calls([(call, tool)], RunContext(run_id=call.id), timeout_s)[0]
+    )
+    return TrialResult(
+        version=tool.version,
+        arguments=arguments,
+        result=outcome.result,
+        error_code=outcome.error_code and str(outcome.error_code),
+        error_message=outcome.error_message,
+        latency_ms=outcome.latency_ms,
+    )
 
 
 def server_config(name: str, command_line: str = "", url: str = "") -> MCPServerConfig:
@@ -74,7 +84,9 @@ def _connected(server: MCPServerConfig):
     except (MCPToolError, TimeoutError, ConfigError) as exc:
         connection.close()
         message = str(exc)
-        raise ConfigError(message if server.name in message else f"MCP server '{server.name}': {message}") from exc
+        raise ConfigError(
+            message if server.name in message else f"MCP server '{server.name}': {message}"
+        ) from exc
 
 
 def server_tools(server: MCPServerConfig) -> list[Tool]:

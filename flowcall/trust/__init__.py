@@ -1,1 +1,2 @@
-"""What a person on this machine allows: consent to start or reach what a flow names, programs, exposure, API keys."""
+"""What a person on this machine allows: consent to start or reach what a flow names, programs,
+exposure, API keys."""

@@ -43,10 +43,12 @@ def prefix_of(secret: str) -> str:
 def check_key_name(name: str) -> str:
     """A key's name as given, or ConfigError saying what is allowed."""
     if not name or not name.strip():
-        raise ConfigError("a key needs a name (who or what uses it, e.g. \"billing-app\")")
+        raise ConfigError('a key needs a name (who or what uses it, e.g. "billing-app")')
     if len(name) > 120 or not re.fullmatch(NAME_PATTERN, name) or name != name.strip():
-        raise ConfigError(f"key name {name!r} is not allowed; use 1 to 120 letters, digits, spaces and - _ . "
-                          "(not starting or ending with a space)")
+        raise ConfigError(
+            f"key name {name!r} is not allowed; use 1 to 120 letters, digits, spaces and - _ . "
+            "(not starting or ending with a space)"
+        )
     return name
 
 

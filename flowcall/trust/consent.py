@@ -44,7 +44,9 @@ class TrustItem:
 
     @property
     def key(self) -> str:
-        canonical = json.dumps({"kind": self.kind, "subject": self.subject}, sort_keys=True, ensure_ascii=False)
+        canonical = json.dumps(
+            {"kind": self.kind, "subject": self.subject}, sort_keys=True, ensure_ascii=False
+        )
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -60,8 +62,8 @@ class TrustRequired(ConfigError):
         listing = "; ".join(f"({i}) {item.summary}" for i, item in enumerate(items, 1))
         super().__init__(
             f"flow {flow_name!r} would {listing}, and nobody on this machine has granted "
-            f"{'that' if len(items) == 1 else 'these'}. Nothing was started or sent. Read the flow, then grant with: "
-            f"{grant_command}"
+            f"{'that' if len(items) == 1 else 'these'}. Nothing was started "
+            f"or sent. Read the flow, then grant with: {grant_command}"
         )
 
 
@@ -79,7 +81,9 @@ def normal_url(url: str) -> str:
     """Scheme and host lower-case, no trailing slash: the form grants compare."""
     parts = urlsplit(url.strip())
     netloc = parts.netloc.lower()
-    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}" + (f"?{parts.query}" if parts.query else "")
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}" + (
+        f"?{parts.query}" if parts.query else ""
+    )
 
 
 # What a `$VAR` hands over, in words a person reads as "my key goes to this program".
@@ -91,7 +95,9 @@ KNOWN_SECRETS = {
     "FLOWCALL_MCP_TOKEN": "your FlowCall MCP server token",
     "FLOWCALL_BROKER_URL": "your FlowCall broker URL (with its password)",
 }
-_SECRET_LOOKING = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN|DATABASE_URL", re.I)
+_SECRET_LOOKING = re.compile(
+    r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN|DATABASE_URL", re.I
+)
 
 
 def handed_over(env: dict[str, str]) -> list[str]:
@@ -108,7 +114,11 @@ def handed_over(env: dict[str, str]) -> list[str]:
 
 
 def _hashes(files: dict[str, str]) -> str:
-    return "; " + ", ".join(f"{Path(p).name} sha256 {digest[:12]}" for p, digest in files.items()) if files else ""
+    return (
+        "; " + ", ".join(f"{Path(p).name} sha256 {digest[:12]}" for p, digest in files.items())
+        if files
+        else ""
+    )
 
 
 def _quoted_name(name: str) -> str:
@@ -129,48 +139,81 @@ def _server_items(server: MCPServerConfig) -> list[TrustItem]:
         program_text = json.dumps(server.command, ensure_ascii=False)
         # every value JSON-quoted, so no value can look like the end of the line or a new one;
         # literal values are shown (LD_PRELOAD=... matters); $VAR references are read from this machine
-        pairs = [f"{_quoted_name(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(server.env.items())]
+        pairs = [
+            f"{_quoted_name(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(server.env.items())
+        ]
         env = f" with environment {', '.join(pairs)}" if pairs else ""
         secrets = handed_over(server.env)
         gives = f"; this gives {', '.join(secrets)} to that program" if secrets else ""
-        items = [TrustItem("mcp_command", where,
-                           inert(f"start the program {program_text}{runs}{env} (MCP server {name}){gives}"))]
+        items = [
+            TrustItem(
+                "mcp_command",
+                where,
+                inert(f"start the program {program_text}{runs}{env} (MCP server {name}){gives}"),
+            )
+        ]
         what = program_text
     else:
         where = {"url": normal_url(str(server.url))}
         items = [TrustItem("mcp_url", where, inert(f"connect to the MCP server at {where['url']} ({name})"))]
         what = where["url"]
     if server.trusted:
-        items.append(TrustItem("mcp_trusted", where, inert(f"run the tools of MCP server {name} ({what}) "
-                                                           "without asking a person")))
+        items.append(
+            TrustItem(
+                "mcp_trusted",
+                where,
+                inert(f"run the tools of MCP server {name} ({what}) without asking a person"),
+            )
+        )
     return items
 
 
 def _http_items(source: HTTPToolSource) -> list[TrustItem]:
     target = f", sending requests to {normal_url(source.base_url)}" if source.base_url else " and its servers"
-    subject: dict[str, Any] = {"openapi": source.openapi,
-                               "base_url": normal_url(source.base_url) if source.base_url else None}
+    subject: dict[str, Any] = {
+        "openapi": source.openapi,
+        "base_url": normal_url(source.base_url) if source.base_url else None,
+    }
     document = json.dumps(source.openapi, ensure_ascii=False)
     if not re.match(r"^https?://", source.openapi):  # a file: the grant binds which file, and its content
         path = Path(source.openapi).expanduser().resolve()
         subject["path"] = str(path)
         if path.is_file():
             subject["sha256"] = program.file_sha256(path)
-            document += f" (here: {json.dumps(str(path), ensure_ascii=False)}, sha256 {subject['sha256'][:12]})"
+            document += (
+                f" (here: {json.dumps(str(path), ensure_ascii=False)}, sha256 {subject['sha256'][:12]})"
+            )
     sent = ""
     if source.headers:  # the grant binds the headers as written: a changed one needs a new grant
         subject["headers"] = dict(sorted(source.headers.items()))
         names = ", ".join(_quoted_name(n) for n in sorted(source.headers))
-        given = handed_over({n: "$" + m.group(1) for n, v in source.headers.items()
-                             if (m := re.search(r"\$([A-Za-z_][A-Za-z0-9_]*)$", v))})
+        given = handed_over(
+            {
+                n: "$" + m.group(1)
+                for n, v in source.headers.items()
+                if (m := re.search(r"\$([A-Za-z_][A-Za-z0-9_]*)$", v))
+            }
+        )
         sent = f", with the headers {names}" + (f", which give it {', '.join(given)}" if given else "")
-    items = [TrustItem("openapi", subject, inert(f"load the OpenAPI document {document}{target}{sent} "
-                                                 f"(HTTP tools '{source.name}')"))]
+    items = [
+        TrustItem(
+            "openapi",
+            subject,
+            inert(f"load the OpenAPI document {document}{target}{sent} (HTTP tools '{source.name}')"),
+        )
+    ]
     for host in sorted({h.lower() for h in source.allow_hosts}):
         # scoped to this source: a host let past the SSRF guard for one document is not let past it for all
-        items.append(TrustItem("allow_host", {"host": host, **subject},
-                               inert(f"let HTTP tools reach {json.dumps(host, ensure_ascii=False)} although it may "
-                                     "be an internal address")))
+        items.append(
+            TrustItem(
+                "allow_host",
+                {"host": host, **subject},
+                inert(
+                    f"let HTTP tools reach {json.dumps(host, ensure_ascii=False)} although it may "
+                    "be an internal address"
+                ),
+            )
+        )
     return items
 
 
@@ -183,9 +226,14 @@ def _model_items(flow: Flow) -> list[TrustItem]:
         if configured and config.same_base_url(model.base_url, configured):
             continue  # the server the person configured in the environment
         url = normal_url(model.base_url)
-        items.append(TrustItem("base_url", {"url": url},
-                               f"send the question and tool results to the model server at {url} "
-                               f"({role} model; without your API key)"))
+        items.append(
+            TrustItem(
+                "base_url",
+                {"url": url},
+                f"send the question and tool results to the model server at {url} "
+                f"({role} model; without your API key)",
+            )
+        )
     return items
 
 
@@ -222,10 +270,16 @@ def _with_change(item: TrustItem, grants: Grants) -> TrustItem:
     now = program.Resolved(item.subject["argv"], item.subject["program_target"], item.subject["files"])
     for grant in listed():
         subject = grant["subject"] or {}
-        if grant["kind"] == item.kind and subject.get("command") == item.subject["command"] and "argv" in subject:
+        if (
+            grant["kind"] == item.kind
+            and subject.get("command") == item.subject["command"]
+            and "argv" in subject
+        ):
             change = program.what_changed(subject, now)
             if change:
-                return TrustItem(item.kind, item.subject, inert(f"{item.summary}; granted before, but {change}"))
+                return TrustItem(
+                    item.kind, item.subject, inert(f"{item.summary}; granted before, but {change}")
+                )
     return item
 
 

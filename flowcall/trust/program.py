@@ -22,8 +22,24 @@ from flowcall.core import config
 from flowcall.core.errors import ConfigError
 
 # files whose content is what runs: hashed, so a changed script needs a new grant
-SCRIPT_SUFFIXES = {".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl", ".php", ".lua",
-                   ".json", ".yaml", ".yml", ".toml"}
+SCRIPT_SUFFIXES = {
+    ".py",
+    ".pyw",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".ts",
+    ".sh",
+    ".bash",
+    ".rb",
+    ".pl",
+    ".php",
+    ".lua",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+}
 MAX_HASHED_BYTES = 50_000_000
 
 
@@ -43,13 +59,18 @@ class Resolved:
     files: dict[str, str] = field(default_factory=dict)  # absolute path -> sha256
 
     def subject(self) -> dict[str, Any]:
-        return {"argv": self.argv, "program_target": self.program_target, "files": dict(sorted(self.files.items()))}
+        return {
+            "argv": self.argv,
+            "program_target": self.program_target,
+            "files": dict(sorted(self.files.items())),
+        }
 
 
 def file_sha256(path: Path) -> str:
     if path.stat().st_size > MAX_HASHED_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_HASHED_BYTES:,} bytes; FlowCall will not grant a script that "
-                          "large")
+        raise ConfigError(
+            f"{path} is larger than {MAX_HASHED_BYTES:,} bytes; FlowCall will not grant a script that large"
+        )
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -65,8 +86,10 @@ def resolve(argv: list[str], base: Path | None = None) -> Resolved:
     found = str(base / name) if os.sep in name and not os.path.isabs(name) else name
     program = shutil.which(found)
     if program is None:
-        raise ConfigError(f"the program {name!r} was not found (not on PATH, or not executable); install it or give "
-                          "its full path in the flow's command")
+        raise ConfigError(
+            f"the program {name!r} was not found (not on PATH, or not executable); install it or give "
+            "its full path in the flow's command"
+        )
     program = os.path.abspath(program)
     args, files = [], {}
     for arg in argv[1:]:
@@ -88,7 +111,8 @@ def what_changed(granted: dict[str, Any], now: Resolved) -> str | None:
     """How `now` differs from a granted resolution, in words; None if it does not."""
     was_argv, was_files = granted.get("argv") or [], granted.get("files") or {}
     if was_argv[:1] != now.argv[:1] or granted.get("program_target") != now.program_target:
-        return f"{Path(now.argv[0]).name} now resolves to {now.program_target}, not {granted.get('program_target')}"
+        was = granted.get("program_target")
+        return f"{Path(now.argv[0]).name} now resolves to {now.program_target}, not {was}"
     for path, digest in now.files.items():
         if path in was_files and was_files[path] != digest:
             return f"{Path(path).name} in {Path(path).parent} is not the file granted: its content changed"

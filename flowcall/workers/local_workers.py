@@ -20,9 +20,13 @@ from flowcall.service import broker
 
 
 class LocalWorkers:
-    def __init__(self, count: int, env: dict[str, str], log_dir: Path, *, concurrency: int = 1,
-                 loglevel: str = "INFO"):
-        self.env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))}
+    def __init__(
+        self, count: int, env: dict[str, str], log_dir: Path, *, concurrency: int = 1, loglevel: str = "INFO"
+    ):
+        self.env = {
+            **env,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
+        }
         self.count, self.log_dir, self.concurrency, self.loglevel = count, log_dir, concurrency, loglevel
         self.procs: list[subprocess.Popen] = []
 
@@ -30,10 +34,24 @@ class LocalWorkers:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for n in range(self.count):
             log = (self.log_dir / f"worker-{n + 1}.log").open("w")
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "flowcall.cli.main", "worker", f"--concurrency={self.concurrency}",
-                 f"--loglevel={self.loglevel}"], cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "flowcall.cli.main",
+                        "worker",
+                        f"--concurrency={self.concurrency}",
+                        f"--loglevel={self.loglevel}",
+                    ],
+                    cwd=REPO_ROOT,
+                    env=self.env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
             log.close()
         return self
 
@@ -46,13 +64,16 @@ class LocalWorkers:
         while time.monotonic() < deadline:
             dead = [n for n, p in enumerate(self.procs) if p.poll() is not None]
             if dead:
-                raise RuntimeError(f"worker {dead[0] + 1} exited ({self.procs[dead[0]].returncode}):\n"
-                                   + self.tail(dead[0]))
+                raise RuntimeError(
+                    f"worker {dead[0] + 1} exited ({self.procs[dead[0]].returncode}):\n" + self.tail(dead[0])
+                )
             answered = {name for reply in app.control.ping(timeout=0.5) or [] for name in reply}
             if all(any(name.startswith(w) for name in answered) for w in wanted):
                 return
-        raise RuntimeError(f"the workers did not answer a ping within {timeout_s:g} s:\n"
-                           + "\n".join(self.tail(n) for n in range(len(self.procs))))
+        raise RuntimeError(
+            f"the workers did not answer a ping within {timeout_s:g} s:\n"
+            + "\n".join(self.tail(n) for n in range(len(self.procs)))
+        )
 
     def index_of(self, pid: int) -> int | None:
         """Which worker a process (the worker itself or one of its pool processes) belongs to."""
@@ -104,8 +125,10 @@ def scratch_database(admin_dsn: str = PG_ADMIN, prefix: str = "flowcall_scratch"
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield (f"postgresql+psycopg://{params.get('user', 'postgres')}@{params.get('host', '127.0.0.1')}:"
-               f"{params.get('port', 5432)}/{name}")
+        yield (
+            f"postgresql+psycopg://{params.get('user', 'postgres')}@{params.get('host', '127.0.0.1')}:"
+            f"{params.get('port', 5432)}/{name}"
+        )
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -74,12 +74,16 @@ def _go_on(service: FlowCall, run: Run, tools: list | None) -> Run:
     if run.status == RunStatus.QUEUED:
         return service.execute(run.id, tools=[tool.spec() for tool in tools] if tools else None)
     if tools:  # a decision-only run (the item's own tools) has no state to go on from: ask again
-        raise ConfigError(f"run {run.id} asked its decision model only and was interrupted; it is not resumed "
-                          "(run the experiment again)")
+        raise ConfigError(
+            f"run {run.id} asked its decision model only and was interrupted; it is not resumed "
+            "(run the experiment again)"
+        )
     return service.resume(run.id, approver=None)
 
 
 def _later(run: Run) -> Later:
     """Again in a third of a lease (when its owner may have renewed it or let it run out), and
     well within the redelivery time: a task held longer would be handed out again meanwhile."""
-    return Later(min(10.0, lease_seconds() / 3, config.redelivery_s() / 2), f"run {run.id} is running in {run.owner}")
+    return Later(
+        min(10.0, lease_seconds() / 3, config.redelivery_s() / 2), f"run {run.id} is running in {run.owner}"
+    )

@@ -45,7 +45,9 @@ def execute_run(self: Any, run_id: str) -> None:
         outcome = work_on(service(), run_id)
     except DBAPIError as exc:  # the database is unreachable or restarting: try again later
         wait = DATABASE_RETRY_S[min(self.request.retries, len(DATABASE_RETRY_S) - 1)]
-        log.warning("run %s: database error, again in %s s: %s", run_id, wait, " ".join(str(exc).split())[:300])
+        log.warning(
+            "run %s: database error, again in %s s: %s", run_id, wait, " ".join(str(exc).split())[:300]
+        )
         raise self.retry(countdown=wait) from exc
     if isinstance(outcome, Later):
         log.info("%s; again in %.0f s", outcome.why, outcome.seconds)
@@ -72,6 +74,15 @@ def main(concurrency: int, loglevel: str = "INFO") -> None:
     worker_process_init.connect(_pool_process_started, weak=False)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per model request is noise here
     name = f"flowcall-{os.getpid()}@{socket.gethostname()}"
-    app.worker_main(["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}", "--pool=prefork",
-                     f"--queues={config.queue_name()}", f"--hostname={name}", "--without-mingle",
-                     "--without-gossip"])
+    app.worker_main(
+        [
+            "worker",
+            f"--concurrency={concurrency}",
+            f"--loglevel={loglevel}",
+            "--pool=prefork",
+            f"--queues={config.queue_name()}",
+            f"--hostname={name}",
+            "--without-mingle",
+            "--without-gossip",
+        ]
+    )

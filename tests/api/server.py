@@ -17,8 +17,12 @@ from tests.local_servers import free_port, serving
 SCHEMA_MODEL = {"provider": "scripted", "model": "schema"}  # a deterministic model, no model file
 FLOWS = {
     "clock": {"name": "clock", "tools": ["time/v1/get_current_time"], "decision": SCHEMA_MODEL},
-    "tasks": {"name": "tasks", "tools": ["task/v1/add_task"], "decision": SCHEMA_MODEL,
-              "needs_approval": ["task/v1/add_task"]},
+    "tasks": {
+        "name": "tasks",
+        "tools": ["task/v1/add_task"],
+        "decision": SCHEMA_MODEL,
+        "needs_approval": ["task/v1/add_task"],
+    },
     "plain": {"name": "plain", "tools": [], "decision": SCHEMA_MODEL},
     "chat": {"name": "chat", "tools": [], "decision": SCHEMA_MODEL, "conversation": True},
 }
@@ -42,8 +46,13 @@ def save_flows(app: FlowCall, flows: dict[str, dict] = FLOWS) -> None:
 
 
 @contextmanager
-def api_server(tmp: Path, *extra: str, env: dict[str, str] | None = None, flows: dict[str, dict] = FLOWS,
-               database_url: str | None = None) -> Iterator[Server]:
+def api_server(
+    tmp: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    flows: dict[str, dict] = FLOWS,
+    database_url: str | None = None,
+) -> Iterator[Server]:
     url = database_url or f"sqlite:///{tmp / 'api.db'}"
     env = {**os.environ, "FLOWCALL_HOME": str(tmp / "home"), **(env or {}), "FLOWCALL_DATABASE_URL": url}
     app = FlowCall.open(url)
@@ -54,6 +63,8 @@ def api_server(tmp: Path, *extra: str, env: dict[str, str] | None = None, flows:
     port = free_port()
     log = tmp / f"serve-{port}.log"
     argv = [sys.executable, "-m", "flowcall.cli.main", "serve", "--port", str(port), *extra]
-    with serving(argv, f"http://127.0.0.1:{port}/openapi.json", log, within_s=60, name="flowcall serve", env=env):
+    with serving(
+        argv, f"http://127.0.0.1:{port}/openapi.json", log, within_s=60, name="flowcall serve", env=env
+    ):
         yield Server(f"http://127.0.0.1:{port}", port, app, keys, log)
     app.store.close()

@@ -20,8 +20,10 @@ UNLIMITED = ("--rate", "1000000", "--burst", "1000000", "--concurrent", "1000000
 async def ask_concurrently(server: Server) -> list[httpx.Response]:
     async def client(c: int) -> list[httpx.Response]:
         async with httpx.AsyncClient(base_url=server.base, headers=server.headers(), timeout=60) as http:
-            return [await http.post("/v1/flows/plain/runs", json={"question": f"client {c} request {r}"})
-                    for r in range(REQUESTS)]
+            return [
+                await http.post("/v1/flows/plain/runs", json={"question": f"client {c} request {r}"})
+                for r in range(REQUESTS)
+            ]
 
     answers = await asyncio.gather(*(client(c) for c in range(CLIENTS)))
     return [response for per_client in answers for response in per_client]

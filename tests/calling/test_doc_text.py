@@ -9,26 +9,40 @@ from flowcall.core.messages import ToolSpec
 
 STRIPE_REFUND = ToolSpec(
     name="PostRefunds",
-    description=('<p>When you create a new refund, you must specify a Charge or a PaymentIntent object on which to '
-                 'create it.</p> <p>Creating a new refund will refund a charge that has previously been created but '
-                 'not yet refunded. See <a href="/docs/refunds">refunds</a> &amp; disputes.</p>'),
-    parameters={"type": "object", "properties": {
-        "reason": {"type": "string", "enum": ["duplicate", "fraudulent", "requested_by_customer"],
-                   "description": "<p>String indicating the reason for the refund.</p>"},
-        "charge": {"type": "string", "description": "<p>The identifier of the charge to refund.</p>"}}},
+    description=(
+        "<p>When you create a new refund, you must specify a Charge or a PaymentIntent object on which to "
+        "create it.</p> <p>Creating a new refund will refund a charge that has previously been created but "
+        'not yet refunded. See <a href="/docs/refunds">refunds</a> &amp; disputes.</p>'
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "reason": {
+                "type": "string",
+                "enum": ["duplicate", "fraudulent", "requested_by_customer"],
+                "description": "<p>String indicating the reason for the refund.</p>",
+            },
+            "charge": {"type": "string", "description": "<p>The identifier of the charge to refund.</p>"},
+        },
+    },
 )
 
 
 def test_html_docs_are_read_as_their_text():
     assert plain(STRIPE_REFUND.description) == (
-        "When you create a new refund, you must specify a Charge or a PaymentIntent object on which to create it. "
-        "Creating a new refund will refund a charge that has previously been created but not yet refunded. "
-        "See refunds & disputes.")
+        "When you create a new refund, you must specify a Charge or a PaymentIntent object on which to "
+        "create it. Creating a new refund will refund a charge that has previously been created but not yet "
+        "refunded. See refunds & disputes."
+    )
     assert plain("line one<br>line two") == "line one line two"
 
 
 def test_a_plain_doc_with_angle_brackets_is_left_as_written():
-    for text in ("Returns a List<String> of names.", "Page size, 1 <= n <= 100 (e.g. 20).", "Use <owner>/<repo>."):
+    for text in (
+        "Returns a List<String> of names.",
+        "Page size, 1 <= n <= 100 (e.g. 20).",
+        "Use <owner>/<repo>.",
+    ):
         assert plain(text) == text
 
 
@@ -49,5 +63,8 @@ def test_plain_schema_keeps_everything_but_the_markup():
     assert cleaned["properties"]["reason"]["enum"] == ["duplicate", "fraudulent", "requested_by_customer"]
     assert cleaned["properties"]["charge"]["description"] == "The identifier of the charge to refund."
     # a property that is *called* "description" is a parameter, not a doc: its schema is kept whole
-    schema = {"type": "object", "properties": {"description": {"type": "string", "description": "<p>Notes.</p>"}}}
+    schema = {
+        "type": "object",
+        "properties": {"description": {"type": "string", "description": "<p>Notes.</p>"}},
+    }
     assert plain_schema(schema)["properties"]["description"] == {"type": "string", "description": "Notes."}

@@ -64,8 +64,10 @@ def test_every_correct_call_is_valid_against_the_real_tool_schema(items):
                     continue
                 schema = by_name[call.name].parameters
                 validator = jsonschema.Draft202012Validator(schema, format_checker=checker)
-                problems += [f"{item.id}: {call.name} {call.arguments}: {e.message}"
-                             for e in validator.iter_errors(call.arguments)]
+                problems += [
+                    f"{item.id}: {call.name} {call.arguments}: {e.message}"
+                    for e in validator.iter_errors(call.arguments)
+                ]
     assert problems == []
 
 
@@ -81,8 +83,14 @@ def test_dates_resolve_from_the_day_the_check_runs():
 
 
 def test_grounding_leaves_every_correct_call_correct(items):
-    refused = sorted({f"{item.id} {r['tool']}.{r['argument']}={r['value']!r} | {item.question}"
-                      for item in items for r in grounding_refusals(item) if r["harmful"]})
+    refused = sorted(
+        {
+            f"{item.id} {r['tool']}.{r['argument']}={r['value']!r} | {item.question}"
+            for item in items
+            for r in grounding_refusals(item)
+            if r["harmful"]
+        }
+    )
     assert not refused, f"{len(refused)} said values dropped:\n" + "\n".join(refused)
 
 
@@ -90,20 +98,46 @@ def test_doc_values_flag_no_value_the_user_said(items):
     """Zero, but for a nickname in the user's own script (蓉城 for 成都): no look-up can know it.
     The user's own word ("蓉城") and the other script ("Chengdu") go through; only the docs'
     spelling (成都, the tool's example) is asked about."""
-    refused = sorted({f"{item.id} {r['tool']}.{r['argument']}={r['value']!r} | {item.question}"
-                      for item in items for r in doc_value_refusals(item) if "nickname" not in item.notes})
+    refused = sorted(
+        {
+            f"{item.id} {r['tool']}.{r['argument']}={r['value']!r} | {item.question}"
+            for item in items
+            for r in doc_value_refusals(item)
+            if "nickname" not in item.notes
+        }
+    )
     assert not refused, f"{len(refused)} said values flagged:\n" + "\n".join(refused)
     nicknames = [item for item in items if "nickname" in item.notes]
     for item in nicknames:  # the calls that spell the place as the user did are never asked about
-        own = [calls for calls in item.correct if all(str(v) in item.question for c in calls for v in c.arguments.values()
-                                                      if isinstance(v, str) and v not in ("base", "all"))]
+        own = [
+            calls
+            for calls in item.correct
+            if all(
+                str(v) in item.question
+                for c in calls
+                for v in c.arguments.values()
+                if isinstance(v, str) and v not in ("base", "all")
+            )
+        ]
         assert own and not doc_value_refusals(dataclasses.replace(item, correct=own)), item.id
 
 
 def test_the_script_runs_end_to_end_without_the_model(tmp_path):
     details = tmp_path / "details.json"
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "false_refusals.py"), "--limit", "30",
-                           "--json", str(details)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "false_refusals.py"),
+            "--limit",
+            "30",
+            "--json",
+            str(details),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"false refusals: grounding \d+, doc values \d+, gate not run", last), last

@@ -15,10 +15,19 @@ from flowcall.calling.shortlist import (
 )
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolSpec
 
-TOOLS = [ToolSpec(name=f"tool_{i:02d}", description=f"Does thing {i}. Long details follow, e.g. Paris.",
-                  parameters={"type": "object", "properties": {}}) for i in range(20)]
-QUADRATIC = ToolSpec(name="algebra_quadratic_roots", description="Find the roots of a quadratic equation ax^2+bx+c=0.",
-                     parameters={})
+TOOLS = [
+    ToolSpec(
+        name=f"tool_{i:02d}",
+        description=f"Does thing {i}. Long details follow, e.g. Paris.",
+        parameters={"type": "object", "properties": {}},
+    )
+    for i in range(20)
+]
+QUADRATIC = ToolSpec(
+    name="algebra_quadratic_roots",
+    description="Find the roots of a quadratic equation ax^2+bx+c=0.",
+    parameters={},
+)
 WEATHER = ToolSpec(name="get_weather", description="查询城市天气。Weather for a city.", parameters={})
 
 
@@ -46,8 +55,11 @@ def test_the_models_choice_comes_first_then_the_best_word_overlap():
     picker = Picker('"tool_07"')
     picked = shortlist(tools, "find the roots of this quadratic: x^2 - 3x + 2", picker, "schema")
     assert [t.name for t in picked[:2]] == ["tool_07", "algebra_quadratic_roots"] and len(picked) == SHORTLIST
-    (sent, note), = picker.asked
-    assert sent.response_format.json_schema == {"enum": [t.name for t in tools]} and note == "shortlist: the best of 22 tools"
+    ((sent, note),) = picker.asked
+    assert (
+        sent.response_format.json_schema == {"enum": [t.name for t in tools]}
+        and note == "shortlist: the best of 22 tools"
+    )
     # the listing (the same on every run) is the system prompt; the request follows it
     assert "- tool_07: Does thing 7.\n" in sent.messages[0].content
     assert sent.messages[1] == Message(role="user", content="find the roots of this quadratic: x^2 - 3x + 2")
@@ -69,7 +81,10 @@ def test_the_gate_scores_only_the_shortlist_when_many_tools_are_attached():
     request = ModelRequest(messages=[Message(role="user", content="do thing 3")], tools=TOOLS)
     scored = score_tools(request, picker, "schema")
     assert len(scored) == SHORTLIST and "tool_19" in {t.name for _, t in scored}
-    assert len([s for s, _ in picker.asked if s.score_options]) == SHORTLIST and len(picker.asked) == SHORTLIST + 1
+    assert (
+        len([s for s, _ in picker.asked if s.score_options]) == SHORTLIST
+        and len(picker.asked) == SHORTLIST + 1
+    )
 
 
 def test_a_summary_is_the_first_sentence_on_one_line():
@@ -77,5 +92,8 @@ def test_a_summary_is_the_first_sentence_on_one_line():
     long = ToolSpec(name="x", description="word " * 100, parameters={})
     assert len(summary(long)) == 160 and summary(long).endswith("…")
     assert summary(ToolSpec(name="x", description="查询天气。返回温度", parameters={})) == "查询天气。"
-    assert summary(ToolSpec(name="x", description="Weather, e.g. Paris. More.", parameters={})) == "Weather, e.g. Paris."
+    assert (
+        summary(ToolSpec(name="x", description="Weather, e.g. Paris. More.", parameters={}))
+        == "Weather, e.g. Paris."
+    )
     assert listing(TOOLS[:2]) == "- tool_00: Does thing 0.\n- tool_01: Does thing 1."

@@ -7,9 +7,17 @@ from flowcall.calling.doc_values import UNMADE_NOTE
 from flowcall.calling.vetting import review
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 
-WEATHER = ToolSpec(name="get_weather", description="Current weather for a place.", parameters={
-    "type": "object", "required": ["location"],
-    "properties": {"location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"}}})
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Current weather for a place.",
+    parameters={
+        "type": "object",
+        "required": ["location"],
+        "properties": {
+            "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"}
+        },
+    },
+)
 TIME = ToolSpec(name="get_time", description="The time now.", parameters={"type": "object", "properties": {}})
 
 
@@ -18,14 +26,20 @@ def request(text: str) -> ModelRequest:
 
 
 def calls(*cities: str) -> ModelTurn:
-    return ModelTurn(tool_calls=[ToolCall(id=f"c{i}", name="get_weather", arguments={"location": city})
-                                 for i, city in enumerate(cities)])
+    return ModelTurn(
+        tool_calls=[
+            ToolCall(id=f"c{i}", name="get_weather", arguments={"location": city})
+            for i, city in enumerate(cities)
+        ]
+    )
 
 
 def test_a_sound_decision_stands_as_it_is():
     turn = calls("Chicago")
     reviewed = review(turn, request("weather in Chicago?"), budget=2)
-    assert reviewed.turn is turn and reviewed.warnings == [] and reviewed.retry is None and reviewed.spent == 0
+    assert (
+        reviewed.turn is turn and reviewed.warnings == [] and reviewed.retry is None and reviewed.spent == 0
+    )
 
 
 def test_the_docs_example_is_asked_for_again_once_with_a_note_that_is_not_the_users():

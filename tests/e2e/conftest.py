@@ -24,11 +24,27 @@ def studio(tmp_path_factory):
     port = free_port()
     database_url = f"sqlite:///{home / 'flowcall.db'}"
     env = {**os.environ, "FLOWCALL_DATABASE_URL": database_url}
-    argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none"]
+    argv = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(ROOT / "app.py"),
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     url = f"http://127.0.0.1:{port}"
-    with serving(argv, f"{url}/_stcore/health", home / "streamlit.log", within_s=90, name="streamlit", env=env):
+    with serving(
+        argv, f"{url}/_stcore/health", home / "streamlit.log", within_s=90, name="streamlit", env=env
+    ):
         yield SimpleNamespace(url=url, database_url=database_url)
 
 

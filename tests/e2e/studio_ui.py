@@ -8,14 +8,18 @@ from playwright.sync_api import Locator, Page, expect
 def settle(page: Page, timeout_ms: int = 300_000) -> None:
     """Wait until the script run that the last action started has finished."""
     page.wait_for_timeout(400)  # the run starts a moment after the action
-    page.locator('[data-testid="stApp"][data-test-script-state="running"]').wait_for(state="detached",
-                                                                                 timeout=timeout_ms)
+    page.locator('[data-testid="stApp"][data-test-script-state="running"]').wait_for(
+        state="detached", timeout=timeout_ms
+    )
     page.wait_for_timeout(200)
 
 
 def widget(page: Page, testid: str, label: str) -> Locator:
-    return page.locator(f'[data-testid="{testid}"]').filter(
-        has=page.locator('[data-testid="stWidgetLabel"]', has_text=label)).first
+    return (
+        page.locator(f'[data-testid="{testid}"]')
+        .filter(has=page.locator('[data-testid="stWidgetLabel"]', has_text=label))
+        .first
+    )
 
 
 def fill(page: Page, label: str, text: str, *, area: bool = False, commit: bool = True) -> None:

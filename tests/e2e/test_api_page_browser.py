@@ -16,7 +16,9 @@ def test_a_key_is_made_shown_once_and_revoked(studio, page, shots):
     # "Page not found" dialog over it; see Known limits)
     go(page, studio.url, "/inspector", "Runs & inspector")
     go(page, studio.url, "/http-api", "API")
-    expect(page.locator('[data-testid="stCode"]').filter(has_text="/v1/chat/completions").first).to_be_visible()
+    expect(
+        page.locator('[data-testid="stCode"]').filter(has_text="/v1/chat/completions").first
+    ).to_be_visible()
     fill(page, "Name", "browser-app", commit=False)
     click(page, "Create key")
     shown = page.locator('[data-testid="stCode"]').filter(has_text="fc_").first

@@ -47,43 +47,63 @@ def test_build_the_commute_flow_on_the_canvas_run_it_and_add_an_mcp_server(studi
     go(page, studio.url, "/", "Flows")
 
     # --- a new flow from the blank template: the canvas holds the question and the answer
-    page.get_by_role("button", name="New flow").click(); act()
-    fill(page, "Name", "my-commute", commit=False); act()
-    click(page, "Create"); act()
+    page.get_by_role("button", name="New flow").click()
+    act()
+    fill(page, "Name", "my-commute", commit=False)
+    act()
+    click(page, "Create")
+    act()
     frame = canvas(page)
     expect(node(frame, "question")).to_be_visible()
     expect(node(frame, "decision")).to_have_count(0)
 
     # --- the decision model from the palette; its settings open beside the canvas
-    click(page, "+ Decision model"); act()
+    click(page, "+ Decision model")
+    act()
     expect(node(frame, "decision")).to_be_visible()
-    fill(page, "System prompt", COMMUTE["decision"]["system_prompt"], area=True); act()
+    fill(page, "System prompt", COMMUTE["decision"]["system_prompt"], area=True)
+    act()
 
     # --- the tool from the palette, connected to the decision model
-    fill(page, "Search tools", "get_day_weather"); act()
-    page.get_by_role("button", name="Add", exact=True).first.click(); act()  # the one tool the search left
+    fill(page, "Search tools", "get_day_weather")
+    act()
+    page.get_by_role("button", name="Add", exact=True).first.click()
+    act()  # the one tool the search left
     settle(page)
     tool = node(frame, "tool:weather/v1/get_day_weather")
     expect(tool).to_be_visible()
-    expect(frame.locator('.react-flow__edge[data-id="decision->tool:weather/v1/get_day_weather"]')).to_have_count(1)
+    expect(
+        frame.locator('.react-flow__edge[data-id="decision->tool:weather/v1/get_day_weather"]')
+    ).to_have_count(1)
 
     # --- click the decision node: name the tool it must call
-    node(frame, "decision").click(); act()
+    node(frame, "decision").click()
+    act()
     settle(page)
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Tool choice").locator("input").first
-    box.click(); act()
-    page.get_by_role("option", name="get_day_weather", exact=True).click(); act()
+    box.click()
+    act()
+    page.get_by_role("option", name="get_day_weather", exact=True).click()
+    act()
     settle(page)
 
     # --- the polish model with the card's JSON Schema, checked as it is typed
-    click(page, "+ Polish model"); act()
+    click(page, "+ Polish model")
+    act()
     expect(node(frame, "polish")).to_be_visible()
-    fill(page, "Polish prompt (empty: FlowCall's default)", COMMUTE["polish"]["system_prompt"], area=True); act()
-    fill(page, "Answer as JSON valid against this schema (optional)", json.dumps(COMMUTE["polish"]["output_schema"]),
-         area=True); act()
+    fill(page, "Polish prompt (empty: FlowCall's default)", COMMUTE["polish"]["system_prompt"], area=True)
+    act()
+    fill(
+        page,
+        "Answer as JSON valid against this schema (optional)",
+        json.dumps(COMMUTE["polish"]["output_schema"]),
+        area=True,
+    )
+    act()
     expect(page.get_by_text("The schema is valid", exact=False)).to_be_visible()
     screenshot(page, shots / "canvas-side-panel.png")
-    click(page, "Save"); act()
+    click(page, "Save")
+    act()
     expect(page.get_by_text("Saved 'my-commute' as version 1.", exact=False)).to_be_visible()
     built_actions = act.n
     flow = store.get_flow("my-commute")[0]
@@ -117,17 +137,21 @@ def test_build_the_commute_flow_on_the_canvas_run_it_and_add_an_mcp_server(studi
     expect(tool).to_be_visible()
 
     # --- run it on the embedded model: the graph shows what the run did
-    page.get_by_role("link", name="Run this flow").click(); act()
+    page.get_by_role("link", name="Run this flow").click()
+    act()
     expect(page.get_by_role("heading", name="Run a flow", exact=True)).to_be_visible()
     settle(page)
     expect(page.get_by_role("combobox", name="Flow")).to_have_value("my-commute")
-    fill(page, "Question", "明天成都通勤要带伞吗?", area=True); act()
-    click(page, "Run"); act()
+    fill(page, "Question", "明天成都通勤要带伞吗?", area=True)
+    act()
+    click(page, "Run")
+    act()
     run = store.list_runs(flow_name="my-commute")[0]
     assert run.status.value in ("succeeded", "failed"), run.status
     graph = canvas(page, 0)
-    expect(graph.locator('.react-flow__node[data-id="tool:weather/v1/get_day_weather"] .fc-badge')).to_have_text(
-        "1 call")
+    expect(
+        graph.locator('.react-flow__node[data-id="tool:weather/v1/get_day_weather"] .fc-badge')
+    ).to_have_text("1 call")
     expect(graph.locator('.react-flow__node[data-id="decision"] .fc-badge')).to_contain_text("tok")
     node(graph, "tool:weather/v1/get_day_weather").click()
     settle(page)
@@ -155,5 +179,7 @@ def test_build_the_commute_flow_on_the_canvas_run_it_and_add_an_mcp_server(studi
     expect(page.get_by_text("MCP servers", exact=True)).to_be_visible()
     expect(page.locator('[data-testid="stMarkdownContainer"]', has_text="own/mcp").first).to_be_visible()
     screenshot(page, shots / "canvas-mcp-palette.png")
-    print(f"\nuser actions to build, save and run the commute flow on the canvas: {built_actions} to build and "
-          f"save, {act.n} with the run")
+    print(
+        f"\nuser actions to build, save and run the commute flow on the canvas: {built_actions} to build and "
+        f"save, {act.n} with the run"
+    )

@@ -11,8 +11,9 @@ from tests.e2e.studio_ui import go
 pytestmark = [pytest.mark.browser]
 
 
-@pytest.mark.parametrize("path, title", [("/inspector", "Runs & inspector"), ("/tools", "Plugins"),
-                                         ("/evals", "Experiments")])
+@pytest.mark.parametrize(
+    "path, title", [("/inspector", "Runs & inspector"), ("/tools", "Plugins"), ("/evals", "Experiments")]
+)
 def test_a_deep_link_opens_the_page_inside_the_studio(studio, page, path, title):
     go(page, studio.url, path, title)
     navigation = page.locator('[data-testid="stSidebarNav"]')

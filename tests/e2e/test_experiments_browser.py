@@ -20,16 +20,26 @@ from tests.e2e.studio_ui import choose, click, fill, go, screenshot, settle, tab
 
 pytestmark = [pytest.mark.browser]
 
-FLOW = {"format": "flowcall.flow/v1", "name": "lookup-stand-in", "tools": ["hr/v1/lookup_employee"],
-        "decision": {"provider": "scripted", "model": "schema"}}
-ITEMS = [DatasetItem(id="age", question="张三今年多大了?", expect_calls=[{"name": "lookup_employee"}]),
-         DatasetItem(id="hello", question="你好", expect_no_call=True)]
+FLOW = {
+    "format": "flowcall.flow/v1",
+    "name": "lookup-stand-in",
+    "tools": ["hr/v1/lookup_employee"],
+    "decision": {"provider": "scripted", "model": "schema"},
+}
+ITEMS = [
+    DatasetItem(id="age", question="张三今年多大了?", expect_calls=[{"name": "lookup_employee"}]),
+    DatasetItem(id="hello", question="你好", expect_no_call=True),
+]
 
 
 def metric(page, label: str):
     """The value of the figure labelled `label`."""
-    return page.locator('[data-testid="stMetric"]').filter(has_text=label).locator(
-        '[data-testid="stMetricValue"]').first
+    return (
+        page.locator('[data-testid="stMetric"]')
+        .filter(has_text=label)
+        .locator('[data-testid="stMetricValue"]')
+        .first
+    )
 
 
 def test_upload_a_dataset_a_bad_file_refused_then_a_good_one_saved(studio, page, shots, tmp_path):
@@ -43,7 +53,9 @@ def test_upload_a_dataset_a_bad_file_refused_then_a_good_one_saved(studio, page,
     tab(page, "Datasets")
     fill(page, "Dataset name", "uploaded people")
     bad = tmp_path / "people.csv"
-    bad.write_text('question,expect_calls\n你好,\n张三今年多大了?,"[{""name"": ""lookup_employee""}"\n', encoding="utf-8")
+    bad.write_text(
+        'question,expect_calls\n你好,\n张三今年多大了?,"[{""name"": ""lookup_employee""}"\n', encoding="utf-8"
+    )
     uploader = widget(page, "stFileUploader", "Dataset file").locator('input[type="file"]')
     uploader.set_input_files(str(bad))
     settle(page)
@@ -83,8 +95,11 @@ def test_run_an_experiment_and_open_an_item_in_the_inspector(studio, page, shots
     click(page, "Run the experiment")
     expect(page.get_by_text("2 of 2 runs · 1 failed")).to_be_visible()  # the progress bar's last text
     [experiment] = list_experiments(app.store)
-    expect(page.get_by_text(f"Experiment {experiment.id} finished: 1 of 2 runs passed (50%). See the Results tab.",
-                            exact=True)).to_be_visible()
+    expect(
+        page.get_by_text(
+            f"Experiment {experiment.id} finished: 1 of 2 runs passed (50%). See the Results tab.", exact=True
+        )
+    ).to_be_visible()
     assert experiment.status.value == "finished"
 
     tab(page, "Results")
@@ -134,7 +149,9 @@ def test_an_experiment_left_running_is_resumed_in_the_browser(studio, page, shot
     header = page.get_by_text("lookup-left-running v1 × people-left v1", exact=False).first
     expect(header).to_contain_text("running")
     click(page, "Resume it here")
-    expect(page.get_by_text(f"Experiment {started.id} finished: 1 of 2 runs passed", exact=False)).to_be_visible()
+    expect(
+        page.get_by_text(f"Experiment {started.id} finished: 1 of 2 runs passed", exact=False)
+    ).to_be_visible()
     expect(metric(page, "Passed")).to_have_text("1 of 2")
     # drawn again after the resume: the header says finished and the button is gone
     expect(header).to_contain_text("finished")

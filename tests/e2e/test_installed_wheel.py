@@ -23,7 +23,9 @@ pytestmark = pytest.mark.browser
 
 def _check(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     done = subprocess.run(argv, capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -32,16 +34,31 @@ def installed(tmp_path_factory):
     """The wheel installed in a new venv; its `flowcall` and an environment on a new home."""
     where = tmp_path_factory.mktemp("installed")
     assert ROOT not in where.parents
-    _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(ROOT), "-w", str(where / "dist")],
-           timeout=600)
+    _check(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(ROOT), "-w", str(where / "dist")],
+        timeout=600,
+    )
     (wheel,) = (where / "dist").glob("flowcall-*.whl")
     venv = where / "venv"
     _check([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], timeout=120)
-    _check([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
-           timeout=1800)
+    _check(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        timeout=1800,
+    )
     home = where / "home"
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("FLOWCALL_", "PYTHON", "VIRTUAL_ENV"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("FLOWCALL_", "PYTHON", "VIRTUAL_ENV"))
+    }
     env |= {"FLOWCALL_HOME": str(home), "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
     return SimpleNamespace(flowcall=str(venv / "bin" / "flowcall"), env=env, cwd=where)
 
@@ -52,7 +69,9 @@ def _flowcall(installed, *args: str) -> subprocess.CompletedProcess:
 
 def test_flowcall_run_knows_the_example_flows_by_name(installed):
     listed = _flowcall(installed, "flows", "list").stdout
-    assert {"commute-weather", "create-task", "current-time"} <= {line.split()[0] for line in listed.splitlines()}
+    assert {"commute-weather", "create-task", "current-time"} <= {
+        line.split()[0] for line in listed.splitlines()
+    }
     plugins = {tool["name"] for tool in json.loads(_flowcall(installed, "plugins", "list", "--json").stdout)}
     assert {"get_day_weather", "get_current_time", "add_task"} <= plugins
     # the example on the scripted model (no model file here): a new version of the saved flow
@@ -62,8 +81,16 @@ def test_flowcall_run_knows_the_example_flows_by_name(installed):
     changed = installed.cwd / "commute_scripted.json"
     changed.write_text(json.dumps(flow, ensure_ascii=False), encoding="utf-8")
     assert "as version 2" in _flowcall(installed, "flows", "import", str(changed), "--new-version").stdout
-    run = json.loads(_flowcall(installed, "run", "commute-weather", "Will it rain on my way to work tomorrow?",
-                               "--json", "--quiet").stdout)
+    run = json.loads(
+        _flowcall(
+            installed,
+            "run",
+            "commute-weather",
+            "Will it rain on my way to work tomorrow?",
+            "--json",
+            "--quiet",
+        ).stdout
+    )
     assert run["status"] == "succeeded", run.get("error")
     calls = [step["name"] for step in run["steps"] if step["kind"] == "tool_call"]
     assert calls and set(calls) <= {"get_day_weather", "get_weather"}
@@ -73,8 +100,14 @@ def test_flowcall_studio_opens_on_the_example_flows(installed, page, shots):
     port = free_port()
     argv = [installed.flowcall, "studio", "--port", str(port)]
     url = f"http://127.0.0.1:{port}"
-    with serving(argv, f"{url}/_stcore/health", installed.cwd / "studio.log", within_s=120, name="flowcall studio",
-                 env=installed.env):
+    with serving(
+        argv,
+        f"{url}/_stcore/health",
+        installed.cwd / "studio.log",
+        within_s=120,
+        name="flowcall studio",
+        env=installed.env,
+    ):
         page.goto(url)
         settle(page)
         widget(page, "stSelectbox", "Flow").locator("input").first.click()

@@ -32,18 +32,31 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
     click(page, "Save")
     expect(text(page, "Saved 'e2e-lookup' as version 1.")).to_be_visible()
     view(page, "Form")
-    fill(page, "System prompt", "When the user asks about a colleague or employee, call lookup_employee "
-         "with the person's name.", area=True)
-    tools = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Attached tools").locator("input").first
+    fill(
+        page,
+        "System prompt",
+        "When the user asks about a colleague or employee, call lookup_employee with the person's name.",
+        area=True,
+    )
+    tools = (
+        page.locator('[data-testid="stMultiSelect"]').filter(has_text="Attached tools").locator("input").first
+    )
     tools.click()
     page.keyboard.type("lookup_employee")  # the list shows each tool with its description
     page.get_by_role("option").filter(has_text="hr/v1/lookup_employee").first.click()
     page.keyboard.press("Escape")
-    page.get_by_role("heading", name="Tools", exact=True).click()  # the list closes: a click lands where aimed
+    page.get_by_role(
+        "heading", name="Tools", exact=True
+    ).click()  # the list closes: a click lands where aimed
     settle(page)
     click(page, "Add a polish model")
-    fill(page, "Polish prompt (empty: FlowCall's default)", "Answer the user's question about the employee "
-         "in one short sentence, in the user's language, using only the lookup result.", area=True)
+    fill(
+        page,
+        "Polish prompt (empty: FlowCall's default)",
+        "Answer the user's question about the employee "
+        "in one short sentence, in the user's language, using only the lookup result.",
+        area=True,
+    )
     click(page, "Save")
     expect(text(page, "Saved 'e2e-lookup' as version 2.")).to_be_visible()
     screenshot(page, shots / "flow-form.png")
@@ -84,8 +97,12 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
 
     # --- Inspector: step through the newest run, compare it with the first
     go(page, studio.url, "/inspector", "Runs & inspector")
-    expect(text(page, "#### [1]").or_(page.get_by_role("heading", name="[1] model_call", exact=False))).to_be_visible()
-    click(page, "Next ▶")  # the first steps score the tool's relevance (one or two readings); then the decision
+    expect(
+        text(page, "#### [1]").or_(page.get_by_role("heading", name="[1] model_call", exact=False))
+    ).to_be_visible()
+    click(
+        page, "Next ▶"
+    )  # the first steps score the tool's relevance (one or two readings); then the decision
     expect(page.get_by_role("heading", name="[2] model_call", exact=False)).to_be_visible()
     expect(text(page, "Request (exactly as sent)")).to_be_visible()
     screenshot(page, shots / "inspector-request.png", page.get_by_role("tab", name="Timeline"))
@@ -97,7 +114,9 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
     expect(page.locator('[data-testid="stCode"]', has_text="李四").first).to_be_visible()
     # the run's graph: a click on the decision model goes to its first step in the timeline
     graph = page.frame_locator('iframe[title*="flowcall_canvas"]').first
-    expect(graph.locator('.react-flow__node[data-id="tool:hr/v1/lookup_employee"] .fc-badge')).to_have_text("1 call")
+    expect(graph.locator('.react-flow__node[data-id="tool:hr/v1/lookup_employee"] .fc-badge')).to_have_text(
+        "1 call"
+    )
     graph.locator('.react-flow__node[data-id="decision"]').click()
     settle(page)
     expect(page.get_by_role("heading", name="model_call", exact=False)).to_be_visible()
@@ -155,7 +174,9 @@ def test_structured_answer_shows_as_a_card_beside_its_json(studio, page, shots, 
     writing = page.get_by_text(re.compile(r"^polish · .+ · writing$"))
     expect(writing).to_be_visible(timeout=300_000)
     screenshot(page, shots / "run-writing.png", page.get_by_role("heading", name="Run a flow"))
-    expect(page.locator('[data-testid="stText"]', has_text="{").first).to_be_visible()  # the JSON being written
+    expect(
+        page.locator('[data-testid="stText"]', has_text="{").first
+    ).to_be_visible()  # the JSON being written
     settle(page)
     expect(writing).to_have_count(0)  # gone once the step's record is in
     expect(page.get_by_role("heading", name="Answer")).to_be_visible()

@@ -50,13 +50,16 @@ def test_continue_in_a_new_tab_shows_the_paused_run_under_its_own_flow(studio, p
 def test_the_answer_card_tells_where_each_value_came_from(studio, page, service, shots):
     run = recorded(service, final_answer=CARD, provenance=PROVENANCE)
     go(page, studio.url, f"/ask?run={run.id}", "Run a flow")
-    expect(page.get_by_text("3 of 4 values traced to tool results or the question; 1 from the model")).to_be_visible()
+    expect(
+        page.get_by_text("3 of 4 values traced to tool results or the question; 1 from the model")
+    ).to_be_visible()
     unbacked = page.locator('[data-testid="stMetric"]').filter(has_text="need umbrella")
     expect(unbacked).to_contain_text("⚠ from the model")  # marked on the card itself
 
     # hover: the value's source
     page.locator('[data-testid="stMetric"]').filter(has_text="temp high").locator(
-        '[data-testid="stTooltipHoverTarget"]').first.hover()
+        '[data-testid="stTooltipHoverTarget"]'
+    ).first.hover()
     expect(page.get_by_text("from get_day_weather → /daily/0/temp_max")).to_be_visible()
     screenshot(page, shots / "answer-provenance-hover.png")
 

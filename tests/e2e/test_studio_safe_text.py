@@ -33,8 +33,14 @@ def nothing_live(page: Page) -> None:
 def test_payloads_show_as_text_and_load_nothing(studio, page, shots):
     FlowCall.open(studio.database_url).import_run(attack_run(id="card-run", final_answer=CARD))
     fetched: list[str] = []
-    page.on("request", lambda request: fetched.append(request.url)
-            if "127.0.0.1:9/" in request.url or "evil.example" in request.url else None)
+    page.on(
+        "request",
+        lambda request: (
+            fetched.append(request.url)
+            if "127.0.0.1:9/" in request.url or "evil.example" in request.url
+            else None
+        ),
+    )
 
     go(page, studio.url, "/", "Flows")  # a first visit to a deep link shows "Page not found" over it
     go(page, studio.url, "/inspector", "Runs & inspector")

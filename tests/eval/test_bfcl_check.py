@@ -19,8 +19,16 @@ from flowcall.eval.bfcl_data import BfclCase, load_cases
 
 ANSWERED = ("simple", "multiple", "parallel", "parallel_multiple")
 Calls = list[tuple[str, dict[str, Any]]]
-PY = {"string": str, "any": str, "integer": int, "float": float, "boolean": bool,
-      "array": list, "tuple": list, "dict": dict}
+PY = {
+    "string": str,
+    "any": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+}
 MIN_COVERAGE = 0.8
 
 
@@ -55,20 +63,27 @@ def _canonical_value(doc: dict, options: list) -> Any:
 def canonical(case: BfclCase) -> Calls:
     calls = []
     for expected in case.ground_truth:
-        (name, params), = expected.items()
+        ((name, params),) = expected.items()
         props = _props(case, name)
         # A param the doc does not declare can only be omitted (parallel_multiple_12 lists
         # `permeability` under the wrong function, with "" allowed).
-        calls.append((name, {p: _canonical_value(props[p], o) for p, o in params.items()
-                             if _has_value(o) and p in props}))
+        calls.append(
+            (
+                name,
+                {p: _canonical_value(props[p], o) for p, o in params.items() if _has_value(o) and p in props},
+            )
+        )
     return calls
 
 
 def _typed(case: BfclCase, name: str, args: dict) -> list[str]:
     """Params whose value has the doc's type (not a BFCL "variable" of another type)."""
     props = _props(case, name)
-    return [p for p, v in args.items() if type(v) is PY[props[p]["type"]]
-            or (props[p]["type"] == "float" and type(v) is int)]
+    return [
+        p
+        for p, v in args.items()
+        if type(v) is PY[props[p]["type"]] or (props[p]["type"] == "float" and type(v) is int)
+    ]
 
 
 def _not_allowed(doc: dict, value: Any, options: list) -> Any | None:
@@ -96,22 +111,28 @@ Variant = tuple[int, Calls]  # (index of the changed call = index of its expecte
 def _each_call(calls: Calls, edit: Callable[[int, str, dict], list[dict]]) -> list[Variant]:
     """Every variant `edit(index, name, args)` makes of every call (canonical calls are in
     ground-truth order, so `index` also names the expected call)."""
-    return [(i, calls[:i] + [(name, changed)] + calls[i + 1:])
-            for i, (name, args) in enumerate(calls) for changed in edit(i, name, dict(args))]
+    return [
+        (i, calls[:i] + [(name, changed)] + calls[i + 1 :])
+        for i, (name, args) in enumerate(calls)
+        for changed in edit(i, name, dict(args))
+    ]
 
 
 def wrong_name(case: BfclCase, calls: Calls) -> list[Variant]:
     """Another function of the case when there is one (a plausible mistake), else a typo."""
+
     def rename(name: str) -> str:
         others = [f["name"] for f in case.functions if f["name"] != name]
         return others[0] if others else name + "_wrong"
-    return [(i, calls[:i] + [(rename(name), args)] + calls[i + 1:]) for i, (name, args) in enumerate(calls)]
+
+    return [(i, calls[:i] + [(rename(name), args)] + calls[i + 1 :]) for i, (name, args) in enumerate(calls)]
 
 
 def missing_required(case: BfclCase, calls: Calls) -> list[Variant]:
     def edit(i: int, name: str, args: dict) -> list[dict]:
         required = [p for p in _doc(case, name)["parameters"].get("required", []) if p in args]
         return [{k: v for k, v in args.items() if k != param} for param in required]
+
     return _each_call(calls, edit)
 
 
@@ -122,8 +143,9 @@ def extra_param(case: BfclCase, calls: Calls) -> list[Variant]:
 def wrong_type(case: BfclCase, calls: Calls) -> list[Variant]:
     """string -> number, number -> string, bool -> string, list -> string, dict -> string."""
     swap = {str: 12345, int: "12345", float: "12.5", bool: "true", list: "a, b", dict: "{}"}
-    return _each_call(calls, lambda i, name, args: [
-        {**args, p: swap[type(args[p])]} for p in _typed(case, name, args)])
+    return _each_call(
+        calls, lambda i, name, args: [{**args, p: swap[type(args[p])]} for p in _typed(case, name, args)]
+    )
 
 
 def value_not_allowed(case: BfclCase, calls: Calls) -> list[Variant]:
@@ -131,6 +153,7 @@ def value_not_allowed(case: BfclCase, calls: Calls) -> list[Variant]:
         allowed, props = case.ground_truth[i][name], _props(case, name)
         bad = {p: _not_allowed(props[p], args[p], allowed[p]) for p in _typed(case, name, args)}
         return [{**args, p: v} for p, v in bad.items() if v is not None]
+
     return _each_call(calls, edit)
 
 
@@ -164,9 +187,11 @@ def test_canonical_calls_are_accepted_in_any_order(all_answered, bfcl_summary):
             if not result.valid:
                 rejected.add(f"{case.id}: {result.error_type}: {result.error}")
     ids = {line.split(":")[0] for line in rejected}
-    bfcl_summary.append(f"canonical accepted {len(all_answered) - len(ids)}/{len(all_answered)} cases "
-                        f"({orders} call orders incl. shuffled/reversed parallel) "
-                        f"{dict(Counter(case.category for case in all_answered))}")
+    bfcl_summary.append(
+        f"canonical accepted {len(all_answered) - len(ids)}/{len(all_answered)} cases "
+        f"({orders} call orders incl. shuffled/reversed parallel) "
+        f"{dict(Counter(case.category for case in all_answered))}"
+    )
     assert not rejected, f"{len(rejected)} canonical answers rejected:\n" + "\n".join(sorted(rejected)[:20])
 
 
@@ -193,9 +218,11 @@ def test_mutation_is_rejected(mutation, all_answered, bfcl_summary):
             if not ok:
                 wrong.append(f"{case.id}: {calls} -> {result}")
     total = sum(covered.values())
-    bfcl_summary.append(f"{mutation:<18} rejected {variants - len(wrong)}/{variants} variants; applied to "
-                        f"{total}/{len(all_answered)} cases ({total / len(all_answered):.1%}) "
-                        f"{dict(covered)}")
+    bfcl_summary.append(
+        f"{mutation:<18} rejected {variants - len(wrong)}/{variants} variants; applied to "
+        f"{total}/{len(all_answered)} cases ({total / len(all_answered):.1%}) "
+        f"{dict(covered)}"
+    )
     assert not wrong, f"{mutation}: {len(wrong)} not rejected as {label}:\n" + "\n".join(wrong[:20])
     for category in ANSWERED:
         size = sum(case.category == category for case in all_answered)
@@ -204,8 +231,12 @@ def test_mutation_is_rejected(mutation, all_answered, bfcl_summary):
 
 # Cases whose canonical answer breaks the doc's own types (BFCL "variables", a `null`), so a
 # decoder held to the tool schema cannot write it; only the last two have no other accepted answer.
-SCHEMA_INVALID_CANONICAL = {"simple_python_307", "parallel_152", "parallel_multiple_21",
-                            "parallel_multiple_94"}
+SCHEMA_INVALID_CANONICAL = {
+    "simple_python_307",
+    "parallel_152",
+    "parallel_multiple_21",
+    "parallel_multiple_94",
+}
 
 
 def test_canonical_arguments_fit_the_tool_schemas(all_answered, bfcl_summary):
@@ -217,9 +248,11 @@ def test_canonical_arguments_fit_the_tool_schemas(all_answered, bfcl_summary):
         for name, args in canonical(case):
             if next(Draft202012Validator(schemas[name]).iter_errors(args), None) is not None:
                 invalid.add(case.id)
-    bfcl_summary.append(f"canonical arguments valid against the converted tool schema in "
-                        f"{len(all_answered) - len(invalid)}/{len(all_answered)} cases; "
-                        f"not in {sorted(invalid)}")
+    bfcl_summary.append(
+        f"canonical arguments valid against the converted tool schema in "
+        f"{len(all_answered) - len(invalid)}/{len(all_answered)} cases; "
+        f"not in {sorted(invalid)}"
+    )
     assert invalid == SCHEMA_INVALID_CANONICAL
 
 
@@ -230,18 +263,30 @@ def test_irrelevance_accepts_only_no_call(bfcl_cases, bfcl_summary):
         check(case, [(case.functions[0]["name"], {})]).error_type == "irrelevance_error:decoder_success"
         for case in cases
     )
-    bfcl_summary.append(f"irrelevance: no call accepted {no_call}/{len(cases)}, "
-                        f"a call rejected {rejected}/{len(cases)}")
+    bfcl_summary.append(
+        f"irrelevance: no call accepted {no_call}/{len(cases)}, a call rejected {rejected}/{len(cases)}"
+    )
     assert no_call == rejected == len(cases) == 240
 
 
 # --- BFCL's rules, one by one, on small hand-made cases ---------------------------------
 
+
 def _case(category: str, params: dict, answer: dict, required: list[str] | None = None) -> BfclCase:
-    function = {"name": "f.g", "parameters": {"type": "dict", "properties": params,
-                                             "required": required or []}}
-    return BfclCase(id="t", category=category, question="", messages=[], functions=[function],
-                    tools=[], name_map={"f_g": "f.g"}, ground_truth=[{"f.g": answer}])
+    function = {
+        "name": "f.g",
+        "parameters": {"type": "dict", "properties": params, "required": required or []},
+    }
+    return BfclCase(
+        id="t",
+        category=category,
+        question="",
+        messages=[],
+        functions=[function],
+        tools=[],
+        name_map={"f_g": "f.g"},
+        ground_truth=[{"f.g": answer}],
+    )
 
 
 def test_strings_are_normalised_like_bfcl():
@@ -314,8 +359,10 @@ def test_parallel_matching_finds_an_assignment_greedy_order_would_miss():
 
 
 def test_check_call_reports_the_first_fault():
-    doc = {"name": "f", "parameters": {"type": "dict", "properties": {"a": {"type": "integer"}},
-                                       "required": ["a"]}}
+    doc = {
+        "name": "f",
+        "parameters": {"type": "dict", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+    }
     wrong = check_call(doc, ("g", {"a": 1}), {"f": {"a": [1]}})
     assert wrong.error_type == "simple_function_checker:wrong_func_name"
     assert check_call(doc, ("f", {"a": 2}), {"f": {"a": [1]}}).error_type == "value_error:others"

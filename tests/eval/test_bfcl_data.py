@@ -55,8 +55,10 @@ def test_every_category_loads_with_answers(bfcl_cases, bfcl_summary):
             assert len(case.tools) == len(case.functions) == len(case.name_map)
             assert bool(case.ground_truth) == (category != "irrelevance")
     tools = sum(len(case.tools) for cases in bfcl_cases.values() for case in cases)
-    bfcl_summary.append(f"loaded {sum(map(len, bfcl_cases.values()))} cases, {tools} tools: "
-                        + ", ".join(f"{c} {len(v)}" for c, v in bfcl_cases.items()))
+    bfcl_summary.append(
+        f"loaded {sum(map(len, bfcl_cases.values()))} cases, {tools} tools: "
+        + ", ".join(f"{c} {len(v)}" for c, v in bfcl_cases.items())
+    )
 
 
 def test_limit_keeps_the_first_cases():
@@ -75,8 +77,10 @@ def test_gorilla_types_become_json_schema():
             "point": {"type": "tuple", "items": {"type": "float"}},
             "data": {"type": "any", "description": "anything"},
             "mode": {"type": "string", "enum": ["a", "b"]},
-            "rows": {"type": "array", "items": {"type": "dict", "properties": {"n": {"type": "integer"}},
-                                                 "required": ["n"]}},
+            "rows": {
+                "type": "array",
+                "items": {"type": "dict", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            },
             "loose": {"type": "dict"},
         },
         "required": ["ratio"],
@@ -89,8 +93,10 @@ def test_gorilla_types_become_json_schema():
             "point": {"type": "array", "items": {"type": "number"}},
             "data": {"type": ANY_TYPES, "description": "anything"},
             "mode": {"type": "string", "enum": ["a", "b"]},
-            "rows": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}},
-                                                 "required": ["n"]}},
+            "rows": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            },
             "loose": {"type": "object"},
         },
         "required": ["ratio"],
@@ -101,8 +107,16 @@ def test_gorilla_types_become_json_schema():
 
 def test_the_root_is_a_plain_object():
     # irrelevance_111 has `"default": "location"` on its root, simple_python_128 `"optional": []`
-    function = {"name": "f", "parameters": {"type": "dict", "properties": {"b": {"type": "boolean"}},
-                                            "required": [], "default": "location", "optional": []}}
+    function = {
+        "name": "f",
+        "parameters": {
+            "type": "dict",
+            "properties": {"b": {"type": "boolean"}},
+            "required": [],
+            "default": "location",
+            "optional": [],
+        },
+    }
     assert function_to_parameters(function) == {"type": "object", "properties": {"b": {"type": "boolean"}}}
 
 
@@ -111,7 +125,9 @@ def test_names_are_sanitised_and_unambiguous(bfcl_cases):
     assert sanitize_name("a b/ç") == "a_b__"
     assert len(sanitize_name("x." * 40)) == 64
     assert build_name_map(["math.factorial", "math_factorial"]) == {
-        "math_factorial_2": "math.factorial", "math_factorial": "math_factorial"}
+        "math_factorial_2": "math.factorial",
+        "math_factorial": "math_factorial",
+    }
     assert build_name_map(["a.b", "a-b", "c"]) == {"a_b": "a.b", "a-b": "a-b", "c": "c"}
     for cases in bfcl_cases.values():
         for case in cases:
@@ -141,8 +157,10 @@ def test_every_tool_schema_converts_to_a_llama_cpp_grammar(bfcl_cases, bfcl_summ
             llama_cpp.LlamaGrammar.from_json_schema(schema, verbose=False)
         except Exception as exc:  # the converter raises AssertionError, ValueError...
             failures.append(f"{case_id}: {exc!r}")
-    bfcl_summary.append(f"tool schemas: {len(schemas)} distinct, all JSON Schema 2020-12 valid; "
-                        f"llama.cpp grammar accepted {len(schemas) - len(failures)}/{len(schemas)}")
+    bfcl_summary.append(
+        f"tool schemas: {len(schemas)} distinct, all JSON Schema 2020-12 valid; "
+        f"llama.cpp grammar accepted {len(schemas) - len(failures)}/{len(schemas)}"
+    )
     assert not failures, "\n".join(failures[:20])
 
 

@@ -14,22 +14,28 @@ from flowcall.eval.scoring import calls_verdict
 WRONG = {str: "zz-not-an-answer", int: 987654321, float: 9876.54321, bool: None, list: ["zz-not-an-answer"]}
 
 
-@pytest.mark.parametrize(("allowed", "expected"), [
-    ([10], 10),
-    (["units", ""], {"any_of": ["units"], "optional": True}),
-    (["inches", "in"], {"any_of": ["inches", "in"]}),
-    ([[1, 2, 3]], [1, 2, 3]),
-    ([[1, 2], [2, 1], ""], {"any_of": [[1, 2], [2, 1]], "optional": True}),
-])
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [
+        ([10], 10),
+        (["units", ""], {"any_of": ["units"], "optional": True}),
+        (["inches", "in"], {"any_of": ["inches", "in"]}),
+        ([[1, 2, 3]], [1, 2, 3]),
+        ([[1, 2], [2, 1], ""], {"any_of": [[1, 2], [2, 1]], "optional": True}),
+    ],
+)
 def test_allowed_values_become_an_expectation(allowed, expected):
     assert _expected_value(allowed) == (expected, None)
 
 
-@pytest.mark.parametrize(("allowed", "why"), [
-    ([""], "left out"),
-    ([{"city": ["Paris"], "days": [3, ""]}], "per-key lists"),
-    ([[{"a": [1]}]], "per-key lists"),
-])
+@pytest.mark.parametrize(
+    ("allowed", "why"),
+    [
+        ([""], "left out"),
+        ([{"city": ["Paris"], "days": [3, ""]}], "per-key lists"),
+        ([[{"a": [1]}]], "per-key lists"),
+    ],
+)
 def test_what_an_expectation_cannot_say_is_given_a_reason(allowed, why):
     value, problem = _expected_value(allowed)
     assert value is None and why in problem

@@ -52,10 +52,24 @@ def test_run_with_approve_asks_on_the_terminal(tmp_path):
     path = tmp_path / "approved_task.json"
     path.write_text(json.dumps(flow, ensure_ascii=False), encoding="utf-8")
     db = f"sqlite:///{tmp_path / 'approve.db'}"
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "--db", db, "run", str(path),
-                           "添加任务:写周报,优先级高,截止 2026-11-27", "--approve"],
-                          input='e\n{"title": "写周报(已审)", "priority": "high"}\n', capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flowcall.cli.main",
+            "--db",
+            db,
+            "run",
+            str(path),
+            "添加任务:写周报,优先级高,截止 2026-11-27",
+            "--approve",
+        ],
+        input='e\n{"title": "写周报(已审)", "priority": "high"}\n',
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "wants to run with" in done.stderr and "approval" in done.stderr
     assert "Traceback" not in done.stderr  # not even llama-cpp-python's at exit

@@ -29,16 +29,27 @@ def library(tmp_path_factory):
     folder = tmp_path_factory.mktemp("library")
     port, log = free_port(), folder / "requests.log"
     base = f"http://127.0.0.1:{port}"
-    with serving([sys.executable, str(SERVER), str(port), str(log)], f"{base}/openapi.json", folder / "server.log",
-                 within_s=30, name="the library service"):
+    with serving(
+        [sys.executable, str(SERVER), str(port), str(log)],
+        f"{base}/openapi.json",
+        folder / "server.log",
+        within_s=30,
+        name="the library service",
+    ):
         yield base, log
 
 
 def test_a_loan_is_never_a_green_success_unless_a_tool_made_it(model_path, library):
     base, log = library
-    flow = Flow(name="library", tools=["library/http/list_books", "library/http/create_loan"],
-                http_tools=[HTTPToolSource(name="library", openapi=f"{base}/openapi.json", allow_hosts=["127.0.0.1"])],
-                decision=DecisionConfig(provider="local", calling_way="schema"), polish=PolishConfig(provider="local"))
+    flow = Flow(
+        name="library",
+        tools=["library/http/list_books", "library/http/create_loan"],
+        http_tools=[
+            HTTPToolSource(name="library", openapi=f"{base}/openapi.json", allow_hosts=["127.0.0.1"])
+        ],
+        decision=DecisionConfig(provider="local", calling_way="schema"),
+        polish=PolishConfig(provider="local"),
+    )
     service = FlowCall.open()
     service.grant(flow, by="test")
     run = service.run(flow, "Lend the book with id 5 to member bob.")
@@ -48,13 +59,20 @@ def test_a_loan_is_never_a_green_success_unless_a_tool_made_it(model_path, libra
         waiting = [s for s in run.steps if s.kind == StepKind.APPROVAL]
         assert waiting and waiting[-1].name == "create_loan"
     else:
-        assert run.status == RunStatus.SUCCEEDED and run.outcome == ANSWERED_WITHOUT_TOOLS, (run.final_answer, run.outcome)
+        assert run.status == RunStatus.SUCCEEDED and run.outcome == ANSWERED_WITHOUT_TOOLS, (
+            run.final_answer,
+            run.outcome,
+        )
         assert run.outcome_reasons  # says why: no tool fits, or the answer claims a loan no tool made
 
 
 def test_weather_and_time_both_called_or_the_missing_part_said(model_path):
-    flow = Flow(name="weather-and-time", tools=["weather/v1/get_weather", "time/v1/get_current_time"],
-                decision=DecisionConfig(provider="local", calling_way="schema"), polish=PolishConfig(provider="local"))
+    flow = Flow(
+        name="weather-and-time",
+        tools=["weather/v1/get_weather", "time/v1/get_current_time"],
+        decision=DecisionConfig(provider="local", calling_way="schema"),
+        polish=PolishConfig(provider="local"),
+    )
     run = FlowCall.open().run(flow, "What's the weather in Beijing today, and what time is it there?")
     assert run.status == RunStatus.SUCCEEDED, run.error
     called = {s.name for s in run.steps if s.kind == StepKind.TOOL_CALL and not s.error_code}

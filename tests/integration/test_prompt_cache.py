@@ -55,8 +55,10 @@ def test_the_cache_changes_no_step(tmp_path, providers, file):
     runs = []
     with users_clock():
         for provider in (plain, cached, cached):
-            service = FlowCall(store=Store.open(f"sqlite:///{tmp_path / f'{len(runs)}.db'}"),
-                               provider_factory=lambda cfg, p=provider: p)
+            service = FlowCall(
+                store=Store.open(f"sqlite:///{tmp_path / f'{len(runs)}.db'}"),
+                provider_factory=lambda cfg, p=provider: p,
+            )
             runs.append(service.run(flow, question))
             service.store.close()
     uncached, cold, warm = (_what_happened(r) for r in runs)

@@ -13,14 +13,23 @@ from flowcall.service.front import FlowCall
 
 pytestmark = pytest.mark.model
 
-CARD = {"type": "object", "required": ["city", "weather", "temperature_c"], "properties": {
-    "city": {"type": "string", "maxLength": 20}, "weather": {"type": "string", "maxLength": 20},
-    "temperature_c": {"type": "number"}}}
+CARD = {
+    "type": "object",
+    "required": ["city", "weather", "temperature_c"],
+    "properties": {
+        "city": {"type": "string", "maxLength": 20},
+        "weather": {"type": "string", "maxLength": 20},
+        "temperature_c": {"type": "number"},
+    },
+}
 
 
 def test_beijing_is_not_refused_and_the_card_is_traced(model_path, tmp_path):
-    flow = Flow(name="beijing", tools=["weather/v1/get_weather", "time/v1/get_current_time"],
-                polish=PolishConfig(output_schema=CARD, max_tokens=120))
+    flow = Flow(
+        name="beijing",
+        tools=["weather/v1/get_weather", "time/v1/get_current_time"],
+        polish=PolishConfig(output_schema=CARD, max_tokens=120),
+    )
     service = FlowCall.open(f"sqlite:///{tmp_path / 'runs.db'}")
     run = service.run(flow, "What's the weather in Beijing today, and what time is it there?")
     refused = [s for s in run.steps if s.kind == StepKind.WARNING and s.name == "doc_values"]
@@ -34,6 +43,9 @@ def test_beijing_is_not_refused_and_the_card_is_traced(model_path, tmp_path):
     found = {entry["path"]: entry for entry in run.provenance}
     assert {"/weather", "/temperature_c"} <= set(found)
     assert all(entry["source"] in ("tool", "question", "model") for entry in run.provenance)
-    assert all(entry.get("tool") == "get_weather" for entry in run.provenance if entry["source"] == "tool"
-               and entry.get("step_seq") == weather[0].seq)
+    assert all(
+        entry.get("tool") == "get_weather"
+        for entry in run.provenance
+        if entry["source"] == "tool" and entry.get("step_seq") == weather[0].seq
+    )
     assert service.store.get_run(run.id).provenance == run.provenance

@@ -18,8 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def flow(way: str, **kw) -> Flow:
-    return Flow(name=f"weather-{way}", tools=["weather/v1/get_weather", "time/v1/get_current_time"], max_rounds=1,
-                decision=DecisionConfig(calling_way=way, max_tokens=200), **kw)
+    return Flow(
+        name=f"weather-{way}",
+        tools=["weather/v1/get_weather", "time/v1/get_current_time"],
+        max_rounds=1,
+        decision=DecisionConfig(calling_way=way, max_tokens=200),
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("way", ["schema"])
@@ -37,7 +42,9 @@ def test_calls_when_a_tool_fits_and_keeps_quiet_when_none_does(model_path, way):
 
 
 def test_parallel_calls_are_written_one_by_one(model_path):
-    run = FlowCall.open().run(flow("schema"), "What's the weather in Beijing, Shanghai and Guangzhou right now?")
+    run = FlowCall.open().run(
+        flow("schema"), "What's the weather in Beijing, Shanghai and Guangzhou right now?"
+    )
     assert run.status == RunStatus.SUCCEEDED, run.error
     calls = [s for s in run.steps if s.kind == StepKind.TOOL_CALL]
     assert [c.name for c in calls] == ["get_weather"] * 3 and all(c.error_code is None for c in calls)
@@ -58,9 +65,28 @@ def test_router_rule_on_the_real_model(model_path):
 def test_eval_cli_one_case_per_category(model_path):
     # two categories, one that calls and one that must not: the parallel ones cost a minute more
     # here and run the same code (benchmarks and `flowcall eval bfcl` cover them in full)
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "eval", "bfcl", "--limit", "1", "--way", "schema",
-                           "--category", "simple", "--category", "irrelevance", "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flowcall.cli.main",
+            "eval",
+            "bfcl",
+            "--limit",
+            "1",
+            "--way",
+            "schema",
+            "--category",
+            "simple",
+            "--category",
+            "irrelevance",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert {s["category"] for s in report["summary"]} == {"simple", "irrelevance"}
@@ -72,6 +98,11 @@ def test_eval_cli_one_case_per_category(model_path):
 
 
 def test_eval_cli_asks_for_the_model_of_a_remote_provider():
-    done = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "eval", "bfcl", "--provider", "openai", "--limit", "1"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "eval", "bfcl", "--provider", "openai", "--limit", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 2 and "--model is required with --provider openai" in done.stderr

@@ -27,10 +27,17 @@ def test_default_is_beijing_time(call) -> None:
 @pytest.mark.parametrize(
     ("given", "zone"),
     [
-        ("Europe/London", "Europe/London"), ("America/New_York", "America/New_York"), ("UTC", "UTC"),
-        ("asia/tokyo", "Asia/Tokyo"), ("Tokyo", "Asia/Tokyo"), ("new york", "America/New_York"),
-        ("Indianapolis", "America/Indiana/Indianapolis"), ("北京", "Asia/Shanghai"),
-        ("Beijing", "Asia/Shanghai"), ("北京时间", "Asia/Shanghai"), (" Asia/Kolkata ", "Asia/Kolkata"),
+        ("Europe/London", "Europe/London"),
+        ("America/New_York", "America/New_York"),
+        ("UTC", "UTC"),
+        ("asia/tokyo", "Asia/Tokyo"),
+        ("Tokyo", "Asia/Tokyo"),
+        ("new york", "America/New_York"),
+        ("Indianapolis", "America/Indiana/Indianapolis"),
+        ("北京", "Asia/Shanghai"),
+        ("Beijing", "Asia/Shanghai"),
+        ("北京时间", "Asia/Shanghai"),
+        (" Asia/Kolkata ", "Asia/Kolkata"),
     ],
 )
 def test_time_zones(call, given: str, zone: str) -> None:

@@ -24,12 +24,23 @@ def test_the_context_is_not_in_any_schema(registry):
 
 
 def test_read_clean_describe_share_one_dataframe_and_the_model_sees_summaries(registry):
-    result, provider = run(registry, [[("read_csv", {"path": "orders_sample.csv"})], [("drop_missing", {})],
-                                      [("describe_data", {})], "done"])
+    result, provider = run(
+        registry,
+        [
+            [("read_csv", {"path": "orders_sample.csv"})],
+            [("drop_missing", {})],
+            [("describe_data", {})],
+            "done",
+        ],
+    )
     assert result.status == RunStatus.SUCCEEDED, result.error
     loaded, cleaned, described = [s.result for s in result.steps if s.kind == StepKind.TOOL_CALL]
-    assert loaded["rows"] == 12 and loaded["missing_per_column"] == {"city": 1, "quantity": 2, "unit_price": 1,
-                                                                     "customer_rating": 2}
+    assert loaded["rows"] == 12 and loaded["missing_per_column"] == {
+        "city": 1,
+        "quantity": 2,
+        "unit_price": 1,
+        "customer_rating": 2,
+    }
     assert len(loaded["first_rows"]) == 3 and loaded["first_rows"][1]["customer_rating"] is None
     assert cleaned["rows"] == 6 and cleaned["rows_dropped"] == 6 and "missing_per_column" in cleaned
     assert described["rows"] == 6 and described["statistics"]["quantity"]["count"] == 6.0
@@ -40,14 +51,23 @@ def test_read_clean_describe_share_one_dataframe_and_the_model_sees_summaries(re
 
 
 def test_files_outside_the_data_folder_are_refused(registry):
-    result, _ = run(registry, [[("read_csv", {"path": "../../etc/passwd"})], [("read_csv", {"path": "nope.csv"})], "x"])
+    result, _ = run(
+        registry, [[("read_csv", {"path": "../../etc/passwd"})], [("read_csv", {"path": "nope.csv"})], "x"]
+    )
     errors = [s.error_message for s in result.steps if s.kind == StepKind.TOOL_CALL]
     assert "outside the data folder" in errors[0]
     assert "no file 'nope.csv'" in errors[1] and "orders_sample.csv" in errors[1]
 
 
 def test_tools_on_no_table_and_unknown_columns_say_what_to_do(registry):
-    result, _ = run(registry, [[("describe_data", {})], [("read_csv", {"path": "orders_sample.csv"})],
-                               [("drop_missing", {"columns": ["price"]})], "x"])
+    result, _ = run(
+        registry,
+        [
+            [("describe_data", {})],
+            [("read_csv", {"path": "orders_sample.csv"})],
+            [("drop_missing", {"columns": ["price"]})],
+            "x",
+        ],
+    )
     errors = [s.error_message for s in result.steps if s.kind == StepKind.TOOL_CALL and s.error_code]
     assert "call read_csv first" in errors[0] and "no column ['price']" in errors[1]

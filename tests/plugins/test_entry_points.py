@@ -23,7 +23,9 @@ def install(tmp_path, module_source: str, target: str = "acme_tools") -> None:
     (tmp_path / "acme_tools.py").write_text(module_source, encoding="utf-8")
     info = tmp_path / "acme_tools-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tools\nVersion: 1.0\n", encoding="utf-8")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: acme-tools\nVersion: 1.0\n", encoding="utf-8"
+    )
     (info / "entry_points.txt").write_text(f"[flowcall.plugins]\nacme = {target}\n", encoding="utf-8")
 
 
@@ -34,9 +36,11 @@ def site(tmp_path, monkeypatch):
     sys.modules.pop("acme_tools", None)
 
 
-STOCK_LEVEL = ('from flowcall.tools.python_plugins import tool\n\n'
-               '@tool("acme/v1/stock_level", read_only=True)\n'
-               'def stock_level(sku: str) -> int:\n    """Units in stock for a SKU."""\n    return 7\n')
+STOCK_LEVEL = (
+    "from flowcall.tools.python_plugins import tool\n\n"
+    '@tool("acme/v1/stock_level", read_only=True)\n'
+    'def stock_level(sku: str) -> int:\n    """Units in stock for a SKU."""\n    return 7\n'
+)
 
 
 def test_an_installed_packages_tools_join_the_registry(site):
@@ -44,7 +48,9 @@ def test_an_installed_packages_tools_join_the_registry(site):
     registry = ToolRegistry.from_plugin_dirs([REPO_ROOT / "plugins"])
     stock = registry.get("stock_level")
     assert stock.version == "acme/v1/stock_level" and stock.annotations.read_only
-    assert stock.parameters["required"] == ["sku"] and stock.invoke({"sku": "A-1"}, RunContext(run_id="t")) == 7
+    assert (
+        stock.parameters["required"] == ["sku"] and stock.invoke({"sku": "A-1"}, RunContext(run_id="t")) == 7
+    )
     assert registry.get("get_weather")  # the folder plugins are still there
 
 
@@ -57,8 +63,14 @@ def test_a_broken_package_is_named(site):
 def test_an_installed_packages_tool_shows_in_the_cli_and_on_the_canvas_palette(site):
     install(site, STOCK_LEVEL)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO_ROOT)])}
-    listed = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "plugins", "list", "--json"], env=env,
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    listed = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "plugins", "list", "--json"],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert listed.returncode == 0, listed.stderr
     assert "acme/v1/stock_level" in {tool["version"] for tool in json.loads(listed.stdout)}
     app = page("pages/flows.py")  # in this process: the package is on sys.path here too

@@ -41,6 +41,8 @@ def test_model_parameters_make_a_nested_schema_and_arrive_as_instances():
     arguments = {"order": {"item": "伞", "quantity": 2, "ship_to": {"city": "成都"}}}
     jsonschema.validate(arguments, tool.parameters)  # the $defs/$refs resolve
     assert tool.invoke(arguments, RunContext(run_id="t")) == "2 x 伞 to 成都 (standard)"
-    bad = ToolCall(id="c", name="place_order", arguments={"order": {"item": "伞", "quantity": 0, "ship_to": {}}})
+    bad = ToolCall(
+        id="c", name="place_order", arguments={"order": {"item": "伞", "quantity": 0, "ship_to": {}}}
+    )
     problem = check_call(bad, {"place_order": tool})
     assert problem is not None and "city" in problem.error_message and "quantity" in problem.error_message

@@ -19,8 +19,14 @@ EXPECTED = {
     "data/v1/describe_data": (True, False),
 }
 # seed 003's hidden context; the task tools take it for the run's database
-WITH_CONTEXT = {"data/v1/read_csv", "data/v1/drop_missing", "data/v1/describe_data", "task/v1/create_task",
-                "task/v1/add_task", "task/v1/list_tasks"}
+WITH_CONTEXT = {
+    "data/v1/read_csv",
+    "data/v1/drop_missing",
+    "data/v1/describe_data",
+    "task/v1/create_task",
+    "task/v1/add_task",
+    "task/v1/list_tasks",
+}
 
 
 def test_registry_loads_every_plugin(registry: ToolRegistry) -> None:

@@ -13,8 +13,18 @@ with (REPO_ROOT / "plugins" / "data" / "staff.csv").open(encoding="utf-8", newli
 
 
 def test_table_shape() -> None:
-    assert list(ROWS[0]) == ["employee_id", "name", "english_name", "department", "title", "age", "email",
-                             "phone_ext", "office", "hire_date"]
+    assert list(ROWS[0]) == [
+        "employee_id",
+        "name",
+        "english_name",
+        "department",
+        "title",
+        "age",
+        "email",
+        "phone_ext",
+        "office",
+        "hire_date",
+    ]
     assert 18 <= len(ROWS) <= 30
     assert len({r["employee_id"] for r in ROWS}) == len(ROWS)
     assert len({r["name"] for r in ROWS}) == len(ROWS)
@@ -26,7 +36,9 @@ def test_zhang_san_is_36_as_in_seed_002(call) -> None:
     assert "note" not in employee and "matches" not in employee
 
 
-@pytest.mark.parametrize("name", ["Alice Chen", "alice chen", "  ALICE   CHEN ", "AliceChen", "陈爱丽", "e1012"])
+@pytest.mark.parametrize(
+    "name", ["Alice Chen", "alice chen", "  ALICE   CHEN ", "AliceChen", "陈爱丽", "e1012"]
+)
 def test_exact_name_english_name_or_id(call, name: str) -> None:
     assert call("lookup_employee", name=name)["email"] == "alice.chen@example.com"
 

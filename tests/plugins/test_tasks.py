@@ -57,8 +57,13 @@ def test_overlong_title_is_refused(call) -> None:
 
 @pytest.mark.parametrize(
     "arguments",
-    [{"title": "a", "priority": 4}, {"title": "a", "due_date": "明天"}, {"title": "a", "due_date": "2025-13-01"},
-     {"priority": 1}, {"title": "a", "owner": "me"}],
+    [
+        {"title": "a", "priority": 4},
+        {"title": "a", "due_date": "明天"},
+        {"title": "a", "due_date": "2025-13-01"},
+        {"priority": 1},
+        {"title": "a", "owner": "me"},
+    ],
     ids=["priority-4", "due-text", "due-month-13", "no-title", "unknown-field"],
 )
 def test_bad_arguments_never_reach_the_database(call, arguments: dict) -> None:
@@ -77,9 +82,18 @@ def test_a_run_writes_its_task_to_the_run_s_database(tmp_path) -> None:
     from flowcall.store import open_store
 
     run_db = FlowCall.open(f"sqlite:///{tmp_path / 'run.db'}").store
-    service = FlowCall(store=run_db, provider_factory=lambda cfg: ScriptedProvider(
-        [[("create_task", {"title": "写周报", "priority": 1})], "记好了"]))
-    flow = Flow(name="tasks", tools=["task/v1/create_task"], max_rounds=2, decision=DecisionConfig(provider="scripted"))
+    service = FlowCall(
+        store=run_db,
+        provider_factory=lambda cfg: ScriptedProvider(
+            [[("create_task", {"title": "写周报", "priority": 1})], "记好了"]
+        ),
+    )
+    flow = Flow(
+        name="tasks",
+        tools=["task/v1/create_task"],
+        max_rounds=2,
+        decision=DecisionConfig(provider="scripted"),
+    )
     try:
         run = service.run(flow, "添加任务:写周报")
         assert run.status == RunStatus.SUCCEEDED and run.final_answer == "记好了"

@@ -13,8 +13,19 @@ from flowcall.core.config import REPO_ROOT
 DATA = json.loads((REPO_ROOT / "plugins" / "data" / "weather.json").read_text(encoding="utf-8"))
 CITIES = DATA["cities"]
 LIVE_FIELDS = {"weather", "temperature", "humidity", "winddirection", "windpower"}
-CAST_FIELDS = {"date", "week", "dayweather", "nightweather", "daytemp", "nighttemp", "daywind",
-               "nightwind", "daypower", "nightpower", "precipitation_probability"}
+CAST_FIELDS = {
+    "date",
+    "week",
+    "dayweather",
+    "nightweather",
+    "daytemp",
+    "nighttemp",
+    "daywind",
+    "nightwind",
+    "daypower",
+    "nightpower",
+    "precipitation_probability",
+}
 
 
 def local_today(city: dict) -> dt.date:
@@ -25,11 +36,48 @@ def test_dataset_covers_china_and_the_world() -> None:
     chinese = [c for c in CITIES if c["country"] == "中国"]
     assert len(CITIES) >= 40 and len(chinese) >= 25 and len(CITIES) - len(chinese) >= 15
     names = {c["name"] for c in CITIES} | {c["name_en"] for c in CITIES}
-    for wanted in ("成都", "北京", "上海", "广州", "深圳", "杭州", "重庆", "西安", "武汉", "南京", "天津",
-                   "苏州", "长沙", "郑州", "青岛", "沈阳", "哈尔滨", "昆明", "厦门", "大连", "拉萨",
-                   "乌鲁木齐", "香港", "台北", "三亚", "London", "Paris", "New York", "Tokyo", "Seoul",
-                   "Singapore", "Sydney", "Berlin", "Moscow", "Dubai", "San Francisco", "Toronto",
-                   "Mumbai", "Cairo", "São Paulo"):
+    for wanted in (
+        "成都",
+        "北京",
+        "上海",
+        "广州",
+        "深圳",
+        "杭州",
+        "重庆",
+        "西安",
+        "武汉",
+        "南京",
+        "天津",
+        "苏州",
+        "长沙",
+        "郑州",
+        "青岛",
+        "沈阳",
+        "哈尔滨",
+        "昆明",
+        "厦门",
+        "大连",
+        "拉萨",
+        "乌鲁木齐",
+        "香港",
+        "台北",
+        "三亚",
+        "London",
+        "Paris",
+        "New York",
+        "Tokyo",
+        "Seoul",
+        "Singapore",
+        "Sydney",
+        "Berlin",
+        "Moscow",
+        "Dubai",
+        "San Francisco",
+        "Toronto",
+        "Mumbai",
+        "Cairo",
+        "São Paulo",
+    ):
         assert wanted in names
 
 
@@ -100,12 +148,30 @@ def test_extensions_defaults_to_now(call) -> None:
 @pytest.mark.parametrize(
     ("spoken", "city"),
     [
-        ("成都市", "成都"), ("Chengdu", "成都"), ("chengdu", "成都"), ("  CHENGDU city ", "成都"),
-        ("蓉城", "成都"), ("四川成都", "成都"), ("成都市武侯区", "成都"), ("北京市", "北京"),
-        ("peking", "北京"), ("new york", "纽约"), ("NYC", "纽约"), ("New York City", "纽约"),
-        ("newyork", "纽约"), ("Sao Paulo", "圣保罗"), ("são paulo", "圣保罗"), ("xian", "西安"),
-        ("Xi'an", "西安"), ("Ürümqi", "乌鲁木齐"), ("hong kong", "香港"), ("HK", "香港"),
-        ("東京", "东京"), ("LA", "洛杉矶"), ("san francisco", "旧金山"), ("London City", "伦敦"),
+        ("成都市", "成都"),
+        ("Chengdu", "成都"),
+        ("chengdu", "成都"),
+        ("  CHENGDU city ", "成都"),
+        ("蓉城", "成都"),
+        ("四川成都", "成都"),
+        ("成都市武侯区", "成都"),
+        ("北京市", "北京"),
+        ("peking", "北京"),
+        ("new york", "纽约"),
+        ("NYC", "纽约"),
+        ("New York City", "纽约"),
+        ("newyork", "纽约"),
+        ("Sao Paulo", "圣保罗"),
+        ("são paulo", "圣保罗"),
+        ("xian", "西安"),
+        ("Xi'an", "西安"),
+        ("Ürümqi", "乌鲁木齐"),
+        ("hong kong", "香港"),
+        ("HK", "香港"),
+        ("東京", "东京"),
+        ("LA", "洛杉矶"),
+        ("san francisco", "旧金山"),
+        ("London City", "伦敦"),
     ],
 )
 def test_names_aliases_case_and_spacing(call, spoken: str, city: str) -> None:
@@ -146,7 +212,9 @@ def test_get_day_weather_gives_one_day_with_rain_said_outright(call, city: dict)
         result = call("get_day_weather", location=city["name"], date=date)
         [cast] = result["forecasts"]
         assert cast["date"] == date and cast["daytemp"] == day["daytemp"]
-        assert cast["rain_day"] == ("雨" in day["dayweather"]) and cast["rain_night"] == ("雨" in day["nightweather"])
+        assert cast["rain_day"] == ("雨" in day["dayweather"]) and cast["rain_night"] == (
+            "雨" in day["nightweather"]
+        )
         assert cast["rain_probability"] == round(day["precipitation_probability"] / 100, 2)
         assert ("live" in result) == (offset == 0)  # today's comes with the current conditions
 

@@ -12,20 +12,36 @@ from flowcall.core.messages import ToolSpec
 
 pytestmark = pytest.mark.model
 
-WEATHER = ToolSpec(name="get_weather", description="Weather for a city on a date.",
-                   parameters={"type": "object", "properties": {"location": {"type": "string"}, "date": {"type": "string"},
-                                                                "unit": {"type": "string", "enum": ["c", "f"]}},
-                               "required": ["location"]})
-TIME = ToolSpec(name="get_time", description="The time in a time zone.",
-                parameters={"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]})
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Weather for a city on a date.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "location": {"type": "string"},
+            "date": {"type": "string"},
+            "unit": {"type": "string", "enum": ["c", "f"]},
+        },
+        "required": ["location"],
+    },
+)
+TIME = ToolSpec(
+    name="get_time",
+    description="The time in a time zone.",
+    parameters={"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]},
+)
 # short strings: the grammar must close them where the model would go on (the gate's rare path)
-CARD = {"type": "object", "properties": {
-    "city": {"type": "string", "maxLength": 6},
-    "rain": {"type": "boolean"},
-    "high": {"type": "number"},
-    "advice": {"type": "string", "maxLength": 12},
-    "level": {"type": "string", "enum": ["low", "mid", "high"]}},
-    "required": ["city", "rain", "high", "advice", "level"]}
+CARD = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 6},
+        "rain": {"type": "boolean"},
+        "high": {"type": "number"},
+        "advice": {"type": "string", "maxLength": 12},
+        "level": {"type": "string", "enum": ["low", "mid", "high"]},
+    },
+    "required": ["city", "rain", "high", "advice", "level"],
+}
 
 CASES = [
     ("Chengdu, 2026-11-26: light rain, high 14, low 9. Write the weather card as JSON.", CARD),
@@ -52,8 +68,14 @@ def _write(llm, question: str, schema: dict, gated: bool) -> tuple[list[int], di
     gate = GreedyGrammar(llm, grammar) if gated else None
     llm.reset()
     try:
-        out = llm.create_completion(prompt=tokens, max_tokens=70, temperature=0.0, repeat_penalty=1.0,
-                                    grammar=None if gate else grammar, logits_processor=[gate] if gate else None)
+        out = llm.create_completion(
+            prompt=tokens,
+            max_tokens=70,
+            temperature=0.0,
+            repeat_penalty=1.0,
+            grammar=None if gate else grammar,
+            logits_processor=[gate] if gate else None,
+        )
     finally:
         if gate:
             gate.close()
@@ -90,17 +112,28 @@ def test_bounds_too_long_for_a_grammar_are_left_to_the_schema_check():
     spells a bound as that many nested rules, so such bounds go before the grammar is built."""
     from flowcall.providers.grammar_schema import GRAMMAR_MAX_REPEAT, grammar_schema
 
-    hostile = {"type": "object", "properties": {
-        "note": {"type": "string", "maxLength": 10**9, "minLength": 1, "description": "maxLength 10"},
-        "tags": {"type": "array", "maxItems": 5000, "minItems": 10**6, "items": {"type": "string", "maxLength": 40}},
-        "kind": {"type": "string", "enum": ["maxLength", "x"], "default": {"maxLength": 9}},
-        "odd": {"type": "string", "maxLength": "many"}}}
+    hostile = {
+        "type": "object",
+        "properties": {
+            "note": {"type": "string", "maxLength": 10**9, "minLength": 1, "description": "maxLength 10"},
+            "tags": {
+                "type": "array",
+                "maxItems": 5000,
+                "minItems": 10**6,
+                "items": {"type": "string", "maxLength": 40},
+            },
+            "kind": {"type": "string", "enum": ["maxLength", "x"], "default": {"maxLength": 9}},
+            "odd": {"type": "string", "maxLength": "many"},
+        },
+    }
     safe = grammar_schema(hostile)
     assert safe["properties"]["note"] == {"type": "string", "minLength": 1, "description": "maxLength 10"}
     assert safe["properties"]["tags"] == {"type": "array", "items": {"type": "string", "maxLength": 40}}
     assert safe["properties"]["kind"] == hostile["properties"]["kind"]  # values are values, not schemas
     assert safe["properties"]["odd"] == {"type": "string"}
-    assert GRAMMAR_MAX_REPEAT == 256 and hostile["properties"]["note"]["maxLength"] == 10**9  # the original is kept
+    assert (
+        GRAMMAR_MAX_REPEAT == 256 and hostile["properties"]["note"]["maxLength"] == 10**9
+    )  # the original is kept
 
 
 @pytest.mark.model
@@ -110,11 +143,18 @@ def test_a_real_world_schema_with_a_long_bound_gets_a_grammar(model_path):
     from flowcall.core.messages import Message, ModelRequest, ResponseFormat
     from flowcall.providers.local import LocalProvider
 
-    schema = {"type": "object", "properties": {"customer": {"type": "string", "maxLength": 5000}},
-              "required": ["customer"]}
-    turn = LocalProvider.shared().complete(ModelRequest(
-        messages=[Message(role="user", content="The customer is cus_123. Reply with the JSON.")],
-        response_format=ResponseFormat(name="c", json_schema=schema), max_tokens=40))
+    schema = {
+        "type": "object",
+        "properties": {"customer": {"type": "string", "maxLength": 5000}},
+        "required": ["customer"],
+    }
+    turn = LocalProvider.shared().complete(
+        ModelRequest(
+            messages=[Message(role="user", content="The customer is cus_123. Reply with the JSON.")],
+            response_format=ResponseFormat(name="c", json_schema=schema),
+            max_tokens=40,
+        )
+    )
     assert "customer" in json.loads(turn.content)
 
 
@@ -138,18 +178,29 @@ def test_a_hostile_pattern_or_a_parameter_named_like_a_keyword_builds_a_small_gr
 
     from flowcall.providers.grammar_schema import grammar_schema
 
-    hostile = {"type": "object", "properties": {
-        "code": {"type": "string", "pattern": "^[0-9]{10000000}$"},
-        "range": {"type": "string", "pattern": "^a{1,9999999}$"},
-        "digits": {"type": "string", "pattern": "^a{" + "9" * 5000 + "}$"},  # int() refuses it: no crash
-        "pattern": {"type": "string", "pattern": r"^\d{3}$"},
-        "maxLength": {"type": "integer"},
-        "odd": {"type": "string", "pattern": {"not": "a string"}}},
-        "required": ["code", "pattern", "maxLength"]}
+    hostile = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": "^[0-9]{10000000}$"},
+            "range": {"type": "string", "pattern": "^a{1,9999999}$"},
+            "digits": {"type": "string", "pattern": "^a{" + "9" * 5000 + "}$"},  # int() refuses it: no crash
+            "pattern": {"type": "string", "pattern": r"^\d{3}$"},
+            "maxLength": {"type": "integer"},
+            "odd": {"type": "string", "pattern": {"not": "a string"}},
+        },
+        "required": ["code", "pattern", "maxLength"],
+    }
     safe = grammar_schema(hostile)
-    assert safe["properties"]["code"] == safe["properties"]["range"] == safe["properties"]["digits"] == {"type": "string"}
+    assert (
+        safe["properties"]["code"]
+        == safe["properties"]["range"]
+        == safe["properties"]["digits"]
+        == {"type": "string"}
+    )
     assert safe["properties"]["pattern"] == {"type": "string", "pattern": "^[0-9]{3}$"}
-    assert safe["properties"]["maxLength"] == {"type": "integer"} and safe["properties"]["odd"] == {"type": "string"}
+    assert safe["properties"]["maxLength"] == {"type": "integer"} and safe["properties"]["odd"] == {
+        "type": "string"
+    }
     assert len(LlamaGrammar.from_json_schema(json.dumps(safe), verbose=False)._grammar) < 5_000
 
 
@@ -168,9 +219,16 @@ def test_a_grammar_llama_cpp_refuses_fails_the_step_by_name(monkeypatch):
     provider = local.LocalProvider.__new__(local.LocalProvider)  # no model is needed to build the request
     provider.render, provider.llm = (lambda request: "prompt"), None
     with pytest.raises(ProviderError) as caught:
-        provider.complete(ModelRequest(messages=[Message(role="user", content="hi")],
-                                       response_format=ResponseFormat(name="c", json_schema={"type": "object"})))
-    assert caught.value.code == ErrorCode.PROVIDER_ERROR and "too complex for llama.cpp's grammar" in caught.value.message
+        provider.complete(
+            ModelRequest(
+                messages=[Message(role="user", content="hi")],
+                response_format=ResponseFormat(name="c", json_schema={"type": "object"}),
+            )
+        )
+    assert (
+        caught.value.code == ErrorCode.PROVIDER_ERROR
+        and "too complex for llama.cpp's grammar" in caught.value.message
+    )
 
 
 @pytest.mark.model
@@ -182,11 +240,24 @@ def test_a_phone_number_pattern_holds_the_models_answer(model_path):
     from flowcall.core.messages import Message, ModelRequest, ResponseFormat
     from flowcall.providers.local import LocalProvider
 
-    schema = {"type": "object", "properties": {"phone": {"type": "string", "pattern": r"^1\d{10}$"},
-                                               "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}},
-              "required": ["phone", "date"]}
-    turn = LocalProvider.shared().complete(ModelRequest(
-        messages=[Message(role="user", content="订座，手机 13800138000，日期 2026-12-24。Reply with the JSON.")],
-        response_format=ResponseFormat(name="c", json_schema=schema), max_tokens=60))
+    schema = {
+        "type": "object",
+        "properties": {
+            "phone": {"type": "string", "pattern": r"^1\d{10}$"},
+            "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+        },
+        "required": ["phone", "date"],
+    }
+    turn = LocalProvider.shared().complete(
+        ModelRequest(
+            messages=[
+                Message(role="user", content="订座，手机 13800138000，日期 2026-12-24。Reply with the JSON.")
+            ],
+            response_format=ResponseFormat(name="c", json_schema=schema),
+            max_tokens=60,
+        )
+    )
     answer = json.loads(turn.content)
-    assert re.fullmatch(r"1\d{10}", answer["phone"]) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", answer["date"]), answer
+    assert re.fullmatch(r"1\d{10}", answer["phone"]) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", answer["date"]), (
+        answer
+    )

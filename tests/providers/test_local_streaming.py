@@ -32,9 +32,11 @@ class Collect:
 
 
 def _request(question: str, schema: dict | None = None) -> ModelRequest:
-    return ModelRequest(messages=[Message(role="system", content="Answer briefly."), Message(role="user", content=question)],
-                        response_format=ResponseFormat(name="answer", json_schema=schema) if schema else None,
-                        max_tokens=48)
+    return ModelRequest(
+        messages=[Message(role="system", content="Answer briefly."), Message(role="user", content=question)],
+        response_format=ResponseFormat(name="answer", json_schema=schema) if schema else None,
+        max_tokens=48,
+    )
 
 
 def test_one_model_per_process(model_path):
@@ -45,8 +47,12 @@ def test_one_model_per_process(model_path):
 
 def test_the_streamed_text_is_the_answer_as_it_was_written(model_path):
     provider = LocalProvider.shared()
-    schema = {"type": "object", "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
-              "required": ["city", "rain"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
+        "required": ["city", "rain"],
+        "additionalProperties": False,
+    }
     for request in (_request("用一句话介绍成都。"), _request("Will it rain in Chengdu? Guess.", schema)):
         quiet = provider.complete(request)
         seen = Collect()

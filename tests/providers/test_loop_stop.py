@@ -71,16 +71,30 @@ def test_the_cut_falls_after_a_whole_repeated_item():
 def test_the_embedded_model_is_stopped_in_a_loop_and_the_json_survives(model_path):
     from flowcall.providers.local import LocalProvider
 
-    schema = {"type": "object", "properties": {"words": {"type": "array", "items": {"type": "string"}}},
-              "required": ["words"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"words": {"type": "array", "items": {"type": "string"}}},
+        "required": ["words"],
+        "additionalProperties": False,
+    }
     request = ModelRequest(
-        messages=[Message(role="user", content="Write the word 'tick' exactly 300 times, as a JSON list under \"words\".")],
-        response_format=ResponseFormat(name="words", json_schema=schema), max_tokens=700, temperature=0.0)
+        messages=[
+            Message(
+                role="user",
+                content="Write the word 'tick' exactly 300 times, as a JSON list under \"words\".",
+            )
+        ],
+        response_format=ResponseFormat(name="words", json_schema=schema),
+        max_tokens=700,
+        temperature=0.0,
+    )
     turn = LocalProvider.shared().complete(request)
     assert turn.finish_reason == "loop", turn.content
     loop = turn.wire_response["loop"]
     assert loop["copies"] * loop["block_tokens"] >= SPAN and turn.usage.output_tokens < 300
-    assert turn.wire_response["choices"][0]["text"].startswith(turn.content)  # the raw answer is kept as it was
+    assert turn.wire_response["choices"][0]["text"].startswith(
+        turn.content
+    )  # the raw answer is kept as it was
     import json_repair
 
     assert json_repair.loads(turn.content) == {"words": ["tick"]}
@@ -90,9 +104,19 @@ def test_a_stopped_loop_shows_in_the_step_line():
     from flowcall.core.steps import Step, StepKind
     from flowcall.rendering import describe_step
 
-    stopped = Step(run_id="r", seq=5, kind=StepKind.MODEL_CALL, name="local", calling_way="schema", tokens_in=1415,
-                   tokens_out=165, response={"loop": {"block_tokens": 6, "copies": 11}})
-    assert describe_step(stopped).endswith("(stopped in a loop: a 6-token block written 11 times; kept the first copy)")
+    stopped = Step(
+        run_id="r",
+        seq=5,
+        kind=StepKind.MODEL_CALL,
+        name="local",
+        calling_way="schema",
+        tokens_in=1415,
+        tokens_out=165,
+        response={"loop": {"block_tokens": 6, "copies": 11}},
+    )
+    assert describe_step(stopped).endswith(
+        "(stopped in a loop: a 6-token block written 11 times; kept the first copy)"
+    )
     # a remote server's own "loop" key is only ever shown, folded to one short line
     odd = stopped.model_copy(update={"response": {"loop": {"block_tokens": "x\n" * 500, "copies": 1}}})
     assert len(describe_step(odd)) < 300 and "\n" not in describe_step(odd)

@@ -16,20 +16,37 @@ KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_BASE_URL", "DASHSCOPE_BAS
 
 
 def flowcall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcall.cli.main", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("decision, polish, extra_env, variable", [
-    ("openai", None, {}, "OPENAI_API_KEY"),
-    ("dashscope", None, {}, "DASHSCOPE_API_KEY"),
-    # the polish model's key is checked before the decision model runs: no half-done run
-    ("openai", "dashscope", {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
-     "DASHSCOPE_API_KEY"),
-])
+@pytest.mark.parametrize(
+    "decision, polish, extra_env, variable",
+    [
+        ("openai", None, {}, "OPENAI_API_KEY"),
+        ("dashscope", None, {}, "DASHSCOPE_API_KEY"),
+        # the polish model's key is checked before the decision model runs: no half-done run
+        (
+            "openai",
+            "dashscope",
+            {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
+            "DASHSCOPE_API_KEY",
+        ),
+    ],
+)
 def test_a_missing_api_key_exits_2_naming_the_variable(tmp_path, decision, polish, extra_env, variable):
-    flow = {"format": "flowcall.flow/v1", "name": f"needs-{variable.lower()}", "tools": ["time/v1/get_current_time"],
-            "decision": {"provider": decision, "model": "some-model"}}
+    flow = {
+        "format": "flowcall.flow/v1",
+        "name": f"needs-{variable.lower()}",
+        "tools": ["time/v1/get_current_time"],
+        "decision": {"provider": decision, "model": "some-model"},
+    }
     if polish:
         flow["polish"] = {"provider": polish, "model": "some-model"}
     path = tmp_path / "flow.json"

@@ -250,8 +250,13 @@ def test_persistent_429_gives_up(fake_server, recorded, weather_request, monkeyp
 
 
 def test_out_of_quota_429_is_not_retried(fake_server, weather_request) -> None:
-    quota = {"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota",
-                       "code": "insufficient_quota"}}
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
     fake_server.answer((429, quota))
     with pytest.raises(ProviderError) as caught:
         provider_for(fake_server).complete(weather_request)
@@ -337,11 +342,15 @@ def test_compatible_provider_needs_some_base_url(monkeypatch) -> None:
 def test_401_without_the_key_says_why(fake_server, weather_request, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", "http://127.0.0.1:1/v1")
-    fake_server.answer((401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}))
+    fake_server.answer(
+        (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+    )
     with pytest.raises(ProviderError) as caught:
         compatible_provider("m", f"{fake_server.base_url}/v1").complete(weather_request)
     assert fake_server.requests[0]["headers"]["authorization"] == "Bearer not-needed"
-    assert "No API key was sent" in caught.value.message and "OPENAI_COMPATIBLE_BASE_URL" in caught.value.message
+    assert (
+        "No API key was sent" in caught.value.message and "OPENAI_COMPATIBLE_BASE_URL" in caught.value.message
+    )
     assert KEY not in caught.value.message
 
 
@@ -350,7 +359,9 @@ def test_recorded_base_url_has_no_credentials(fake_server, recorded, weather_req
     url = fake_server.base_url.replace("http://", "http://alice:s3cret-pw@") + "/v1?api-key=k3y&region=eu"
     turn = OpenAICompatibleProvider("m", base_url=url, api_key=KEY).complete(weather_request)
     recorded_url = turn.wire_request["base_url"]
-    assert recorded_url.startswith(f"{fake_server.base_url}/v1") and recorded_url.endswith("?api-key=***&region=eu")
+    assert recorded_url.startswith(f"{fake_server.base_url}/v1") and recorded_url.endswith(
+        "?api-key=***&region=eu"
+    )
     assert "s3cret-pw" not in json.dumps(turn.wire_request) and "k3y" not in json.dumps(turn.wire_request)
 
 
@@ -374,8 +385,12 @@ def test_one_wire_builder_serves_both_formats_and_only_dashscope_names_the_tool(
     from flowcall.core.messages import Message, ModelRequest
     from flowcall.providers import dashscope_native, openai_compat
 
-    request = ModelRequest(messages=[Message(role="user", content="q"),
-                                     Message(role="tool", tool_call_id="c1", name="get_weather", content="{}")])
+    request = ModelRequest(
+        messages=[
+            Message(role="user", content="q"),
+            Message(role="tool", tool_call_id="c1", name="get_weather", content="{}"),
+        ]
+    )
     openai_tool = openai_compat.build_request(request, "m")["messages"][1]
     dashscope_tool = dashscope_native.build_request(request, "qwen-plus")["messages"][1]
     assert openai_tool == {"role": "tool", "tool_call_id": "c1", "content": "{}"}

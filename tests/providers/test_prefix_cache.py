@@ -39,9 +39,14 @@ def test_the_point_where_two_prompts_part_is_kept_for_the_next_question(provider
     filled the context in between."""
     cache = provider.prefix
     cache.states.clear()
-    tool = cache.tokens("<|im_start|>user\nFunction: get_weather\nDescription: " + "Reads the forecast for a city. " * 25)
+    tool = cache.tokens(
+        "<|im_start|>user\nFunction: get_weather\nDescription: " + "Reads the forecast for a city. " * 25
+    )
     ask = lambda q: tool + cache.tokens(f"\nUser request: {q}")  # noqa: E731
-    first, second = ask("Will it rain in Chengdu tomorrow, and how cold will the night be there?"), ask("What is the temperature in Paris right now?")
+    first, second = (
+        ask("Will it rain in Chengdu tomorrow, and how cold will the night be there?"),
+        ask("What is the temperature in Paris right now?"),
+    )
     cache.prepare(first)
     cache.prepare(second)
     parted = (common_prefix(first, second) // CHUNK) * CHUNK
@@ -78,8 +83,12 @@ def test_the_cap_evicts_the_oldest_state(provider):
 
 def _ask(provider: LocalProvider, question: str):
     system = "You are a careful assistant for a weather service. " * 12
-    return provider.complete(ModelRequest(messages=[Message(role="system", content=system),
-                                                    Message(role="user", content=question)], max_tokens=24))
+    return provider.complete(
+        ModelRequest(
+            messages=[Message(role="system", content=system), Message(role="user", content=question)],
+            max_tokens=24,
+        )
+    )
 
 
 def test_a_new_process_starts_from_the_states_on_disk_with_the_same_answer(model_path, tmp_path):
@@ -94,7 +103,10 @@ def test_a_new_process_starts_from_the_states_on_disk_with_the_same_answer(model
     second.prefix.disk = DiskStates(tmp_path, 256 * 2**20, "model and build")
     b = _ask(second, "Will it rain in Chengdu tomorrow?")
     assert second.prefix.disk.hits == 1
-    assert b.wire_response["timings"]["prompt_tokens_evaluated"] < a.wire_response["timings"]["prompt_tokens_evaluated"] / 2
+    assert (
+        b.wire_response["timings"]["prompt_tokens_evaluated"]
+        < a.wire_response["timings"]["prompt_tokens_evaluated"] / 2
+    )
     assert b.content == a.content
     other = DiskStates(tmp_path, 256 * 2**20, "another model")  # a state is never loaded into another model
     assert other.load(second.llm, second.prefix.tokens(b.rendered_prompt), CHUNK, 0, 10 * CHUNK) is None
@@ -123,7 +135,9 @@ def test_the_disk_tier_keeps_its_cap(model_path, tmp_path):
     [older] = tmp_path.glob("*.state")
     disk.capacity = int(older.stat().st_size * 1.5)  # room for one such state, not two
     provider.prefix.prepare(provider.prefix.tokens("two " + "epsilon " * 200))  # as long, not the same
-    assert [p.name for p in tmp_path.glob("*.state")] != [older.name] and len(list(tmp_path.glob("*.state"))) == 1
+    assert [p.name for p in tmp_path.glob("*.state")] != [older.name] and len(
+        list(tmp_path.glob("*.state"))
+    ) == 1
     provider.llm.close()
 
 
@@ -137,4 +151,9 @@ def test_a_prompt_longer_than_the_context_is_refused_by_name(model_path):
     for request in (long, long.model_copy(update={"score_options": ["yes", "no"], "max_tokens": 1})):
         with pytest.raises(ProviderError, match="context holds 256: attach fewer or shorter tools"):
             small.complete(request)
-    assert small.complete(ModelRequest(messages=[Message(role="user", content="hi")], max_tokens=4)).usage.input_tokens > 0
+    assert (
+        small.complete(
+            ModelRequest(messages=[Message(role="user", content="hi")], max_tokens=4)
+        ).usage.input_tokens
+        > 0
+    )

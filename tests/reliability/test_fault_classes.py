@@ -23,8 +23,21 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=["429", "500", "timeout", "malformed-json", "json-not-a-completion",
-                                             "malformed-arguments", "mcp-crash", "hung-tool", "huge-result"])
+@pytest.mark.parametrize(
+    "case",
+    CASES,
+    ids=[
+        "429",
+        "500",
+        "timeout",
+        "malformed-json",
+        "json-not-a-completion",
+        "malformed-arguments",
+        "mcp-crash",
+        "hung-tool",
+        "huge-result",
+    ],
+)
 def test_a_fault_ends_as_a_recorded_run_with_a_clear_error(case, tmp_path) -> None:
     figure = case(f"sqlite:///{tmp_path / 'flowcall.db'}")
     assert figure.ok, figure.line()

@@ -50,10 +50,17 @@ def test_a_call_to_an_unknown_tool_with_an_awkward_name_is_recorded(db_url: str,
 
     store = Store.open(db_url)
     try:
-        flow = Flow(name="awkward", tools=["fuzz/v1/probe"], max_rounds=1, retry_budget=0,
-                    decision=DecisionConfig(provider="scripted", calling_way="native"))
+        flow = Flow(
+            name="awkward",
+            tools=["fuzz/v1/probe"],
+            max_rounds=1,
+            retry_budget=0,
+            decision=DecisionConfig(provider="scripted", calling_way="native"),
+        )
         registry = ToolRegistry([reliability._probe_tool()])
-        run = Engine(registry, lambda cfg: ScriptedProvider([[(name, {"city": "x"})], "done"]), store).run(flow, "q")
+        run = Engine(registry, lambda cfg: ScriptedProvider([[(name, {"city": "x"})], "done"]), store).run(
+            flow, "q"
+        )
         stored = store.get_run(run.id)
         assert len(stored.steps) == len(run.steps) and stored.status == run.status != "running"
         assert any(s.error_code == "UNKNOWN_TOOL" for s in stored.steps), [s.error_code for s in stored.steps]
@@ -64,16 +71,18 @@ def test_a_call_to_an_unknown_tool_with_an_awkward_name_is_recorded(db_url: str,
 # Inputs the fuzzer found that crashed (each a defect until fixed), kept as plain cases.
 
 OPENAPI_CRASHERS = [
-    {"paths": [None, True]},                                             # paths not a mapping
-    {"paths": {"/a": True, "/b": None, "/c": [1]}},                      # path items not mappings
-    {"paths": {"/a": {"get": {"operationId": ["x"]}}}},                  # operationId not a string
-    {"paths": {"/a": {"get": {"parameters": [{"in": "query", "schema": {"type": "string"}}]}}}},   # no name
-    {"paths": {"/a": {"get": {"parameters": [{"name": None, "in": "path"}]}}}},                  # name null
-    {"paths": {"/a": {"get": {"parameters": [{"name": "q", "in": "query", "schema": [{"": 1}]}]}}}},  # schema a list
-    {"paths": {"/a": {"get": {"parameters": [{"name": {"x": 1}, "in": "query"}]}}}},             # name a mapping
+    {"paths": [None, True]},  # paths not a mapping
+    {"paths": {"/a": True, "/b": None, "/c": [1]}},  # path items not mappings
+    {"paths": {"/a": {"get": {"operationId": ["x"]}}}},  # operationId not a string
+    {"paths": {"/a": {"get": {"parameters": [{"in": "query", "schema": {"type": "string"}}]}}}},  # no name
+    {"paths": {"/a": {"get": {"parameters": [{"name": None, "in": "path"}]}}}},  # name null
+    {
+        "paths": {"/a": {"get": {"parameters": [{"name": "q", "in": "query", "schema": [{"": 1}]}]}}}
+    },  # schema a list
+    {"paths": {"/a": {"get": {"parameters": [{"name": {"x": 1}, "in": "query"}]}}}},  # name a mapping
     {"paths": {"/a": {"post": {"requestBody": [], "parameters": 5}}}},
     {"paths": {"/a": {"parameters": [[]], "get": {}}}},
-    {"servers": [{"url": {"type": 1}}], "paths": {"/a": {"get": {}}}},   # servers[0].url not a string
+    {"servers": [{"url": {"type": 1}}], "paths": {"/a": {"get": {}}}},  # servers[0].url not a string
     {"paths": {"/a": {"get": {"summary": {"not": "text"}}}}},
 ]
 
@@ -87,8 +96,16 @@ def test_an_openapi_document_the_fuzzer_found_gets_tools_or_a_clear_error(tmp_pa
     from flowcall.tools.openapi_tools import tools_from_openapi
 
     path = tmp_path / "api.json"
-    path.write_text(json.dumps({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
-                                "servers": [{"url": "http://127.0.0.1:9"}], **document}))
+    path.write_text(
+        json.dumps(
+            {
+                "openapi": "3.0.3",
+                "info": {"title": "t", "version": "1"},
+                "servers": [{"url": "http://127.0.0.1:9"}],
+                **document,
+            }
+        )
+    )
     try:
         tools = tools_from_openapi(HTTPToolSource(name="api", openapi=str(path)))
     except ConfigError as exc:
@@ -99,8 +116,10 @@ def test_an_openapi_document_the_fuzzer_found_gets_tools_or_a_clear_error(tmp_pa
         assert isinstance(tool.description, str)
 
 
-@pytest.mark.parametrize("schema", [{"properties": 5}, {"type": "object", "properties": ["a"]},
-                                    {"$ref": {"x": 1}, "properties": None}])
+@pytest.mark.parametrize(
+    "schema",
+    [{"properties": 5}, {"type": "object", "properties": ["a"]}, {"$ref": {"x": 1}, "properties": None}],
+)
 def test_an_mcp_tool_with_a_broken_input_schema_is_usable_or_refused(schema) -> None:
     import mcp_types
 
@@ -131,17 +150,26 @@ def _import_case(export: dict, change: str) -> dict:
     elif change == "seq twice":
         run["steps"][-1]["seq"] = run["steps"][0]["seq"]
     elif change == "seq beyond integer":
-        run["steps"][-1]["seq"] = 2 ** 40
+        run["steps"][-1]["seq"] = 2**40
     elif change == "tokens beyond integer":
-        run["steps"][0]["tokens_in"] = 10 ** 12
+        run["steps"][0]["tokens_in"] = 10**12
     elif change == "new flow, seq twice":  # the flow would be adopted before the steps fail
         data["flow"]["name"] = "never-seen-before"
         run["steps"][-1]["seq"] = run["steps"][0]["seq"]
     return data
 
 
-@pytest.mark.parametrize("change", ["long id", "step of another run", "seq twice", "seq beyond integer",
-                                    "tokens beyond integer", "new flow, seq twice"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "long id",
+        "step of another run",
+        "seq twice",
+        "seq beyond integer",
+        "tokens beyond integer",
+        "new flow, seq twice",
+    ],
+)
 def test_a_run_file_that_cannot_be_stored_is_refused_and_changes_nothing(db_url: str, change: str) -> None:  # noqa: F811
     from flowcall.core.errors import ConfigError
     from flowcall.service.front import FlowCall
@@ -158,7 +186,7 @@ def test_a_run_file_that_cannot_be_stored_is_refused_and_changes_nothing(db_url:
 
 
 def test_mcp_tools_whose_names_read_alike_get_distinct_names() -> None:
-    """"工具" and "数据" both become "__" (only ASCII letters, digits, _ and - are kept), "a.b" and
+    """ "工具" and "数据" both become "__" (only ASCII letters, digits, _ and - are kept), "a.b" and
     "a_b" both "a_b": the run's registry then refused the whole server ("two tools claim ...")."""
     import mcp_types
 
@@ -170,8 +198,10 @@ def test_mcp_tools_whose_names_read_alike_get_distinct_names() -> None:
         server = MCPServerConfig(name="srv", command=["true"])
 
         def list_tools(self) -> list:
-            return [mcp_types.Tool(name=name, inputSchema={"type": "object"}) for name in
-                    ("工具", "数据", "a.b", "a_b", "", "add")]
+            return [
+                mcp_types.Tool(name=name, inputSchema={"type": "object"})
+                for name in ("工具", "数据", "a.b", "a_b", "", "add")
+            ]
 
     tools = tools_of(Listing())  # type: ignore[arg-type]
     names = [tool.name for tool in tools]

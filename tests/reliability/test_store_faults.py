@@ -52,18 +52,26 @@ def test_nan_and_infinity_are_stored_alike_on_both_databases(store: Store) -> No
 
 
 def test_a_nul_character_never_stops_a_step_from_recording(store: Store) -> None:
-    stored = _run_with(store, question="a\x00b", name="probe", error_message="failed: \x00", result="nul \x00 in json")
+    stored = _run_with(
+        store, question="a\x00b", name="probe", error_message="failed: \x00", result="nul \x00 in json"
+    )
     step = stored.steps[0]
     assert step.result == "nul \x00 in json"  # JSON text escapes it: kept on both databases
     if store.engine.dialect.name == "postgresql":  # PostgreSQL text cannot hold it
-        assert stored.question == f"a{NUL_REPLACEMENT}b" and step.error_message == f"failed: {NUL_REPLACEMENT}"
+        assert (
+            stored.question == f"a{NUL_REPLACEMENT}b" and step.error_message == f"failed: {NUL_REPLACEMENT}"
+        )
     else:
         assert stored.question == "a\x00b" and step.error_message == "failed: \x00"
 
 
 def _dropped() -> OperationalError:
-    return OperationalError("INSERT ...", {}, Exception("terminating connection due to administrator command"),
-                            connection_invalidated=True)
+    return OperationalError(
+        "INSERT ...",
+        {},
+        Exception("terminating connection due to administrator command"),
+        connection_invalidated=True,
+    )
 
 
 def test_retry_on_disconnect_runs_the_transaction_again_only_for_a_dropped_connection() -> None:

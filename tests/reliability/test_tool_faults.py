@@ -56,7 +56,10 @@ def test_a_huge_result_is_cut_with_a_note_for_the_store_and_for_the_model() -> N
     assert len(json.dumps(kept, ensure_ascii=False)) < STORED_RESULT_CHARS * 1.1
     seen = outcome.content_for_model()
     assert seen.startswith(whole[:MODEL_RESULT_CHARS]) and len(seen) < MODEL_RESULT_CHARS + 200
-    assert f"the tool returned {len(whole):,} characters; only the first {MODEL_RESULT_CHARS:,} are shown" in seen
+    assert (
+        f"the tool returned {len(whole):,} characters; only the first {MODEL_RESULT_CHARS:,} are shown"
+        in seen
+    )
 
 
 def test_a_stored_cut_result_reads_to_the_model_as_the_whole_one_did() -> None:
@@ -71,7 +74,8 @@ def test_a_stored_cut_result_reads_to_the_model_as_the_whole_one_did() -> None:
 def test_a_hung_tool_times_out_and_does_not_keep_the_process_alive(tmp_path) -> None:
     """The abandoned thread is a daemon: `flowcall run` ends after the run, not after the tool."""
     script = tmp_path / "hang.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import time
         from flowcall.core.messages import ToolCall
         from flowcall.tools.base import RunContext
@@ -84,9 +88,11 @@ def test_a_hung_tool_times_out_and_does_not_keep_the_process_alive(tmp_path) -> 
             return "late"
 
         tool = build_tool(sleepy, "test/v1/sleepy")
-        [outcome] = run_calls([(ToolCall(id="c", name="sleepy", arguments={}), tool)], RunContext(run_id="r"), 0.5)
+        call = ToolCall(id="c", name="sleepy", arguments={})
+        [outcome] = run_calls([(call, tool)], RunContext(run_id="r"), 0.5)
         print(outcome.error_code, outcome.error_message)
-    """))
+    """)
+    )
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "TOOL_TIMEOUT sleepy did not answer within 0.5 s", done.stderr
@@ -106,8 +112,16 @@ def test_a_tool_that_raises_sys_exit_is_a_tool_error_not_the_end_of_the_process(
 def test_results_that_are_not_json_are_made_strict_json() -> None:
     cycle: list = []
     cycle.append(cycle)
-    for value in (float("nan"), {"t": float("-inf")}, {(1, 2): "tuple key", 3: "int key"}, {1, 2}, b"\x00bytes",
-                  cycle, object()):
+    for value in (
+        float("nan"),
+        {"t": float("-inf")},
+        {(1, 2): "tuple key", 3: "int key"},
+        {1, 2},
+        b"\x00bytes",
+        cycle,
+        object(),
+    ):
+
         def odd() -> object:
             """Odd."""
             return value
@@ -128,12 +142,25 @@ def test_a_huge_error_message_is_cut() -> None:
     assert "cut by FlowCall: the message has" in outcome.error_message
 
 
-@pytest.mark.parametrize("schema", [{"type": "strnig"}, {"type": "object", "properties": []},
-                                    {"type": "object", "required": 5}, {"$ref": "#/nowhere"},
-                                    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": 3}}}}])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "strnig"},
+        {"type": "object", "properties": []},
+        {"type": "object", "required": 5},
+        {"$ref": "#/nowhere"},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"type": 3}}}},
+    ],
+)
 def test_a_tool_whose_schema_is_broken_gets_a_tool_error_not_a_crash(schema) -> None:
-    tool = Tool(name="broken", version="srv/mcp/broken", description="", parameters=schema, func=lambda **kw: "ran",
-                source="mcp")
+    tool = Tool(
+        name="broken",
+        version="srv/mcp/broken",
+        description="",
+        parameters=schema,
+        func=lambda **kw: "ran",
+        source="mcp",
+    )
     call = ToolCall(id="c1", name="broken", arguments={"a": [1]})
     problem = check_call(call, {"broken": tool})
     if problem is not None:  # some broken schemas still validate this call
@@ -147,7 +174,9 @@ def test_errors_at_paths_that_mix_names_and_indexes_are_sorted_without_a_crash()
         return "ok"
 
     tool = _tool(tags)
-    problem = check_call(ToolCall(id="c", name="tags", arguments={"items": ["a", "b"], "name": 5}), {"tags": tool})
+    problem = check_call(
+        ToolCall(id="c", name="tags", arguments={"items": ["a", "b"], "name": 5}), {"tags": tool}
+    )
     assert problem.error_code == ErrorCode.INVALID_ARGUMENT and "items/0" in problem.error_message
 
 

@@ -52,7 +52,10 @@ def pytest_runtest_makereport(item, call):
         return
     # one line per test: its call phase, or the setup phase if that already failed
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        line = {**asdict(record), "outcome": report.outcome,
-                "error": (str(report.longrepr).splitlines() or [""])[-1][:200] if report.failed else ""}
+        line = {
+            **asdict(record),
+            "outcome": report.outcome,
+            "error": (str(report.longrepr).splitlines() or [""])[-1][:200] if report.failed else "",
+        }
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -23,8 +23,10 @@ CTX = RunContext(run_id="mcp-attacks")
 
 
 def test_an_argument_named__name_cannot_switch_the_tool_that_runs(attack):
-    attack.tried("calling `shout` with an extra argument `_name: save_note`",
-                 expected="shout runs with the arguments as given ('HI'); save_note does not run")
+    attack.tried(
+        "calling `shout` with an extra argument `_name: save_note`",
+        expected="shout runs with the arguments as given ('HI'); save_note does not run",
+    )
     with MCPConnection(OWN) as connection:
         shout = {t.name: t for t in tools_of(connection)}["shout"]
         try:
@@ -36,17 +38,25 @@ def test_an_argument_named__name_cannot_switch_the_tool_that_runs(attack):
 
 
 def test_the_approved_and_recorded_tool_is_the_one_that_ran(attack):
-    attack.tried("in a run, the model calls `shout` (what the person approves and the run records) with "
-                 "`_name: save_note` among its arguments",
-                 expected="the person is asked about shout, the step records shout, and its result is shout's")
+    attack.tried(
+        "in a run, the model calls `shout` (what the person approves and the run records) with "
+        "`_name: save_note` among its arguments",
+        expected="the person is asked about shout, the step records shout, and its result is shout's",
+    )
     asked: list[tuple[str, dict]] = []
 
     def approver(call, tool):
         asked.append((call.name, dict(call.arguments)))
         return Decision(action="approve", by="test")
 
-    flow = Flow(name="mcp", tools=["own/mcp/shout"], max_rounds=1, tool_timeout_s=10, mcp_servers=[OWN],
-                decision=DecisionConfig(provider="scripted"))
+    flow = Flow(
+        name="mcp",
+        tools=["own/mcp/shout"],
+        max_rounds=1,
+        tool_timeout_s=10,
+        mcp_servers=[OWN],
+        decision=DecisionConfig(provider="scripted"),
+    )
     provider = ScriptedProvider([[("shout", {"text": "hi", "_name": "save_note"})], "done"])
     run = Engine(ToolRegistry(), lambda cfg: provider, MemorySink()).run(flow, "go", approver=approver)
     steps = [(s.name, s.result, s.error_code) for s in run.steps if s.kind == StepKind.TOOL_CALL]
@@ -55,8 +65,11 @@ def test_the_approved_and_recorded_tool_is_the_one_that_ran(attack):
 
 
 def test_proxy_variables_do_not_carry_an_mcp_url_servers_traffic(attack, http_url, monkeypatch):
-    attack.tried("HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at a server on 127.0.0.1 while FlowCall talks "
-                 "to an MCP server by URL", expected="the proxy sees 0 requests; the tools are listed and called")
+    attack.tried(
+        "HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at a server on 127.0.0.1 while FlowCall talks "
+        "to an MCP server by URL",
+        expected="the proxy sees 0 requests; the tools are listed and called",
+    )
     proxy = Capture()
     try:
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):

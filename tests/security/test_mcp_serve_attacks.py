@@ -36,15 +36,24 @@ from tests.local_servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN = Flow(name="plain", decision=DecisionConfig(provider="scripted"))
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "t", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 def service_with(script_for_each_run: Any) -> FlowCall:
     """A service on the test's database whose every run gets a new scripted model."""
-    return FlowCall(store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider(script_for_each_run()))
+    return FlowCall(
+        store=FlowCall.open().store, provider_factory=lambda cfg: ScriptedProvider(script_for_each_run())
+    )
 
 
 def runs_in(service: FlowCall) -> int:
@@ -77,7 +86,9 @@ async def ask(url: str, question: str, token: str | None = None) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10, read=60)) as http:
         with anyio.fail_after(60):
-            async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=30) as client:
+            async with Client(
+                streamable_http_client(url, http_client=http), read_timeout_seconds=30
+            ) as client:
                 listed = await client.list_tools()
                 return await client.call_tool(listed.tools[0].name, {"question": question})
 
@@ -89,14 +100,33 @@ def port_open(port: int) -> bool:
 
 
 def test_an_exposed_host_without_a_token_never_starts(attack):
-    attack.tried("`flowcall mcp serve FLOW --transport http --host 0.0.0.0` with no token",
-                 expected="exit 2, a one-line error naming --token and FLOWCALL_MCP_TOKEN, the port never opens")
+    attack.tried(
+        "`flowcall mcp serve FLOW --transport http --host 0.0.0.0` with no token",
+        expected="exit 2, a one-line error naming --token and FLOWCALL_MCP_TOKEN, the port never opens",
+    )
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "FLOWCALL_MCP_TOKEN"}
-    proc = subprocess.Popen([sys.executable, "-m", "flowcall.cli.main", "mcp", "serve",
-                             str(ROOT / "flows" / "current_time.json"),
-                             "--transport", "http", "--host", "0.0.0.0", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flowcall.cli.main",
+            "mcp",
+            "serve",
+            str(ROOT / "flows" / "current_time.json"),
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         _, err = proc.communicate(timeout=45)
         opened = port_open(port)
@@ -110,17 +140,36 @@ def test_an_exposed_host_without_a_token_never_starts(attack):
 
 
 def test_the_real_command_with_a_token_answers_401_to_callers_without_it(attack, tmp_path):
-    attack.tried("call the real `mcp serve --token T` with no token, a wrong one, or another scheme",
-                 expected="401 with an empty body each time; the right token gets through")
+    attack.tried(
+        "call the real `mcp serve --token T` with no token, a wrong one, or another scheme",
+        expected="401 with an empty body each time; the right token gets through",
+    )
     port, token = free_port(), secrets.token_urlsafe(24)
     url = f"http://127.0.0.1:{port}/mcp"
-    argv = [sys.executable, "-m", "flowcall.cli.main", "mcp", "serve", str(ROOT / "flows" / "current_time.json"),
-            "--transport", "http", "--port", str(port), "--token", token]
+    argv = [
+        sys.executable,
+        "-m",
+        "flowcall.cli.main",
+        "mcp",
+        "serve",
+        str(ROOT / "flows" / "current_time.json"),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--token",
+        token,
+    ]
     with serving(argv, url, tmp_path / "serve.log", within_s=60, name="flowcall mcp serve", any_answer=True):
-        answers = {name: httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **extra}, timeout=20)
-                   for name, extra in [("none", {}), ("wrong", {"Authorization": f"Bearer wrong-{token}"}),
-                                       ("basic", {"Authorization": f"Basic {token}"}),
-                                       ("right", {"Authorization": f"Bearer {token}"})]}
+        answers = {
+            name: httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **extra}, timeout=20)
+            for name, extra in [
+                ("none", {}),
+                ("wrong", {"Authorization": f"Bearer wrong-{token}"}),
+                ("basic", {"Authorization": f"Basic {token}"}),
+                ("right", {"Authorization": f"Bearer {token}"}),
+            ]
+        }
     attack.observed(", ".join(f"{name}: {r.status_code} {r.content[:40]!r}" for name, r in answers.items()))
     for name in ("none", "wrong", "basic"):
         assert answers[name].status_code == 401 and answers[name].content == b""
@@ -128,8 +177,10 @@ def test_the_real_command_with_a_token_answers_401_to_callers_without_it(attack,
 
 
 def test_a_call_with_a_wrong_token_records_no_run(attack):
-    attack.tried("a full MCP tool call with no token and with a wrong token",
-                 expected="the client is refused (401) and no run is recorded; the right token runs the flow")
+    attack.tried(
+        "a full MCP tool call with no token and with a wrong token",
+        expected="the client is refused (401) and no run is recorded; the right token runs the flow",
+    )
     token = secrets.token_urlsafe(24)
     service = service_with(lambda: ["the answer"])
     refused = []
@@ -142,21 +193,31 @@ def test_a_call_with_a_wrong_token_records_no_run(attack):
                 refused.append(f"refused: {type(exc).__name__}")
         recorded_before_right = runs_in(service)
         right = anyio.run(ask, url, "hi", token)
-    attack.observed(f"{refused}; runs recorded: {recorded_before_right}; right token: {right.content[0].text!r}")
+    attack.observed(
+        f"{refused}; runs recorded: {recorded_before_right}; right token: {right.content[0].text!r}"
+    )
     assert all(r.startswith("refused") for r in refused) and recorded_before_right == 0
     assert not right.is_error and right.content[0].text == "the answer" and runs_in(service) == 1
 
 
 @pytest.mark.parametrize("served_as", ["127.0.0.1", "0.0.0.0"])
 def test_dns_rebinding_and_foreign_origins_are_refused(attack, served_as):
-    attack.tried(f"served as --host {served_as} (with a token): a request with Host: evil.example, and one "
-                 "with Origin: http://evil.example",
-                 expected="421 and 403; the server's own Host and an --allow-origin pass")
+    attack.tried(
+        f"served as --host {served_as} (with a token): a request with Host: evil.example, and one "
+        "with Origin: http://evil.example",
+        expected="421 and 403; the server's own Host and an --allow-origin pass",
+    )
     token = secrets.token_urlsafe(24)
-    app = http_app(service_with(lambda: ["x"]), PLAIN, host=served_as, token=token,
-                   allow_origins=["https://app.example.com"])
+    app = http_app(
+        service_with(lambda: ["x"]),
+        PLAIN,
+        host=served_as,
+        token=token,
+        allow_origins=["https://app.example.com"],
+    )
     auth = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
     with serving_app(app) as (url, port):
+
         def post(**headers: str) -> int:
             return httpx.post(url, json=INITIALIZE, headers={**auth, **headers}, timeout=20).status_code
 
@@ -164,37 +225,53 @@ def test_dns_rebinding_and_foreign_origins_are_refused(attack, served_as):
         evil_origin = post(Origin="http://evil.example")
         own = post()
         allowed_origin = post(Origin="https://app.example.com")
-    attack.observed(f"evil Host: {evil_host}, evil Origin: {evil_origin}, own: {own}, allowed Origin: {allowed_origin}")
+    attack.observed(
+        f"evil Host: {evil_host}, evil Origin: {evil_origin}, own: {own}, allowed Origin: {allowed_origin}"
+    )
     assert evil_host == 421 and evil_origin == 403
     assert own == 200 and allowed_origin == 200
 
 
 def test_a_failed_run_tells_the_remote_caller_no_internals(attack):
     secret = "could not read /root/.secret/key.pem for https://internal.example:9000/v1"
-    attack.tried("make a served flow fail with an error whose text holds a path and an internal URL",
-                 expected="the caller gets the run id, the error code and the `runs show` command, not the text")
+    attack.tried(
+        "make a served flow fail with an error whose text holds a path and an internal URL",
+        expected="the caller gets the run id, the error code and the `runs show` command, not the text",
+    )
     service = service_with(lambda: [ProviderError(secret)] * 5)  # each calling way falls back once
     with serving_app(http_app(service, PLAIN)) as (url, _):
         result = anyio.run(ask, url, "hi")
     reply = result.model_dump_json()
     run = service.store.list_runs(limit=1)[0]
     attack.observed(f"reply: {result.content[0].text!r}")
-    assert result.is_error and run.status == RunStatus.FAILED and secret in run.error  # the server keeps it all
+    assert (
+        result.is_error and run.status == RunStatus.FAILED and secret in run.error
+    )  # the server keeps it all
     assert "/root/.secret" not in reply and "internal.example" not in reply
-    assert result.content[0].text == (f"the flow failed (run {run.id}, PROVIDER_ERROR); "
-                                      f"see it with `flowcall runs show {run.id}` on the server")
+    assert result.content[0].text == (
+        f"the flow failed (run {run.id}, PROVIDER_ERROR); "
+        f"see it with `flowcall runs show {run.id}` on the server"
+    )
 
     async def local() -> Any:  # over stdio the caller is the local user: the full error may stay
         async with Client(build_server(service, PLAIN, remote=False)) as client:
             return await client.call_tool("plain", {"question": "hi"})
+
     assert secret in anyio.run(local).content[0].text
 
 
 def test_a_run_waiting_for_approval_says_so_and_how_to_resume(attack):
-    attack.tried("call a served flow whose tool needs a person's approval",
-                 expected="'waiting for approval' with the run id and the resume command; the run waits in the store")
-    flow = Flow(name="tasks", tools=["task/v1/create_task"], needs_approval=["create_task"], max_rounds=1,
-                decision=DecisionConfig(provider="scripted"))
+    attack.tried(
+        "call a served flow whose tool needs a person's approval",
+        expected="'waiting for approval' with the run id and the resume command; the run waits in the store",
+    )
+    flow = Flow(
+        name="tasks",
+        tools=["task/v1/create_task"],
+        needs_approval=["create_task"],
+        max_rounds=1,
+        decision=DecisionConfig(provider="scripted"),
+    )
     service = service_with(lambda: [[("create_task", {"title": "写周报"})]])
     with serving_app(http_app(service, flow)) as (url, _):
         result = anyio.run(ask, url, "记一下:写周报")
@@ -202,16 +279,20 @@ def test_a_run_waiting_for_approval_says_so_and_how_to_resume(attack):
     run_id = (result.meta or {}).get("flowcall/run_id")
     attack.observed(f"is_error={result.is_error}, reply: {text!r}, meta run id: {run_id}")
     assert run_id and service.store.get_run(run_id).status == RunStatus.WAITING_APPROVAL
-    assert text == (f"waiting for approval: run {run_id}; "
-                    f"a person resumes it with `flowcall runs resume {run_id} --approve`")
+    assert text == (
+        f"waiting for approval: run {run_id}; "
+        f"a person resumes it with `flowcall runs resume {run_id} --approve`"
+    )
     assert "failed" not in text and "None" not in text
     assert [t["title"] for t in service.store.list_tasks()] == []  # nothing ran without the person
 
 
 def test_calls_beyond_the_limit_are_told_busy(attack):
-    attack.tried("three calls at once to a server with --max-concurrent 2, while the first two are still running",
-                 expected="the third answers 'busy, try again' at once and records no run; the two finish; "
-                          "a later call runs again")
+    attack.tried(
+        "three calls at once to a server with --max-concurrent 2, while the first two are still running",
+        expected="the third answers 'busy, try again' at once and records no run; the two finish; "
+        "a later call runs again",
+    )
     entered, release = [], threading.Event()
 
     def slow(request: Any) -> str:  # the model is still thinking until the test releases it
@@ -222,6 +303,7 @@ def test_calls_beyond_the_limit_are_told_busy(attack):
     service = service_with(lambda: [slow])
     results: list[Any] = []
     with serving_app(http_app(service, PLAIN, max_concurrent=2)) as (url, _):
+
         async def flood() -> Any:
             async with anyio.create_task_group() as group:
                 for _ in range(2):
@@ -235,8 +317,10 @@ def test_calls_beyond_the_limit_are_told_busy(attack):
 
         extra = anyio.run(flood)
         later = anyio.run(ask, url, "later")  # the slots are free again
-    attack.observed(f"third: {extra.content[0].text!r}; first two: {[r.content[0].text for r in results]}; "
-                    f"later: {later.content[0].text!r}; runs: {runs_in(service)}")
+    attack.observed(
+        f"third: {extra.content[0].text!r}; first two: {[r.content[0].text for r in results]}; "
+        f"later: {later.content[0].text!r}; runs: {runs_in(service)}"
+    )
     assert extra.is_error and "busy" in extra.content[0].text and "try again" in extra.content[0].text
     assert [r.content[0].text for r in results] == ["done", "done"]
     assert not later.is_error and runs_in(service) == 3  # the two, the later one; none for the busy call

@@ -27,7 +27,10 @@ KEY = "sk-test-CAPTURE-0123456789abcdef"
 PASSWORD = "Pw-from-the-env-4711"
 
 COMPLETION = {
-    "id": "chatcmpl-capture", "object": "chat.completion", "created": 0, "model": "m",
+    "id": "chatcmpl-capture",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
 }
@@ -84,15 +87,30 @@ def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("FLOWCALL_RETRY_INITIAL_S", "0.01")
     monkeypatch.setenv("FLOWCALL_PROVIDER_ATTEMPTS", "2")
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL",
-                 "DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_COMPATIBLE_API_KEY",
+        "OPENAI_COMPATIBLE_BASE_URL",
+        "DASHSCOPE_API_KEY",
+        "DASHSCOPE_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
 def compatible_flow(name: str, decision_url: str | None, polish_url: str | None = None) -> Flow:
-    polish = PolishConfig(provider="openai-compatible", model="m", base_url=polish_url) if polish_url else None
-    return Flow(name=name, decision=DecisionConfig(provider="openai-compatible", model="m", base_url=decision_url,
-                                                   calling_way="native"), polish=polish)
+    polish = (
+        PolishConfig(provider="openai-compatible", model="m", base_url=polish_url) if polish_url else None
+    )
+    return Flow(
+        name=name,
+        decision=DecisionConfig(
+            provider="openai-compatible", model="m", base_url=decision_url, calling_way="native"
+        ),
+        polish=polish,
+    )
 
 
 def run_granted(service: FlowCall, flow: Flow, question: str = "hello?"):
@@ -109,8 +127,10 @@ def carries_key(authorization: str | None) -> bool:
 
 
 def test_flow_base_url_does_not_receive_the_compatible_key(attack, capture, monkeypatch):
-    attack.tried("a shared flow points decision.base_url at its own server to collect OPENAI_COMPATIBLE_API_KEY",
-                 expected="that server gets no key (the placeholder); the configured server still gets it")
+    attack.tried(
+        "a shared flow points decision.base_url at its own server to collect OPENAI_COMPATIBLE_API_KEY",
+        expected="that server gets no key (the placeholder); the configured server still gets it",
+    )
     configured, foreign = capture(), capture()
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", configured.url)
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
@@ -121,8 +141,10 @@ def test_flow_base_url_does_not_receive_the_compatible_key(attack, capture, monk
     spelled = configured.url.replace("http://", "HTTP://") + "/"
     own = run_granted(service, compatible_flow("own", spelled))
 
-    attack.observed(f"foreign server saw {foreign.authorizations}; configured saw "
-                    f"{['key' if carries_key(a) else a for a in configured.authorizations]}")
+    attack.observed(
+        f"foreign server saw {foreign.authorizations}; configured saw "
+        f"{['key' if carries_key(a) else a for a in configured.authorizations]}"
+    )
     assert stolen.status == RunStatus.SUCCEEDED and foreign.authorizations
     assert not any(carries_key(a) for a in foreign.authorizations)
     assert foreign.authorizations == ["Bearer not-needed"] * len(foreign.authorizations)
@@ -131,8 +153,10 @@ def test_flow_base_url_does_not_receive_the_compatible_key(attack, capture, monk
 
 
 def test_polish_base_url_does_not_receive_the_key(attack, capture, monkeypatch):
-    attack.tried("the decision model is the configured server, the polish model a foreign one",
-                 expected="the polish server gets no key")
+    attack.tried(
+        "the decision model is the configured server, the polish model a foreign one",
+        expected="the polish server gets no key",
+    )
     configured, foreign = capture(), capture()
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", configured.url)
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
@@ -147,8 +171,11 @@ def test_polish_base_url_does_not_receive_the_key(attack, capture, monkeypatch):
 
 
 def test_imported_run_rerun_does_not_send_the_key(attack, capture, monkeypatch, tmp_path):
-    attack.tried("a shared run export whose flow points base_url at the sender's server; the receiver "
-                 "imports it and re-runs it from step 1", expected="the sender's server gets no key")
+    attack.tried(
+        "a shared run export whose flow points base_url at the sender's server; the receiver "
+        "imports it and re-runs it from step 1",
+        expected="the sender's server gets no key",
+    )
     configured, foreign = capture(), capture()
     sender = FlowCall.open(f"sqlite:///{tmp_path / 'sender.db'}")  # the attacker's machine: no key there
     original = run_granted(sender, compatible_flow("shared-run", foreign.url))
@@ -168,8 +195,10 @@ def test_imported_run_rerun_does_not_send_the_key(attack, capture, monkeypatch, 
 
 
 def test_no_configured_base_url_means_the_key_goes_nowhere(attack, capture, monkeypatch):
-    attack.tried("OPENAI_COMPATIBLE_API_KEY is set but OPENAI_COMPATIBLE_BASE_URL is not; a flow names a server",
-                 expected="the server gets no key")
+    attack.tried(
+        "OPENAI_COMPATIBLE_API_KEY is set but OPENAI_COMPATIBLE_BASE_URL is not; a flow names a server",
+        expected="the server gets no key",
+    )
     foreign = capture()
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
     service = FlowCall.open()
@@ -181,8 +210,10 @@ def test_no_configured_base_url_means_the_key_goes_nowhere(attack, capture, monk
 
 
 def test_openai_provider_refuses_a_flow_base_url(attack, capture, monkeypatch):
-    attack.tried("a flow sets base_url for provider openai, hoping OPENAI_API_KEY follows it",
-                 expected="ConfigError pointing to openai-compatible; nothing sent anywhere")
+    attack.tried(
+        "a flow sets base_url for provider openai, hoping OPENAI_API_KEY follows it",
+        expected="ConfigError pointing to openai-compatible; nothing sent anywhere",
+    )
     configured, foreign = capture(), capture()
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", configured.url)
@@ -197,13 +228,17 @@ def test_openai_provider_refuses_a_flow_base_url(attack, capture, monkeypatch):
 
 
 def test_dashscope_provider_refuses_a_flow_base_url(attack, capture, monkeypatch):
-    attack.tried("a flow sets base_url for provider dashscope, hoping DASHSCOPE_API_KEY follows it",
-                 expected="ConfigError pointing to openai-compatible")
+    attack.tried(
+        "a flow sets base_url for provider dashscope, hoping DASHSCOPE_API_KEY follows it",
+        expected="ConfigError pointing to openai-compatible",
+    )
     foreign = capture()
     monkeypatch.setenv("DASHSCOPE_API_KEY", KEY)
 
     with pytest.raises(ConfigError) as caught:
-        provider_for(ModelConfig(provider="dashscope", model="qwen-plus", base_url=f"{foreign.base_url}/api/v1"))
+        provider_for(
+            ModelConfig(provider="dashscope", model="qwen-plus", base_url=f"{foreign.base_url}/api/v1")
+        )
 
     attack.observed(f"error: {caught.value}; foreign saw {foreign.authorizations}")
     assert "openai-compatible" in str(caught.value)
@@ -218,21 +253,26 @@ def with_password(url: str) -> str:
 
 
 def test_openai_base_url_password_is_not_stored(attack, capture, monkeypatch):
-    attack.tried("OPENAI_BASE_URL=http://alice:<password>@proxy/v1; a run is recorded and exported",
-                 expected="neither the stored steps nor the export hold the password")
+    attack.tried(
+        "OPENAI_BASE_URL=http://alice:<password>@proxy/v1; a run is recorded and exported",
+        expected="neither the stored steps nor the export hold the password",
+    )
     proxy = capture()
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", with_password(proxy.url))
     service = FlowCall.open()
-    flow = Flow(name="via-proxy", decision=DecisionConfig(provider="openai", model="gpt-4o-mini",
-                                                         calling_way="native"))
+    flow = Flow(
+        name="via-proxy",
+        decision=DecisionConfig(provider="openai", model="gpt-4o-mini", calling_way="native"),
+    )
 
     run = run_granted(service, flow)
     stored = service.store.get_run(run.id).model_dump_json()
     exported = json.dumps(service.export_run(run.id))
 
-    attack.observed(f"status {run.status}; password in store: {PASSWORD in stored}, "
-                    f"in export: {PASSWORD in exported}")
+    attack.observed(
+        f"status {run.status}; password in store: {PASSWORD in stored}, in export: {PASSWORD in exported}"
+    )
     assert run.status == RunStatus.SUCCEEDED and proxy.authorizations
     assert proxy.url.removeprefix("http://") in stored  # the base URL is still recorded, without the password
     assert PASSWORD not in stored and PASSWORD not in exported
@@ -240,8 +280,10 @@ def test_openai_base_url_password_is_not_stored(attack, capture, monkeypatch):
 
 
 def test_compatible_base_url_password_is_not_stored(attack, capture, monkeypatch):
-    attack.tried("OPENAI_COMPATIBLE_BASE_URL=http://alice:<password>@server/v1 and a flow without base_url",
-                 expected="the run goes to the configured server; no password in steps or export")
+    attack.tried(
+        "OPENAI_COMPATIBLE_BASE_URL=http://alice:<password>@server/v1 and a flow without base_url",
+        expected="the run goes to the configured server; no password in steps or export",
+    )
     server = capture()
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", with_password(server.url))
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
@@ -251,23 +293,29 @@ def test_compatible_base_url_password_is_not_stored(attack, capture, monkeypatch
     stored = service.store.get_run(run.id).model_dump_json()
     exported = json.dumps(service.export_run(run.id))
 
-    attack.observed(f"status {run.status}; requests {len(server.authorizations)}; "
-                    f"password in store: {PASSWORD in stored}, in export: {PASSWORD in exported}")
+    attack.observed(
+        f"status {run.status}; requests {len(server.authorizations)}; "
+        f"password in store: {PASSWORD in stored}, in export: {PASSWORD in exported}"
+    )
     assert run.status == RunStatus.SUCCEEDED and server.authorizations
     assert PASSWORD not in stored and PASSWORD not in exported
 
 
 def test_unreachable_base_url_error_holds_no_password(attack, monkeypatch):
-    attack.tried("OPENAI_BASE_URL with a password points at a closed port; the run fails",
-                 expected="the error (message, stored step, export) names the URL without the password")
+    attack.tried(
+        "OPENAI_BASE_URL with a password points at a closed port; the run fails",
+        expected="the error (message, stored step, export) names the URL without the password",
+    )
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://alice:{PASSWORD}@127.0.0.1:{port}/v1")
     service = FlowCall.open()
-    flow = Flow(name="closed-proxy", decision=DecisionConfig(provider="openai", model="gpt-4o-mini",
-                                                            calling_way="native"))
+    flow = Flow(
+        name="closed-proxy",
+        decision=DecisionConfig(provider="openai", model="gpt-4o-mini", calling_way="native"),
+    )
 
     run = run_granted(service, flow)
     stored = service.store.get_run(run.id).model_dump_json()
@@ -280,8 +328,10 @@ def test_unreachable_base_url_error_holds_no_password(attack, monkeypatch):
 
 
 def test_dashscope_base_url_password_is_not_recorded(attack, monkeypatch):
-    attack.tried("a DashScope base URL with user:password@ (DASHSCOPE_HTTP_BASE_URL or base_url)",
-                 expected="the recorded request and the error name the URL without the password")
+    attack.tried(
+        "a DashScope base URL with user:password@ (DASHSCOPE_HTTP_BASE_URL or base_url)",
+        expected="the recorded request and the error name the URL without the password",
+    )
     import requests
 
     with socket.socket() as s:
@@ -293,8 +343,10 @@ def test_dashscope_base_url_password_is_not_recorded(attack, monkeypatch):
         provider.complete(ModelRequest(messages=[Message(role="user", content="hi")]))
     recorded = json.dumps(caught.value.details.get("wire_request"))
 
-    attack.observed(f"error: {caught.value.message[:160]}; recorded base_url "
-                    f"{caught.value.details.get('wire_request', {}).get('base_url')}")
+    attack.observed(
+        f"error: {caught.value.message[:160]}; recorded base_url "
+        f"{caught.value.details.get('wire_request', {}).get('base_url')}"
+    )
     assert isinstance(caught.value.__cause__, requests.exceptions.RequestException)
     assert f"127.0.0.1:{port}" in recorded
     assert PASSWORD not in recorded and PASSWORD not in caught.value.message

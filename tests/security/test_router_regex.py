@@ -22,17 +22,26 @@ PATTERN = PATTERNS[1]
 def run_isolated(code: str, limit_s: float = 30) -> tuple[str, str]:
     """(stdout, a note) of `code` in a child process, killed after `limit_s`."""
     try:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              cwd=ROOT, timeout=limit_s)
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=limit_s,
+        )
     except subprocess.TimeoutExpired:
         return "", f"still matching after {limit_s:g} s (killed)"
-    return done.stdout.strip(), f"exit {done.returncode}" + (f": {done.stderr[-300:]}" if done.returncode else "")
+    return done.stdout.strip(), f"exit {done.returncode}" + (
+        f": {done.stderr[-300:]}" if done.returncode else ""
+    )
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_a_catastrophic_rule_pattern_counts_as_no_match_within_a_second(attack, pattern):
-    attack.tried(f"a router rule {pattern!r} against a message of 60 a's and '!'",
-                 expected="no match, returned within 1 s")
+    attack.tried(
+        f"a router rule {pattern!r} against a message of 60 a's and '!'",
+        expected="no match, returned within 1 s",
+    )
     out, note = run_isolated(f"""
         import time
         from flowcall.calling.router import Rule, rule_matches
@@ -49,8 +58,10 @@ def test_a_catastrophic_rule_pattern_counts_as_no_match_within_a_second(attack, 
 
 
 def test_a_routed_run_with_a_catastrophic_rule_finishes(attack):
-    attack.tried(f"a flow on the router way with rule {PATTERN!r} -> get_time, asked 60 a's and '!'",
-                 expected="the run succeeds within seconds; the model chooses instead of the rule")
+    attack.tried(
+        f"a flow on the router way with rule {PATTERN!r} -> get_time, asked 60 a's and '!'",
+        expected="the run succeeds within seconds; the model chooses instead of the rule",
+    )
     out, note = run_isolated(f"""
         import time
         from flowcall.engine.loop import Engine
@@ -65,13 +76,14 @@ def test_a_routed_run_with_a_catastrophic_rule_finishes(attack):
             \"\"\"The current time.\"\"\"
             return "10:00"
 
-        flow = Flow(name="r", tools=["t/v1/get_time"], router_rules=[RouterRule(pattern={PATTERN!r}, tool="get_time")],
+        rule = RouterRule(pattern={PATTERN!r}, tool="get_time")
+        flow = Flow(name="r", tools=["t/v1/get_time"], router_rules=[rule],
                     decision=DecisionConfig(provider="scripted", calling_way="router"))
         caps = Capabilities(native_tools=False, json_schema_output=True, grammar=True)
         provider = ScriptedProvider(['{{"tools": ["none"]}}', '{{"answer": "no tool"}}'], capabilities=caps)
         started = time.monotonic()
-        run = Engine(ToolRegistry([build_tool(get_time, "t/v1/get_time")]), lambda cfg: provider, MemorySink()).run(
-            flow, {TEXT!r})
+        registry = ToolRegistry([build_tool(get_time, "t/v1/get_time")])
+        run = Engine(registry, lambda cfg: provider, MemorySink()).run(flow, {TEXT!r})
         print(run.status.value, round(time.monotonic() - started, 3))
     """)
     attack.observed(f"{note}; status and seconds: {out!r}")

@@ -17,8 +17,10 @@ TEXT = "a" * 32 + "!"
 
 @pytest.mark.parametrize("pattern", EVIL)
 def test_a_tool_argument_against_a_catastrophic_pattern_is_refused_in_seconds(attack, pattern):
-    attack.tried(f"an MCP/HTTP tool whose inputSchema says code: pattern {pattern!r}, called with 32 a's and '!'",
-                 expected="the call is refused as INVALID_ARGUMENT naming the field and the pattern, within 5 s")
+    attack.tried(
+        f"an MCP/HTTP tool whose inputSchema says code: pattern {pattern!r}, called with 32 a's and '!'",
+        expected="the call is refused as INVALID_ARGUMENT naming the field and the pattern, within 5 s",
+    )
     out, note = run_isolated(f"""
         import time
         from flowcall.core.messages import ToolCall
@@ -40,8 +42,10 @@ def test_a_tool_argument_against_a_catastrophic_pattern_is_refused_in_seconds(at
 
 def test_a_shared_flows_polish_schema_with_a_catastrophic_pattern_does_not_hang_the_run(attack):
     pattern = EVIL[0]
-    attack.tried(f"a shared flow whose polish output_schema holds pattern {pattern!r}; the answer is 32 a's and '!'",
-                 expected="the run ends failed, naming the pattern, within 10 s")
+    attack.tried(
+        f"a shared flow whose polish output_schema holds pattern {pattern!r}; the answer is 32 a's and '!'",
+        expected="the run ends failed, naming the pattern, within 10 s",
+    )
     out, note = run_isolated(f"""
         import json, time
         from flowcall.engine.loop import Engine
@@ -67,8 +71,10 @@ def test_a_shared_flows_polish_schema_with_a_catastrophic_pattern_does_not_hang_
 
 def test_the_eval_checker_and_the_dataset_check_share_the_bound(attack):
     pattern = EVIL[1]
-    attack.tried(f"schemas.validator (eval, rescore, the schema form) on pattern {pattern!r} and 32 a's and '!'",
-                 expected="not valid, within 5 s")
+    attack.tried(
+        f"schemas.validator (eval, rescore, the schema form) on pattern {pattern!r} and 32 a's and '!'",
+        expected="not valid, within 5 s",
+    )
     out, note = run_isolated(f"""
         import time
         from flowcall.core import schemas
@@ -84,8 +90,10 @@ def test_the_eval_checker_and_the_dataset_check_share_the_bound(attack):
 
 def test_pattern_properties_are_bounded_too(attack):
     pattern = EVIL[2]
-    attack.tried(f"a tool schema with patternProperties {{{pattern!r}: ...}}, an argument named 32 a's and '!'",
-                 expected="checked within 5 s")
+    attack.tried(
+        f"a tool schema with patternProperties {{{pattern!r}: ...}}, an argument named 32 a's and '!'",
+        expected="checked within 5 s",
+    )
     out, note = run_isolated(f"""
         import time
         from flowcall.core import schemas

@@ -47,9 +47,14 @@ class Capture:
 
             def handle_any(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                capture.requests.append({"method": self.command, "path": self.path,
-                                         "headers": {k.lower(): v for k, v in self.headers.items()},
-                                         "body": self.rfile.read(length) if length else b""})
+                capture.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": self.rfile.read(length) if length else b"",
+                    }
+                )
                 status, headers, body = reply(self)
                 self.send_response(status)
                 for key, value in {"Content-Length": str(len(body)), **headers}.items():
@@ -123,15 +128,27 @@ def capture():
 
 def http_tool(tmp_path, base_url: str, allow_hosts: list[str] | None = None) -> Tool:
     """One GET operation with a header, an Authorization header and a query parameter."""
-    document = {"openapi": "3.0.3", "info": {"title": "api", "version": "1"}, "paths": {"/data": {"get": {
-        "operationId": "getData", "parameters": [
-            {"name": "X-Api-Key", "in": "header", "schema": {"type": "string"}},
-            {"name": "Authorization", "in": "header", "schema": {"type": "string"}},
-            {"name": "token", "in": "query", "schema": {"type": "string"}}]}}}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "api", "version": "1"},
+        "paths": {
+            "/data": {
+                "get": {
+                    "operationId": "getData",
+                    "parameters": [
+                        {"name": "X-Api-Key", "in": "header", "schema": {"type": "string"}},
+                        {"name": "Authorization", "in": "header", "schema": {"type": "string"}},
+                        {"name": "token", "in": "query", "schema": {"type": "string"}},
+                    ],
+                }
+            }
+        },
+    }
     path = tmp_path / "api.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    [tool] = tools_from_openapi(HTTPToolSource(name="api", openapi=str(path), base_url=base_url,
-                                               allow_hosts=allow_hosts or []))
+    [tool] = tools_from_openapi(
+        HTTPToolSource(name="api", openapi=str(path), base_url=base_url, allow_hosts=allow_hosts or [])
+    )
     return tool
 
 
@@ -143,20 +160,27 @@ def outcome(call: Callable[[], Any]) -> Any:
 
 
 def test_dns_rebinding_cannot_move_a_checked_request_to_localhost(attack, network, capture, tmp_path):
-    attack.tried("an HTTP tool's host answers DNS with a public address for the check and 127.0.0.1 for the "
-                 "connect (DNS rebinding)",
-                 expected="the connection goes to the checked public address only; 127.0.0.1 sees no request")
+    attack.tried(
+        "an HTTP tool's host answers DNS with a public address for the check and 127.0.0.1 for the "
+        "connect (DNS rebinding)",
+        expected="the connection goes to the checked public address only; 127.0.0.1 sees no request",
+    )
     network.answers["rebind.flowcall.test"] = [PUBLIC, "127.0.0.1"]
     tool = http_tool(tmp_path, f"http://rebind.flowcall.test:{capture.port}")
     result = outcome(lambda: tool.invoke({"token": "t"}, CTX))
-    attack.observed(f"connects to {network.connects}; requests seen on 127.0.0.1: {len(capture.requests)}; "
-                    f"result: {result!r}")
+    attack.observed(
+        f"connects to {network.connects}; requests seen on 127.0.0.1: {len(capture.requests)}; "
+        f"result: {result!r}"
+    )
     assert capture.requests == [] and network.connects == [PUBLIC]
 
 
 def test_proxy_variables_in_the_environment_do_not_receive_tool_requests(attack, monkeypatch, tmp_path):
-    attack.tried("HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at a server on 127.0.0.1 that would see (and resolve) "
-                 "every tool request", expected="the proxy sees 0 requests; the API gets the request directly")
+    attack.tried(
+        "HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at a server on 127.0.0.1 that would see (and resolve) "
+        "every tool request",
+        expected="the proxy sees 0 requests; the API gets the request directly",
+    )
     api, proxy = Capture(), Capture()
     try:
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
@@ -165,7 +189,9 @@ def test_proxy_variables_in_the_environment_do_not_receive_tool_requests(attack,
             monkeypatch.delenv(name, raising=False)
         tool = http_tool(tmp_path, api.url, allow_hosts=["127.0.0.1"])
         result = outcome(lambda: tool.invoke({"token": "t"}, CTX))
-        attack.observed(f"proxy saw {len(proxy.requests)} requests, API saw {len(api.requests)}; result: {result!r}")
+        attack.observed(
+            f"proxy saw {len(proxy.requests)} requests, API saw {len(api.requests)}; result: {result!r}"
+        )
         assert proxy.requests == [] and len(api.requests) == 1 and result == {"ok": True}
     finally:
         api.close()
@@ -177,19 +203,28 @@ def test_proxy_variables_in_the_environment_do_not_receive_tool_requests(attack,
 # (or not yet) routed publicly. The plain ranges (loopback, private...) are refused as before:
 # tests/tools/test_openapi_tools.py lists every range.
 TUNNELS = [
-    ("NAT64 of 127.0.0.1", "64:ff9b::7f00:1"), ("NAT64 of cloud metadata", "64:ff9b::a9fe:a9fe"),
-    ("local-use NAT64 of 10.0.0.1", "64:ff9b:1::a00:1"), ("6to4 of 127.0.0.1", "2002:7f00:1::1"),
-    ("6to4 of cloud metadata", "2002:a9fe:a9fe::1"), ("IPv4-compatible ::127.0.0.1", "::7f00:1"),
-    ("IPv4-compatible cloud metadata", "::a9fe:a9fe"), ("IPv4-mapped, any", "::ffff:808:808"),
-    ("site-local fec0::/10", "fec0::1"), ("6to4 relay anycast 192.88.99.0/24", "192.88.99.1"),
+    ("NAT64 of 127.0.0.1", "64:ff9b::7f00:1"),
+    ("NAT64 of cloud metadata", "64:ff9b::a9fe:a9fe"),
+    ("local-use NAT64 of 10.0.0.1", "64:ff9b:1::a00:1"),
+    ("6to4 of 127.0.0.1", "2002:7f00:1::1"),
+    ("6to4 of cloud metadata", "2002:a9fe:a9fe::1"),
+    ("IPv4-compatible ::127.0.0.1", "::7f00:1"),
+    ("IPv4-compatible cloud metadata", "::a9fe:a9fe"),
+    ("IPv4-mapped, any", "::ffff:808:808"),
+    ("site-local fec0::/10", "fec0::1"),
+    ("6to4 relay anycast 192.88.99.0/24", "192.88.99.1"),
     ("documentation 3fff::/20", "3fff::1"),
 ]
 
 
 @pytest.mark.parametrize("label, address", TUNNELS, ids=[label for label, _ in TUNNELS])
-def test_addresses_that_lead_to_internal_ones_are_refused_with_no_traffic(attack, network, tmp_path, label, address):
-    attack.tried(f"an HTTP tool's host resolves to {address} ({label})",
-                 expected="UnsafeRequest naming allow_hosts, no connection attempted")
+def test_addresses_that_lead_to_internal_ones_are_refused_with_no_traffic(
+    attack, network, tmp_path, label, address
+):
+    attack.tried(
+        f"an HTTP tool's host resolves to {address} ({label})",
+        expected="UnsafeRequest naming allow_hosts, no connection attempted",
+    )
     network.answers["inside.flowcall.test"] = [address]
     tool = http_tool(tmp_path, "http://inside.flowcall.test:8080")
     result = outcome(lambda: tool.invoke({}, CTX))
@@ -198,18 +233,25 @@ def test_addresses_that_lead_to_internal_ones_are_refused_with_no_traffic(attack
 
 
 def test_tool_headers_do_not_follow_a_redirect_to_another_host(attack, tmp_path):
-    attack.tried("an allowed API answers 302 to another host; the call carries X-Api-Key and Authorization "
-                 "header arguments", expected="the other host gets the redirected request without either header")
+    attack.tried(
+        "an allowed API answers 302 to another host; the call carries X-Api-Key and Authorization "
+        "header arguments",
+        expected="the other host gets the redirected request without either header",
+    )
     other = Capture()
     api = Capture(lambda h: (302, {"Location": f"http://localhost:{other.port}/landing"}, b""))
     try:
         tool = http_tool(tmp_path, api.url, allow_hosts=["127.0.0.1", "localhost"])
-        result = outcome(lambda: tool.invoke({"X-Api-Key": "sk-secret", "Authorization": "Bearer tok-secret"}, CTX))
+        result = outcome(
+            lambda: tool.invoke({"X-Api-Key": "sk-secret", "Authorization": "Bearer tok-secret"}, CTX)
+        )
         sent = api.requests[0]["headers"] if api.requests else {}
         got = other.requests[0]["headers"] if other.requests else {}
-        attack.observed(f"API got x-api-key={sent.get('x-api-key')!r}; other host got {len(other.requests)} "
-                        f"request(s), x-api-key={got.get('x-api-key')!r}, authorization={got.get('authorization')!r}; "
-                        f"result: {result!r}")
+        attack.observed(
+            f"API got x-api-key={sent.get('x-api-key')!r}; other host got {len(other.requests)} "
+            f"request(s), x-api-key={got.get('x-api-key')!r}, authorization={got.get('authorization')!r}; "
+            f"result: {result!r}"
+        )
         assert sent.get("x-api-key") == "sk-secret"  # the host the flow named does get it
         assert len(other.requests) == 1 and result == {"ok": True}
         assert "x-api-key" not in got and "authorization" not in got
@@ -219,15 +261,19 @@ def test_tool_headers_do_not_follow_a_redirect_to_another_host(attack, tmp_path)
 
 
 def test_query_arguments_do_not_follow_a_redirect(attack, tmp_path):
-    attack.tried("an allowed API answers 302 to another host; the call carries a secret query argument",
-                 expected="the other host gets the Location's URL only, not the secret")
+    attack.tried(
+        "an allowed API answers 302 to another host; the call carries a secret query argument",
+        expected="the other host gets the Location's URL only, not the secret",
+    )
     other = Capture()
     api = Capture(lambda h: (302, {"Location": f"http://localhost:{other.port}/landing?page=2"}, b""))
     try:
         tool = http_tool(tmp_path, api.url, allow_hosts=["127.0.0.1", "localhost"])
         result = outcome(lambda: tool.invoke({"token": "q-secret"}, CTX))
         paths = [r["path"] for r in other.requests]
-        attack.observed(f"API got {[r['path'] for r in api.requests]}; other host got {paths}; result: {result!r}")
+        attack.observed(
+            f"API got {[r['path'] for r in api.requests]}; other host got {paths}; result: {result!r}"
+        )
         assert "token=q-secret" in api.requests[0]["path"] and paths == ["/landing?page=2"]
     finally:
         api.close()

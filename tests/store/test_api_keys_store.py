@@ -21,7 +21,9 @@ from flowcall.trust.api_keys import key_hash, new_secret, prefix_of
 
 
 def _row(name: str, secret: str) -> ApiKeyRow:
-    return ApiKeyRow(name=name, prefix=prefix_of(secret), key_hash=key_hash(secret), flows=None, created_at=utcnow())
+    return ApiKeyRow(
+        name=name, prefix=prefix_of(secret), key_hash=key_hash(secret), flows=None, created_at=utcnow()
+    )
 
 
 def test_a_0010_database_upgrades_to_api_keys(db_url: str, open_stores: Callable[[], Store]) -> None:
@@ -43,14 +45,26 @@ def test_a_0010_database_upgrades_to_api_keys(db_url: str, open_stores: Callable
 def test_the_database_keeps_one_active_key_per_name(store: Store) -> None:
     with Session(store.engine) as s, s.begin():
         s.add(_row("same", new_secret()))
-    with pytest.raises(IntegrityError), Session(store.engine) as s, s.begin():  # what add_key's check would refuse
+    with (
+        pytest.raises(IntegrityError),
+        Session(store.engine) as s,
+        s.begin(),
+    ):  # what add_key's check would refuse
         s.add(_row("same", new_secret()))
     revoke_keys(store, "same")
     with Session(store.engine) as s, s.begin():  # a revoked key's name is free again
         s.add(_row("same", new_secret()))
     with Session(store.engine) as s, s.begin():  # and revoked keys may share it
-        s.add(ApiKeyRow(name="same", prefix="x", key_hash="0" * 64, flows=None, created_at=utcnow(),
-                        revoked_at=utcnow()))
+        s.add(
+            ApiKeyRow(
+                name="same",
+                prefix="x",
+                key_hash="0" * 64,
+                flows=None,
+                created_at=utcnow(),
+                revoked_at=utcnow(),
+            )
+        )
     assert [k.active for k in list_keys(store)] == [False, True, False]
 
 

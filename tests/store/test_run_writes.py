@@ -22,8 +22,13 @@ from flowcall.store.models import RunArtifactsRow, RunRow, StepRow
 
 
 def _run() -> Run:
-    return Run(id=str(uuid.uuid4()), flow_name="writes", question="q", trace_id=uuid.uuid4().hex,
-               started_at=datetime.now(UTC))
+    return Run(
+        id=str(uuid.uuid4()),
+        flow_name="writes",
+        question="q",
+        trace_id=uuid.uuid4().hex,
+        started_at=datetime.now(UTC),
+    )
 
 
 def _step(run: Run, seq: int, kind: StepKind = StepKind.MODEL_CALL, **fields: object) -> Step:
@@ -75,9 +80,13 @@ def _three_rounds(store: Store, run: Run) -> int:
         store.steps_recorded([_step(run, seq, round=round_no, tokens_in=10, tokens_out=2)])
         store.state_saved(run, {"v": 1, "round_no": round_no, "running": [f"c{round_no}"]})
         seq += 2
-        store.steps_recorded([_step(run, seq - 1, StepKind.TOOL_CALL, round=round_no, result="a"),
-                              _step(run, seq, StepKind.TOOL_CALL, round=round_no, result="b")],
-                             {"v": 1, "round_no": round_no, "running": []})
+        store.steps_recorded(
+            [
+                _step(run, seq - 1, StepKind.TOOL_CALL, round=round_no, result="a"),
+                _step(run, seq, StepKind.TOOL_CALL, round=round_no, result="b"),
+            ],
+            {"v": 1, "round_no": round_no, "running": []},
+        )
         calls += 3
     store.steps_recorded([_step(run, seq + 1, round=4, tokens_in=10, tokens_out=5)])
     run.status, run.final_answer, run.ended_at = RunStatus.SUCCEEDED, "done", datetime.now(UTC)
@@ -103,8 +112,9 @@ def test_a_run_commits_once_per_write_and_reads_nothing(store: Store) -> None:
     assert stored.status is RunStatus.SUCCEEDED and [s.seq for s in stored.steps] == list(range(1, 11))
     assert (stored.tokens_in, stored.tokens_out) == (40, 11)
     with store.engine.connect() as conn:
-        assert conn.execute(select(RunRow.tokens_in, RunRow.tokens_out, RunRow.checkpoint)
-                            .where(RunRow.id == run.id)).one() == (40, 11, None)
+        assert conn.execute(
+            select(RunRow.tokens_in, RunRow.tokens_out, RunRow.checkpoint).where(RunRow.id == run.id)
+        ).one() == (40, 11, None)
 
 
 def _cancel(store: Store, run: Run) -> None:
@@ -113,7 +123,8 @@ def _cancel(store: Store, run: Run) -> None:
 
 @pytest.mark.parametrize("write", ["step", "steps with state", "state before tools"])
 def test_a_run_cancelled_elsewhere_raises_at_its_next_write_and_stays_cancelled(
-        open_stores: Callable[[], Store], write: str) -> None:
+    open_stores: Callable[[], Store], write: str
+) -> None:
     runner, person = open_stores(), open_stores()  # two engines, like a worker and the studio
     run = _run()
     runner.run_started(run)
@@ -125,8 +136,10 @@ def test_a_run_cancelled_elsewhere_raises_at_its_next_write_and_stays_cancelled(
         if write == "step":
             runner.steps_recorded([_step(run, 2, StepKind.ERROR)])
         elif write == "steps with state":
-            runner.steps_recorded([_step(run, 2, StepKind.TOOL_CALL), _step(run, 3, StepKind.TOOL_CALL)],
-                                  {"v": 1, "running": [], "artifacts": {"t": 1}})
+            runner.steps_recorded(
+                [_step(run, 2, StepKind.TOOL_CALL), _step(run, 3, StepKind.TOOL_CALL)],
+                {"v": 1, "running": [], "artifacts": {"t": 1}},
+            )
         else:
             runner.state_saved(run, {"v": 1, "running": ["c2"]})
     stored = person.get_run(run.id)
@@ -159,12 +172,16 @@ def test_a_run_another_process_took_over_gets_nothing(store: Store, write: str) 
     with store.engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(StepRow)) == 0
         assert conn.execute(select(RunRow.status, RunRow.owner, RunRow.checkpoint)).one() == (
-            "running", "elsewhere/1/1", {"v": 1, "running": ["c1"]})  # the state before tools stays
+            "running",
+            "elsewhere/1/1",
+            {"v": 1, "running": ["c1"]},
+        )  # the state before tools stays
 
 
 @pytest.mark.parametrize("with_state", [False, True])
 def test_a_step_written_while_a_resumer_claims_the_run_waits_for_the_claim_and_gets_nothing(
-        store: Store, with_state: bool) -> None:
+    store: Store, with_state: bool
+) -> None:
     """The step's write and a claim (Store.run_resumed) take turns on the run's row: the step
     waits for the claim's transaction, then finds the run someone else's."""
     run = _run()
@@ -259,8 +276,9 @@ def test_the_engine_commits_once_per_sink_call_and_reads_nothing(store: Store) -
             return getattr(store, name)
 
     registry = ToolRegistry([build_tool(echo, "writes/v1/echo")])
-    flow = Flow(name="writes", tools=["writes/v1/echo"], max_rounds=4,
-                decision=DecisionConfig(provider="scripted"))
+    flow = Flow(
+        name="writes", tools=["writes/v1/echo"], max_rounds=4, decision=DecisionConfig(provider="scripted")
+    )
     script = [[("echo", {"text": str(r)})] for r in range(3)] + ["done"]
     store.run_started(_run())  # the first connection's set-up statements
     with counting(store) as seen:

@@ -22,10 +22,22 @@ from flowcall.store.models import Base, RunRow
 TABLES = {"flows", "flow_versions", "runs", "steps", "tasks", "alembic_version"}
 
 
-def _run(flow_name: str = "weather", *, run_id: str | None = None, version_id: int | None = None,
-         started_at: datetime | None = None, question: str = "明天上海要带伞吗？") -> Run:
-    return Run(id=run_id or str(uuid.uuid4()), flow_name=flow_name, flow_version_id=version_id,
-               question=question, trace_id=uuid.uuid4().hex, started_at=started_at or datetime.now(UTC))
+def _run(
+    flow_name: str = "weather",
+    *,
+    run_id: str | None = None,
+    version_id: int | None = None,
+    started_at: datetime | None = None,
+    question: str = "明天上海要带伞吗？",
+) -> Run:
+    return Run(
+        id=run_id or str(uuid.uuid4()),
+        flow_name=flow_name,
+        flow_version_id=version_id,
+        question=question,
+        trace_id=uuid.uuid4().hex,
+        started_at=started_at or datetime.now(UTC),
+    )
 
 
 def _finish(store: Store, run: Run, status: RunStatus = RunStatus.SUCCEEDED, answer: object = "好") -> None:
@@ -147,23 +159,51 @@ def test_run_and_steps_round_trip(store: Store) -> None:
     store.run_started(run)
     t0 = datetime(2026, 3, 1, 8, 30, 0, 123456, tzinfo=UTC)
     model_step = Step(
-        run_id=run.id, seq=0, kind=StepKind.MODEL_CALL, name="local/qwen", calling_way="prompt",
-        request={"messages": [{"role": "user", "content": "明天上海要带伞吗？"}],
-                 "tools": [{"type": "function", "function": {"name": "get_weather",
-                                                              "parameters": {"properties": {"city": {}}}}}]},
-        response={"choices": [{"message": {"content": "```json\n{\"name\": \"get_weather\"}\n```"}}]},
+        run_id=run.id,
+        seq=0,
+        kind=StepKind.MODEL_CALL,
+        name="local/qwen",
+        calling_way="prompt",
+        request={
+            "messages": [{"role": "user", "content": "明天上海要带伞吗？"}],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {"name": "get_weather", "parameters": {"properties": {"city": {}}}},
+                }
+            ],
+        },
+        response={"choices": [{"message": {"content": '```json\n{"name": "get_weather"}\n```'}}]},
         rendered_prompt="<|im_start|>user\n明天上海要带伞吗？<|im_end|>",
         tool_calls=[{"id": "c1", "name": "get_weather", "arguments": {"city": "上海"}}],
-        tokens_in=120, tokens_out=30, latency_ms=812.5,
-        retries=[{"attempt": 1, "error": "RATE_LIMITED", "wait_s": 0.5}], request_id="req-1",
-        started_at=t0, ended_at=t0 + timedelta(seconds=1),
+        tokens_in=120,
+        tokens_out=30,
+        latency_ms=812.5,
+        retries=[{"attempt": 1, "error": "RATE_LIMITED", "wait_s": 0.5}],
+        request_id="req-1",
+        started_at=t0,
+        ended_at=t0 + timedelta(seconds=1),
     )
-    tool_step = Step(run_id=run.id, seq=1, kind=StepKind.TOOL_CALL, round=1, name="get_weather",
-                     tool_call_id="c1", arguments={"city": "上海", "days": [1, 2]},
-                     result={"城市": "上海", "forecast": [{"rain": 0.8, "温度": {"高": 12, "低": 5}}]})
-    error_step = Step(run_id=run.id, seq=2, kind=StepKind.ERROR, round=1, name="create_task",
-                      error_code="MISSING_REQUIRED_FIELD", error_message="缺少字段 title",
-                      result="参数错误")
+    tool_step = Step(
+        run_id=run.id,
+        seq=1,
+        kind=StepKind.TOOL_CALL,
+        round=1,
+        name="get_weather",
+        tool_call_id="c1",
+        arguments={"city": "上海", "days": [1, 2]},
+        result={"城市": "上海", "forecast": [{"rain": 0.8, "温度": {"高": 12, "低": 5}}]},
+    )
+    error_step = Step(
+        run_id=run.id,
+        seq=2,
+        kind=StepKind.ERROR,
+        round=1,
+        name="create_task",
+        error_code="MISSING_REQUIRED_FIELD",
+        error_message="缺少字段 title",
+        result="参数错误",
+    )
     for step in (model_step, tool_step, error_step):
         store.step_recorded(step)
     _finish(store, run, answer={"带伞": True, "理由": ["降雨概率 80%"]})
@@ -178,7 +218,9 @@ def test_run_and_steps_round_trip(store: Store) -> None:
         assert conn.execute(text("SELECT tokens_in, tokens_out FROM runs")).one() == (120, 30)
 
 
-@pytest.mark.parametrize("result", ["plain text", {"a": {"b": [1, None]}}, [1, "二", {}], 3.5, 0, False, None])
+@pytest.mark.parametrize(
+    "result", ["plain text", {"a": {"b": [1, None]}}, [1, "二", {}], 3.5, 0, False, None]
+)
 def test_step_result_may_be_any_json(store: Store, result: object) -> None:
     run = _run()
     store.run_started(run)
@@ -209,8 +251,11 @@ def test_failed_run_keeps_error(store: Store) -> None:
 
 def test_list_runs_filters_and_orders(store: Store) -> None:
     base = datetime(2026, 1, 1, tzinfo=UTC)
-    runs = [_run("weather", started_at=base), _run("tasks", started_at=base + timedelta(minutes=1)),
-            _run("weather", started_at=base + timedelta(minutes=2))]
+    runs = [
+        _run("weather", started_at=base),
+        _run("tasks", started_at=base + timedelta(minutes=1)),
+        _run("weather", started_at=base + timedelta(minutes=2)),
+    ]
     for run in runs:
         store.run_started(run)
     _finish(store, runs[0])
@@ -286,7 +331,9 @@ def test_runs_filter_by_model_and_date_and_import_keeps_every_step(store: Store)
     assert [r.id for r in store.list_runs(text="上海")] == [run.id] and store.list_runs(text="北京") == []
 
     again = store.import_run(store.get_run(run.id))  # the id is taken: a copy, nothing overwritten
-    assert again.id != run.id and again.steps[0].model_dump(exclude={"run_id"}) == step.model_dump(exclude={"run_id"})
+    assert again.id != run.id and again.steps[0].model_dump(exclude={"run_id"}) == step.model_dump(
+        exclude={"run_id"}
+    )
     assert again.tokens_in == 10 and len(store.list_runs()) == 2
 
 
@@ -294,10 +341,16 @@ def test_model_profiles_are_replaced_by_key(store: Store) -> None:
     from flowcall.core.model_profile import Check, ModelProfile
     from flowcall.store.profiles import get_profile, list_profiles, save_profile
 
-    first = ModelProfile(provider="openai-compatible", model="qwen", base_url="http://127.0.0.1:8080/v1",
-                         checks=[Check(name="native_tools", passed=False, detail="text")])
+    first = ModelProfile(
+        provider="openai-compatible",
+        model="qwen",
+        base_url="http://127.0.0.1:8080/v1",
+        checks=[Check(name="native_tools", passed=False, detail="text")],
+    )
     save_profile(store, first)
-    save_profile(store, first.model_copy(update={"checks": [Check(name="native_tools", passed=True, detail="ok")]}))
+    save_profile(
+        store, first.model_copy(update={"checks": [Check(name="native_tools", passed=True, detail="ok")]})
+    )
     stored = get_profile(store, "openai-compatible", "qwen", "http://127.0.0.1:8080/v1")
     assert stored is not None and stored.checks[0].passed and len(list_profiles(store)) == 1
     assert get_profile(store, "openai-compatible", "qwen") is None  # another base_url is another model
@@ -325,10 +378,17 @@ def test_claiming_a_paused_run_is_one_compare_and_set(open_stores: Callable[[], 
     first.run_resumed(run)  # claimed: running, and the paused state is still there
     assert first.get_run(run.id).status is RunStatus.RUNNING
     assert _raw_checkpoint(first, run.id) == {"v": 1, "pending": ["a"]}
-    with pytest.raises(ConfigError, match=rf"run {run.id} is already being resumed \(or finished\); "
-                                          rf"see `flowcall runs show {run.id}`$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"run {run.id} is already being resumed \(or finished\); "
+        rf"see `flowcall runs show {run.id}`$",
+    ):
         second.run_resumed(seen_by_second)
-    with pytest.raises(ConfigError, match=r"already being resumed \(or finished\).*\(it is running: only a run that waits for approval or was interrupted goes on\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"already being resumed \(or finished\).*"
+        r"\(it is running: only a run that waits for approval or was interrupted goes on\)",
+    ):
         second.get_checkpoint(run.id)
 
     first.step_recorded(Step(run_id=run.id, seq=2, kind=StepKind.APPROVAL, name="delete_file"))
@@ -349,7 +409,11 @@ def test_what_does_not_exist_is_a_not_found_error(open_stores: Callable[[], Stor
     from flowcall.core.errors import NotFoundError
 
     store = open_stores()
-    for missing in (lambda: store.get_run("nope"), lambda: store.get_flow("nope"),
-                    lambda: store.get_flow_version(12345), lambda: store.delete_flow("nope")):
+    for missing in (
+        lambda: store.get_run("nope"),
+        lambda: store.get_flow("nope"),
+        lambda: store.get_flow_version(12345),
+        lambda: store.delete_flow("nope"),
+    ):
         with pytest.raises(NotFoundError):
             missing()

@@ -17,8 +17,12 @@ def _old_database(url: str, revision: str) -> None:
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
-        conn.execute(text("INSERT INTO runs (id, flow_name, question, status, trace_id, started_at, tokens_in, tokens_out) "
-                          "VALUES ('r1', 'old', 'q?', 'succeeded', 't', '2026-11-01 00:00:00+00:00', 0, 0)"))
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, flow_name, question, status, trace_id, started_at, tokens_in, "
+                "tokens_out) VALUES ('r1', 'old', 'q?', 'succeeded', 't', '2026-11-01 00:00:00+00:00', 0, 0)"
+            )
+        )
     engine.dispose()
 
 

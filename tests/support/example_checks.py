@@ -58,8 +58,9 @@ def load_cases(flows: list[str] | None = None, split: str | None = None) -> list
             continue
         for item in entry["phrasings"]:
             expect = {k: v for k, v in item.items() if k not in ("id", "split", "style", "question")}
-            cases.append(Case(key, entry["file"], item["id"], item["split"], item["style"], item["question"],
-                              expect))
+            cases.append(
+                Case(key, entry["file"], item["id"], item["split"], item["style"], item["question"], expect)
+            )
     return [c for c in cases if split is None or c.split == split]
 
 
@@ -162,11 +163,12 @@ def _due(value: str | None) -> str | None:
     """'2026-11-27' as it is; 'today+N' N days after the local today; None for none."""
     if value is None or not value.startswith("today"):
         return value
-    return local_date(int(value[len("today"):] or 0)).isoformat()
+    return local_date(int(value[len("today") :] or 0)).isoformat()
 
 
-def check_commute_weather(service: Any, flow: Flow, run: Run, expect: dict[str, Any], *,
-                          facts: bool = True) -> list[str]:
+def check_commute_weather(
+    service: Any, flow: Flow, run: Run, expect: dict[str, Any], *, facts: bool = True
+) -> list[str]:
     """The lookup and the card's shape (valid, this city, tomorrow), then with `facts` what the
     card says against tomorrow's forecast."""
     calls = _calls(run, "get_weather") or _calls(run, "get_day_weather")  # three days, or one
@@ -175,10 +177,12 @@ def check_commute_weather(service: Any, flow: Flow, run: Run, expect: dict[str, 
     call, problems = calls[0], []
     result = call.result or {}
     if result.get("location") != expect["city"]:
-        problems.append(f"get_weather looked up {call.arguments.get('location')!r} "
-                        f"({result.get('location')}), not {expect['city']}")
-    # the forecast was asked for (get_weather: extensions "all"; get_day_weather: a date): checked below, where the
-    # result must hold tomorrow's forecast
+        problems.append(
+            f"get_weather looked up {call.arguments.get('location')!r} "
+            f"({result.get('location')}), not {expect['city']}"
+        )
+    # the forecast was asked for (get_weather: extensions "all"; get_day_weather: a date): checked
+    # below, where the result must hold tomorrow's forecast
     card = run.final_answer
     assert flow.polish is not None and flow.polish.output_schema is not None
     try:
@@ -198,8 +202,10 @@ def check_commute_weather(service: Any, flow: Flow, run: Run, expect: dict[str, 
         return problems
     weather = card["weather"]
     if (weather["temp_high"], weather["temp_low"]) != (float(day["daytemp"]), float(day["nighttemp"])):
-        problems.append(f"the card's temperatures {weather['temp_high']}/{weather['temp_low']} are not "
-                        f"tomorrow's {day['daytemp']}/{day['nighttemp']}")
+        problems.append(
+            f"the card's temperatures {weather['temp_high']}/{weather['temp_low']} are not "
+            f"tomorrow's {day['daytemp']}/{day['nighttemp']}"
+        )
     probability = int(str(day["precipitation_probability"]).rstrip("%")) / 100
     if "rain_probability" in weather and abs(weather["rain_probability"] - probability) > 0.011:
         problems.append(f"the card's rain_probability {weather['rain_probability']} is not {probability}")
@@ -209,8 +215,10 @@ def check_commute_weather(service: Any, flow: Flow, run: Run, expect: dict[str, 
             continue  # dry but likely enough to rain: either advice is defensible
         said = card["commute_advice"][leg]["need_umbrella"]
         if said != rain:
-            problems.append(f"{leg}.need_umbrella is {said}, but tomorrow's {part} is {day[part]} "
-                            f"({day['precipitation_probability']})")
+            problems.append(
+                f"{leg}.need_umbrella is {said}, but tomorrow's {part} is {day[part]} "
+                f"({day['precipitation_probability']})"
+            )
     return problems
 
 
@@ -234,19 +242,33 @@ def check_create_task(service: Any, flow: Flow, run: Run, expect: dict[str, Any]
     return problems
 
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def says_time(text: str, clock: str) -> bool:
     """HH:MM:SS said as 03:12, 3:12, 15:12 / 3:12 PM or 3点12分 (an AM or PM after it must be right)."""
     hour, minute = int(clock[:2]), int(clock[3:5])
     for h in {hour, hour % 12 or 12}:
-        said_as = (rf"(?<!\d)0?{h}\s*([:：]\s*{minute:02d}(?!\d)|[点點時时]\s*(0?{minute}\s*分|{minute:02d}))"
-                   rf"(:\d\d)?\s*(?P<half>[AaPp]\.?[Mm]\b)?")
+        said_as = (
+            rf"(?<!\d)0?{h}\s*([:：]\s*{minute:02d}(?!\d)|[点點時时]\s*(0?{minute}\s*分|{minute:02d}))"
+            rf"(:\d\d)?\s*(?P<half>[AaPp]\.?[Mm]\b)?"
+        )
         for said in re.finditer(said_as, text):
             half = (said.group("half") or "").replace(".", "").upper()
-            before = text[max(0, said.start() - 3):said.start()]
+            before = text[max(0, said.start() - 3) : said.start()]
             if re.search("下午|晚上", before):
                 half = half or "PM"
             elif re.search("上午|早上|凌晨", before):
@@ -273,9 +295,11 @@ def says_weekday(text: str, weekday: str) -> bool:
     """The tool's '星期二 Tuesday' said as 星期二, 周二, 礼拜二 or Tuesday."""
     chinese, english = weekday.split()
     digit = chinese[-1]
-    return (any(f"{p}{digit}" in text for p in ("星期", "周", "礼拜"))
-            or (digit == "日" and any(f"{p}天" in text for p in ("星期", "礼拜")))
-            or english.casefold() in text.casefold())
+    return (
+        any(f"{p}{digit}" in text for p in ("星期", "周", "礼拜"))
+        or (digit == "日" and any(f"{p}天" in text for p in ("星期", "礼拜")))
+        or english.casefold() in text.casefold()
+    )
 
 
 def check_current_time(service: Any, flow: Flow, run: Run, expect: dict[str, Any]) -> list[str]:
@@ -284,11 +308,16 @@ def check_current_time(service: Any, flow: Flow, run: Run, expect: dict[str, Any
         return [f"get_current_time did not run (ran: {[s.name for s in executed(run)]})"]
     result, problems = calls[-1].result or {}, []
     if result.get("timezone") != expect["timezone"]:
-        problems.append(f"the time was read in {result.get('timezone')} "
-                        f"(timezone={calls[-1].arguments.get('timezone')!r}), not {expect['timezone']}")
+        problems.append(
+            f"the time was read in {result.get('timezone')} "
+            f"(timezone={calls[-1].arguments.get('timezone')!r}), not {expect['timezone']}"
+        )
     answer = _text(run.final_answer)
-    wanted = {"time": (says_time, result.get("time", "")), "date": (says_date, result.get("date", "")),
-              "weekday": (says_weekday, result.get("weekday", ""))}
+    wanted = {
+        "time": (says_time, result.get("time", "")),
+        "date": (says_date, result.get("date", "")),
+        "weekday": (says_weekday, result.get("weekday", "")),
+    }
     for what in expect["answer"]:
         said, value = wanted[what]
         if not value or not said(answer, value):
@@ -303,8 +332,10 @@ def check_employee_lookup(service: Any, flow: Flow, run: Run, expect: dict[str, 
     call, problems = calls[-1], []
     found = (call.result or {}).get("employee_id")
     if found != expect["employee_id"]:
-        problems.append(f"lookup_employee({call.arguments.get('name')!r}) found "
-                        f"{found or 'no single employee'}, not {expect['employee_id']}")
+        problems.append(
+            f"lookup_employee({call.arguments.get('name')!r}) found "
+            f"{found or 'no single employee'}, not {expect['employee_id']}"
+        )
     answer = _text(run.final_answer)
     for group in expect["answer_all"]:
         if not _has_any(answer, group):
@@ -320,12 +351,16 @@ def check_clean_data(service: Any, flow: Flow, run: Run, expect: dict[str, Any])
     read, dropped = steps[0].result or {}, steps[1].result or {}
     problems = []
     if read.get("rows") != 12 or read.get("source") != "orders_sample.csv":
-        problems.append(f"read_csv loaded {read.get('source')!r} with {read.get('rows')} rows, "
-                        "not orders_sample.csv with 12")
+        problems.append(
+            f"read_csv loaded {read.get('source')!r} with {read.get('rows')} rows, "
+            "not orders_sample.csv with 12"
+        )
     if dropped.get("rows") != 6 or dropped.get("rows_dropped") != 6:
         left, gone = dropped.get("rows"), dropped.get("rows_dropped")
-        problems.append(f"drop_missing left {left} rows (dropped {gone}), not 6 (6); "
-                        f"columns={steps[1].arguments.get('columns')!r}")
+        problems.append(
+            f"drop_missing left {left} rows (dropped {gone}), not 6 (6); "
+            f"columns={steps[1].arguments.get('columns')!r}"
+        )
     answer = _text(run.final_answer)
     for number, chinese in ((12, "十二"), (6, "六")):
         if not _has_number(answer, number, chinese):

@@ -26,8 +26,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = Path(__file__).resolve().parent / "kill_plugins"
-TOOLS = ["bench/v1/read_alpha", "bench/v1/write_beta", "bench/v1/read_gamma", "bench/v1/write_delta",
-         "bench/v1/read_epsilon"]
+TOOLS = [
+    "bench/v1/read_alpha",
+    "bench/v1/write_beta",
+    "bench/v1/read_gamma",
+    "bench/v1/write_delta",
+    "bench/v1/read_epsilon",
+]
 QUESTION = "run every step of the benchmark"
 MODEL_FLOW = ROOT / "flows" / "current_time.json"
 MODEL_QUESTION = "现在几点了?"
@@ -48,15 +53,29 @@ class KillFigures:
 
 def scripted_flow(folder: Path) -> Path:
     path = folder / "kill_bench_flow.json"
-    path.write_text(json.dumps({"format": "flowcall.flow/v1", "name": "kill-bench", "tools": TOOLS,
-                                "max_rounds": len(TOOLS) + 1, "parallel_tool_calls": False,
-                                "decision": {"provider": "scripted", "model": "schema"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": "flowcall.flow/v1",
+                "name": "kill-bench",
+                "tools": TOOLS,
+                "max_rounds": len(TOOLS) + 1,
+                "parallel_tool_calls": False,
+                "decision": {"provider": "scripted", "model": "schema"},
+            }
+        )
+    )
     return path
 
 
 def _env(url: str, work: Path) -> dict[str, str]:
-    return {**os.environ, "FLOWCALL_DATABASE_URL": url, "FLOWCALL_PLUGIN_DIRS": str(PLUGINS),
-            "KILL_BENCH_LOG": str(work / "executions.log"), "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "FLOWCALL_DATABASE_URL": url,
+        "FLOWCALL_PLUGIN_DIRS": str(PLUGINS),
+        "KILL_BENCH_LOG": str(work / "executions.log"),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 def _cli(*args: str) -> list[str]:
@@ -80,7 +99,9 @@ def _dump(steps: list[Any]) -> list[dict[str, Any]]:
 
 def _killed(command: list[str], env: dict[str, str], after_s: float) -> bool:
     """Start `command`, SIGKILL it after `after_s` seconds; True if it was still running then."""
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         process.wait(timeout=after_s)
         return False
@@ -93,15 +114,31 @@ def _killed(command: list[str], env: dict[str, str], after_s: float) -> bool:
 def _uninterrupted(flow_file: Path, question: str, env: dict[str, str]) -> tuple[float, Any]:
     """One whole run: its wall time and its answer."""
     started = time.perf_counter()
-    done = subprocess.run(_cli("run", str(flow_file), question, "--json", "--quiet"), cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        _cli("run", str(flow_file), question, "--json", "--quiet"),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if done.returncode != 0:
-        raise RuntimeError(f"the uninterrupted run failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+        raise RuntimeError(
+            f"the uninterrupted run failed (exit {done.returncode}): {done.stderr.strip()[-500:]}"
+        )
     return time.perf_counter() - started, json.loads(done.stdout)["final_answer"]
 
 
-def _resume_until_done(store, run_id: str, env: dict[str, str], rng: random.Random, duration: float,
-                       figures: KillFigures, committed: list[dict[str, Any]], kill_resumes: bool) -> Any:
+def _resume_until_done(
+    store,
+    run_id: str,
+    env: dict[str, str],
+    rng: random.Random,
+    duration: float,
+    figures: KillFigures,
+    committed: list[dict[str, Any]],
+    kill_resumes: bool,
+) -> Any:
     """Resume (maybe killing the resume too) until the run ends; check nothing committed was lost."""
     for _attempt in range(20):
         run = store.get_run(run_id)
@@ -127,8 +164,9 @@ def _lost(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
     return sum(1 for i, step in enumerate(before) if i >= len(after) or after[i] != step)
 
 
-def kill_and_resume(url: str, kills: int, model_kills: int, rng: random.Random,
-                    progress: Any = None) -> KillFigures:
+def kill_and_resume(
+    url: str, kills: int, model_kills: int, rng: random.Random, progress: Any = None
+) -> KillFigures:
     figures = KillFigures()
     work = Path(tempfile.mkdtemp(prefix="flowcall-kills-"))
     env = _env(url, work)
@@ -148,7 +186,19 @@ def kill_and_resume(url: str, kills: int, model_kills: int, rng: random.Random,
             known = {r.id for r in store.list_runs(limit=1000)}
             name = json.loads(MODEL_FLOW.read_text())["name"]
             while figures.kills < kills + model_kills:
-                _one(store, MODEL_FLOW, MODEL_QUESTION, name, env, rng, model_duration, figures, known, None, False)
+                _one(
+                    store,
+                    MODEL_FLOW,
+                    MODEL_QUESTION,
+                    name,
+                    env,
+                    rng,
+                    model_duration,
+                    figures,
+                    known,
+                    None,
+                    False,
+                )
                 if progress:
                     progress(figures)
     finally:
@@ -156,8 +206,19 @@ def kill_and_resume(url: str, kills: int, model_kills: int, rng: random.Random,
     return figures
 
 
-def _one(store, flow_file: Path, question: str, flow_name: str, env: dict[str, str], rng: random.Random,
-         duration: float, figures: KillFigures, known: set[str], expected: Any, kill_resumes: bool) -> None:
+def _one(
+    store,
+    flow_file: Path,
+    question: str,
+    flow_name: str,
+    env: dict[str, str],
+    rng: random.Random,
+    duration: float,
+    figures: KillFigures,
+    known: set[str],
+    expected: Any,
+    kill_resumes: bool,
+) -> None:
     """One run killed at a random moment, then resumed to its end."""
     if not _killed(_cli("run", str(flow_file), question, "--quiet"), env, rng.uniform(0.1, duration)):
         return  # it ended before the kill: try again

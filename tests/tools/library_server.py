@@ -12,23 +12,55 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-BOOKS = [{"id": 5, "title": "Kindred", "author": "Octavia Butler"},
-         {"id": 6, "title": "Parable of the Sower", "author": "Octavia Butler"},
-         {"id": 7, "title": "The Left Hand of Darkness", "author": "Ursula K. Le Guin"}]
+BOOKS = [
+    {"id": 5, "title": "Kindred", "author": "Octavia Butler"},
+    {"id": 6, "title": "Parable of the Sower", "author": "Octavia Butler"},
+    {"id": 7, "title": "The Left Hand of Darkness", "author": "Ursula K. Le Guin"},
+]
 
 OPENAPI = {
-    "openapi": "3.0.3", "info": {"title": "library", "version": "1"}, "servers": [{"url": "/"}],
+    "openapi": "3.0.3",
+    "info": {"title": "library", "version": "1"},
+    "servers": [{"url": "/"}],
     "paths": {
-        "/books": {"get": {"operationId": "list_books", "summary": "List the library's books, by author if given.",
-                           "parameters": [{"name": "author", "in": "query", "required": False,
-                                           "schema": {"type": "string"}, "description": "the author's name"}],
-                           "responses": {"200": {"description": "the books"}}}},
-        "/loans": {"post": {"operationId": "create_loan", "summary": "Lend a book to a library member.",
-                            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                                "type": "object", "required": ["book_id", "member"],
-                                "properties": {"book_id": {"type": "integer", "description": "the book's id"},
-                                               "member": {"type": "string", "description": "the member's name"}}}}}},
-                            "responses": {"200": {"description": "the loan"}}}},
+        "/books": {
+            "get": {
+                "operationId": "list_books",
+                "summary": "List the library's books, by author if given.",
+                "parameters": [
+                    {
+                        "name": "author",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                        "description": "the author's name",
+                    }
+                ],
+                "responses": {"200": {"description": "the books"}},
+            }
+        },
+        "/loans": {
+            "post": {
+                "operationId": "create_loan",
+                "summary": "Lend a book to a library member.",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["book_id", "member"],
+                                "properties": {
+                                    "book_id": {"type": "integer", "description": "the book's id"},
+                                    "member": {"type": "string", "description": "the member's name"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {"200": {"description": "the loan"}},
+            }
+        },
     },
 }
 
@@ -59,7 +91,9 @@ def handler(log_path: str) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
             self._log(body)
             loan = json.loads(body or "{}")
-            self._send({"loan_id": 1, "book_id": loan.get("book_id"), "member": loan.get("member"), "status": "lent"})
+            self._send(
+                {"loan_id": 1, "book_id": loan.get("book_id"), "member": loan.get("member"), "status": "lent"}
+            )
 
         def log_message(self, *args: object) -> None:  # quiet: the log file is the record
             pass

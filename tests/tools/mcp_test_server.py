@@ -22,7 +22,7 @@ class PagedServer(MCPServer):
         tools = await self.list_tools()
         start = int(params.cursor) if params is not None and params.cursor else 0
         more = start + 2 < len(tools)
-        return ListToolsResult(tools=tools[start:start + 2], next_cursor=str(start + 2) if more else None)
+        return ListToolsResult(tools=tools[start : start + 2], next_cursor=str(start + 2) if more else None)
 
 
 server = PagedServer("flowcall-test")

@@ -22,7 +22,9 @@ from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.sources import run_registry
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
-TIME = MCPServerConfig(name="time", command=[sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])
+TIME = MCPServerConfig(
+    name="time", command=[sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+)
 OWN = MCPServerConfig(name="own", command=[sys.executable, SERVER, "stdio"], call_timeout_s=3)
 CTX = RunContext(run_id="test")
 
@@ -33,7 +35,8 @@ def _children() -> set[int]:
         try:
             pids |= {int(p) for p in (task / "children").read_text().split()}
         except FileNotFoundError:
-            continue  # a thread that ended between the listing and the read (seen in a CI run) has no children
+            # a thread that ended between the listing and the read (seen in a CI run) has no children
+            continue
     return pids
 
 
@@ -45,14 +48,18 @@ def test_mcp_server_time_over_stdio():
         assert now.version == "time/mcp/get_current_time" and now.source == "mcp"
         assert "timezone" in now.parameters["properties"] and now.annotations.read_only
         answer = now.invoke({"timezone": "Asia/Tokyo"}, CTX)
-        assert answer["timezone"] == "Asia/Tokyo" and answer["datetime"].endswith("+09:00")  # structuredContent
+        assert answer["timezone"] == "Asia/Tokyo" and answer["datetime"].endswith(
+            "+09:00"
+        )  # structuredContent
         with pytest.raises(MCPToolError, match="Invalid timezone"):  # isError, with the server's words
             now.invoke({"timezone": "Mars/Olympus"}, CTX)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_own_server_all_pages_annotations_and_results(transport, request):
-    server = OWN if transport == "stdio" else MCPServerConfig(name="own", url=request.getfixturevalue("http_url"))
+    server = (
+        OWN if transport == "stdio" else MCPServerConfig(name="own", url=request.getfixturevalue("http_url"))
+    )
     with MCPConnection(server) as connection:
         tools = {t.name: t for t in tools_of(connection)}
         assert list(tools) == ["add", "shout", "save_note", "fail", "hang", "crash"]  # three pages of two
@@ -67,15 +74,22 @@ def test_own_server_all_pages_annotations_and_results(transport, request):
 
 def test_a_server_that_cannot_start_says_which_and_why():
     broken = MCPServerConfig(name="ghost", command=["/nonexistent/mcp-server"], startup_timeout_s=10)
-    with pytest.raises(MCPToolError, match="MCP server 'ghost' could not start \\(/nonexistent/mcp-server\\)"):
+    with pytest.raises(
+        MCPToolError, match="MCP server 'ghost' could not start \\(/nonexistent/mcp-server\\)"
+    ):
         MCPConnection(broken).start()
 
 
 def run_flow(script, tools, max_rounds=1):
     # trusted: these tests are about the calls; approval of untrusted servers is tested in test_approval
-    flow = Flow(name="mcp", tools=tools, max_rounds=max_rounds, tool_timeout_s=3,
-                mcp_servers=[OWN.model_copy(update={"trusted": True})],
-                decision=DecisionConfig(provider="scripted"))
+    flow = Flow(
+        name="mcp",
+        tools=tools,
+        max_rounds=max_rounds,
+        tool_timeout_s=3,
+        mcp_servers=[OWN.model_copy(update={"trusted": True})],
+        decision=DecisionConfig(provider="scripted"),
+    )
     provider = ScriptedProvider(script)
     return Engine(ToolRegistry(), lambda cfg: provider, MemorySink()).run(flow, "go")
 
@@ -102,9 +116,15 @@ def test_a_hung_server_gives_a_timeout_step_not_a_hung_run():
 
 
 def test_a_crashed_server_gives_tool_errors_and_the_run_ends():
-    run = run_flow([[("crash", {})], [("add", {"a": 1, "b": 1})], "the server is down"],
-                   ["own/mcp/crash", "own/mcp/add"], max_rounds=2)
-    assert run.status == RunStatus.SUCCEEDED and tool_steps(run) == [("crash", "TOOL_ERROR"), ("add", "TOOL_ERROR")]
+    run = run_flow(
+        [[("crash", {})], [("add", {"a": 1, "b": 1})], "the server is down"],
+        ["own/mcp/crash", "own/mcp/add"],
+        max_rounds=2,
+    )
+    assert run.status == RunStatus.SUCCEEDED and tool_steps(run) == [
+        ("crash", "TOOL_ERROR"),
+        ("add", "TOOL_ERROR"),
+    ]
     assert run.final_answer == "the server is down"
 
 
@@ -117,21 +137,38 @@ def test_with_servers_turns_a_start_failure_into_a_run_error():
 
 
 def test_flow_json_with_servers_validates_transport_and_keeps_keys_out():
-    flow = parse_flow({"name": "t", "tools": ["time/mcp/get_current_time"],
-                       "mcp_servers": [{"name": "time", "command": ["mcp-server-time"], "env": {"TZ": "$TZ"}}]})
+    flow = parse_flow(
+        {
+            "name": "t",
+            "tools": ["time/mcp/get_current_time"],
+            "mcp_servers": [{"name": "time", "command": ["mcp-server-time"], "env": {"TZ": "$TZ"}}],
+        }
+    )
     assert flow.plugin_refs() == [] and flow.mcp_servers[0].trusted is False
     with pytest.raises(Exception, match="exactly one of command"):
-        parse_flow({"name": "t", "mcp_servers": [{"name": "x", "command": ["a"], "url": "http://127.0.0.1/mcp"}]})
+        parse_flow(
+            {"name": "t", "mcp_servers": [{"name": "x", "command": ["a"], "url": "http://127.0.0.1/mcp"}]}
+        )
 
 
 def test_cli_lists_a_servers_tools_and_refuses_no_target():
     root = Path(__file__).resolve().parents[2]
-    listed = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "mcp", "tools", "--", sys.executable, SERVER, "stdio"],
-                            capture_output=True, text=True, cwd=root, timeout=120)
+    listed = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "mcp", "tools", "--", sys.executable, SERVER, "stdio"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
     assert names == ["add", "shout", "save_note", "fail", "hang", "crash"]
     assert "read_only" in listed.stdout.splitlines()[0]
-    neither = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "mcp", "tools"], capture_output=True, text=True,
-                             cwd=root, timeout=60)
+    neither = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "mcp", "tools"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=60,
+    )
     assert neither.returncode == 2 and "give either --url or a command" in neither.stderr

@@ -45,11 +45,21 @@ def test_token_cost_is_counted_with_the_models_tokenizer(model_path):
 
 def test_cli_plugins_show():
     root = Path(__file__).resolve().parents[2]
-    shown = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "plugins", "show", "get_weather"],
-                           capture_output=True, text=True, cwd=root, timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "plugins", "show", "get_weather"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("weather/v1/get_weather  (python)") and "token cost:" in shown.stdout
     assert '"location"' in shown.stdout
-    missing = subprocess.run([sys.executable, "-m", "flowcall.cli.main", "plugins", "show", "nope"],
-                             capture_output=True, text=True, cwd=root, timeout=120)
+    missing = subprocess.run(
+        [sys.executable, "-m", "flowcall.cli.main", "plugins", "show", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
     assert missing.returncode == 2 and "no tool 'nope'" in missing.stderr

@@ -58,19 +58,24 @@ def test_server_config_from_a_form():
 
 
 def test_own_server_lists_and_runs_its_tools():
-    assert [t.version for t in server_tools(OWN)] == [f"own/mcp/{n}" for n in
-                                                      ("add", "shout", "save_note", "fail", "hang", "crash")]
+    assert [t.version for t in server_tools(OWN)] == [
+        f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash")
+    ]
     trial = try_server_tool(OWN, "add", {"a": 2, "b": 3})
     assert trial.ok and trial.result == {"sum": 5}
     failed = try_server_tool(OWN, "fail", {"reason": "no luck"})
     assert failed.error_code == "TOOL_ERROR" and "Error executing tool fail" in failed.error_message
     refused = try_server_tool(OWN, "add", {"a": "two"})
-    assert refused.error_code in ("INVALID_ARGUMENT", "MISSING_REQUIRED_FIELD") and "b" in refused.error_message
+    assert (
+        refused.error_code in ("INVALID_ARGUMENT", "MISSING_REQUIRED_FIELD") and "b" in refused.error_message
+    )
 
 
 def test_mcp_server_time():
     tools = {t.name: t for t in server_tools(TIME)}
-    assert {"get_current_time", "convert_time"} <= set(tools) and tools["get_current_time"].annotations.read_only
+    assert {"get_current_time", "convert_time"} <= set(tools) and tools[
+        "get_current_time"
+    ].annotations.read_only
     trial = try_server_tool(TIME, "get_current_time", {"timezone": "Asia/Tokyo"})
     assert trial.ok and trial.result["datetime"].endswith("+09:00")
 
@@ -92,5 +97,7 @@ def test_attaching_a_server_to_a_saved_flow_makes_a_new_version():
     assert version == saved == 2 and [s.name for s in flow.mcp_servers] == ["time"]
     assert "time/mcp/convert_time" in flow.tools and "time/mcp/get_current_time" not in flow.tools
     assert skipped == ["get_current_time (the flow already has time/v1/get_current_time)"]
-    again, _ = with_server(flow, TIME.model_copy(update={"trusted": True}), tools)  # same name: replaced, not doubled
+    again, _ = with_server(
+        flow, TIME.model_copy(update={"trusted": True}), tools
+    )  # same name: replaced, not doubled
     assert [s.trusted for s in again.mcp_servers] == [True] and again.tools == flow.tools

@@ -43,8 +43,11 @@ def _or_missing(scratch: Any, what: str, errors: tuple[type[Exception], ...]) ->
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test, dropped at the end."""
-    with _or_missing(scratch_database(prefix="flowcall_workers"), "PostgreSQL at 127.0.0.1:5432 "
-                     "(user postgres, database test)", (psycopg.OperationalError,)) as url:
+    with _or_missing(
+        scratch_database(prefix="flowcall_workers"),
+        "PostgreSQL at 127.0.0.1:5432 (user postgres, database test)",
+        (psycopg.OperationalError,),
+    ) as url:
         yield url
 
 
@@ -56,7 +59,9 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def worker_env(pg_url: str, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def worker_env(
+    pg_url: str, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
     """The settings of this test's workers, also set in this process (which submits)."""
     settings = {
         "FLOWCALL_DATABASE_URL": pg_url,

@@ -18,10 +18,15 @@ QUEUED = {"queued": {"name": "queued", "tools": ["workertest/v1/record_item"], "
 def test_a_queued_run_is_streamed_from_the_worker(worker_env: dict[str, str], tmp_path: Path) -> None:
     with LocalWorkers(1, worker_env, tmp_path / "workers") as workers:
         workers.wait_ready(timeout_s=90)
-        with api_server(tmp_path, env=worker_env, flows=QUEUED, database_url=worker_env["FLOWCALL_DATABASE_URL"]) as server:
+        with api_server(
+            tmp_path, env=worker_env, flows=QUEUED, database_url=worker_env["FLOWCALL_DATABASE_URL"]
+        ) as server:
             with httpx.Client(base_url=server.base, headers=server.headers(), timeout=120) as http:
-                with http.stream("POST", "/v1/flows/queued/runs",
-                                 json={"question": "record the item", "queue": True, "stream": True}) as response:
+                with http.stream(
+                    "POST",
+                    "/v1/flows/queued/runs",
+                    json={"question": "record the item", "queue": True, "stream": True},
+                ) as response:
                     sent = events("".join(response.iter_text()))
                 waited = http.post("/v1/flows/queued/runs", json={"question": "once more", "queue": True})
     assert [e for e, _ in sent][-1] == "run" and sent[-1][1]["status"] == "succeeded"

@@ -30,16 +30,27 @@ ITEMS = 12
 def _cut_connections(database: str) -> int:
     """Have the server end every session on `database`, as a restart would; how many it ended."""
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        return len(admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                 "WHERE datname = %s AND pid <> pg_backend_pid()", (database,)).fetchall())
+        return len(
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (database,),
+            ).fetchall()
+        )
 
 
 def test_connections_cut_by_the_database_lose_nothing_and_repeat_no_call(
-        worker_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    worker_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     database = worker_env["FLOWCALL_DATABASE_URL"].rsplit("/", 1)[1]
     cuts, befores = [], []
-    with experiment_on_workers(worker_env, monkeypatch, tmp_path / "logs", ITEMS,
-                               {"FLOWCALL_REDELIVERY_S": "4", "WORKER_TEST_TOOL_S": "1.0"}) as on:
+    with experiment_on_workers(
+        worker_env,
+        monkeypatch,
+        tmp_path / "logs",
+        ITEMS,
+        {"FLOWCALL_REDELIVERY_S": "4", "WORKER_TEST_TOOL_S": "1.0"},
+    ) as on:
         for executions in (3, 7):  # each cut lands while tools run (each takes 1 s)
             on.wait(f"execution {executions} of the tool", lambda: len(on.executions()) >= executions, 60)
             befores.append(on.steps())
@@ -53,8 +64,11 @@ def test_connections_cut_by_the_database_lose_nothing_and_repeat_no_call(
 
     assert all(n > 0 for n in cuts), f"a cut found no session to end: {cuts}"
     assert ended.status.value == "finished", explain
-    stuck = {r: run.status for r, run in runs.items()
-             if run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)}
+    stuck = {
+        r: run.status
+        for r, run in runs.items()
+        if run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
+    }
     assert not stuck, f"runs left unfinished: {stuck}"
     for before in befores:
         lost = lost_steps(before, after)
@@ -70,6 +84,9 @@ def test_connections_cut_by_the_database_lose_nothing_and_repeat_no_call(
         else:
             assert run.status == RunStatus.SUCCEEDED, (run.id, run.status, run.error)
             assert counts.get(run.id) == 1
-    print(f"\ndatabase cuts: {cuts} sessions ended; {sum(r.status == RunStatus.SUCCEEDED for r in runs.values())} "
-          f"of {ITEMS} runs succeeded, {sum(r.status == RunStatus.WAITING_APPROVAL for r in runs.values())} wait "
-          f"for a person; tool executions {sum(counts.values())}, repeated 0")
+    print(
+        f"\ndatabase cuts: {cuts} sessions ended; "
+        f"{sum(r.status == RunStatus.SUCCEEDED for r in runs.values())} of {ITEMS} runs succeeded, "
+        f"{sum(r.status == RunStatus.WAITING_APPROVAL for r in runs.values())} wait for a person; tool "
+        f"executions {sum(counts.values())}, repeated 0"
+    )

@@ -51,8 +51,11 @@ def _queued(app: FlowCall) -> str:
 
 def _owned_elsewhere(app: FlowCall, run_id: str, *, lease_left_s: float) -> None:
     with app.store._session() as s, s.begin():
-        s.execute(update(RunRow).where(RunRow.id == run_id).values(
-            status="running", owner=ELSEWHERE, lease_until=utcnow() + timedelta(seconds=lease_left_s)))
+        s.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(status="running", owner=ELSEWHERE, lease_until=utcnow() + timedelta(seconds=lease_left_s))
+        )
 
 
 def _executions(log: Path) -> int:
@@ -76,7 +79,9 @@ def test_a_run_another_live_process_holds_comes_back_later(app: FlowCall) -> Non
     assert app.store.get_run(run_id).status == RunStatus.RUNNING
 
 
-def test_a_run_whose_worker_died_before_any_tool_starts_again_from_its_question(app: FlowCall, work: Path) -> None:
+def test_a_run_whose_worker_died_before_any_tool_starts_again_from_its_question(
+    app: FlowCall, work: Path
+) -> None:
     run_id = _queued(app)
     _owned_elsewhere(app, run_id, lease_left_s=-1)  # its lease ran out: the worker is gone
     assert app.store.get_run(run_id).status == RunStatus.INTERRUPTED
@@ -131,8 +136,12 @@ def test_a_worker_without_the_flows_key_fails_the_run_saying_so(app: FlowCall, m
 
 
 def _experiment(app: FlowCall, items: int) -> int:
-    save_dataset(app.store, "writes", [DatasetItem(question=f"write {n}", expect_calls=[{"name": "write_item"}])
-                                       for n in range(items)], source="test")
+    save_dataset(
+        app.store,
+        "writes",
+        [DatasetItem(question=f"write {n}", expect_calls=[{"name": "write_item"}]) for n in range(items)],
+        source="test",
+    )
     return experiments.start(app, FLOW, "durable", "writes").id
 
 

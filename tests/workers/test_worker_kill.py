@@ -27,10 +27,16 @@ pytestmark = [pytest.mark.postgres, pytest.mark.workers]
 ITEMS = 16
 
 
-def test_a_killed_worker_loses_nothing_and_repeats_no_call(worker_env: dict[str, str], tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    with experiment_on_workers(worker_env, monkeypatch, tmp_path / "logs", ITEMS,
-                               {"FLOWCALL_REDELIVERY_S": "4", "WORKER_TEST_HANG_AT": "4"}) as on:
+def test_a_killed_worker_loses_nothing_and_repeats_no_call(
+    worker_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with experiment_on_workers(
+        worker_env,
+        monkeypatch,
+        tmp_path / "logs",
+        ITEMS,
+        {"FLOWCALL_REDELIVERY_S": "4", "WORKER_TEST_HANG_AT": "4"},
+    ) as on:
         # kill the worker whose tool call is running now: the fourth execution, which hangs
         on.wait("a fourth execution of the tool", lambda: len(on.executions()) >= 4, 60)
         pid, killed_run = on.executions()[3]
@@ -49,8 +55,11 @@ def test_a_killed_worker_loses_nothing_and_repeats_no_call(worker_env: dict[str,
 
     assert ended.status.value == "finished", explain
     assert all(item.passed is not None for item in ended.items)
-    stuck = {r: run.status for r, run in runs.items()
-             if run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)}
+    stuck = {
+        r: run.status
+        for r, run in runs.items()
+        if run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
+    }
     assert not stuck, f"runs left unfinished: {stuck}"
 
     lost = lost_steps(before, after)
@@ -69,7 +78,9 @@ def test_a_killed_worker_loses_nothing_and_repeats_no_call(worker_env: dict[str,
     others = [run for r, run in runs.items() if r != killed_run]
     assert all(run.status == RunStatus.SUCCEEDED for run in others), {r.id: r.status for r in others}
     assert all(counts.get(run.id) == 1 for run in others)
-    print(f"\nkill figures: {ITEMS} items, 1 worker of 2 killed while run {killed_run[:8]}'s tool ran; "
-          f"experiment finished {finished_in:.1f} s after the kill; steps before the kill "
-          f"{sum(map(len, before.values()))}, lost 0; tool executions {sum(counts.values())} for "
-          f"{len(counts)} runs, repeated 0; the killed run waits for approval")
+    print(
+        f"\nkill figures: {ITEMS} items, 1 worker of 2 killed while run {killed_run[:8]}'s tool ran; "
+        f"experiment finished {finished_in:.1f} s after the kill; steps before the kill "
+        f"{sum(map(len, before.values()))}, lost 0; tool executions {sum(counts.values())} for "
+        f"{len(counts)} runs, repeated 0; the killed run waits for approval"
+    )

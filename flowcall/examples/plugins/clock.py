@@ -8,12 +8,29 @@ from zoneinfo import ZoneInfo, available_timezones
 
 from flowcall.tools.python_plugins import tool
 
-WEEKDAYS = ("星期一 Monday", "星期二 Tuesday", "星期三 Wednesday", "星期四 Thursday",
-            "星期五 Friday", "星期六 Saturday", "星期日 Sunday")
+WEEKDAYS = (
+    "星期一 Monday",
+    "星期二 Tuesday",
+    "星期三 Wednesday",
+    "星期四 Thursday",
+    "星期五 Friday",
+    "星期六 Saturday",
+    "星期日 Sunday",
+)
 # Names small models often pass instead of an IANA zone; Beijing time has no zone of its own.
 CHINA_NAMES = {"beijing", "北京", "北京时间", "china", "中国", "cst"}
 # A bare city matches only geographic zones (Asia/Tokyo), not legacy aliases (Japan, US/Pacific).
-CONTINENTS = {"africa", "america", "antarctica", "asia", "atlantic", "australia", "europe", "indian", "pacific"}
+CONTINENTS = {
+    "africa",
+    "america",
+    "antarctica",
+    "asia",
+    "atlantic",
+    "australia",
+    "europe",
+    "indian",
+    "pacific",
+}
 
 
 @tool("time/v1/get_current_time", read_only=True)
@@ -33,10 +50,10 @@ def get_current_time(timezone: str = "Asia/Shanghai") -> dict[str, Any]:
         "weekday": WEEKDAYS[now.weekday()],
         "time": now.strftime("%H:%M:%S"),
         # the answer written out: a small model turns "05:43" into "5:43 PM" or 下午 if left to convert
-        "text_zh": f"{_place_zh(zone)}{now.year}年{now.month}月{now.day}日 {WEEKDAYS[now.weekday()].split()[0]} "
-                   f"{now:%H:%M}({_day_part_zh(now.hour)})",
+        "text_zh": f"{_place_zh(zone)}{now.year}年{now.month}月{now.day}日 "
+        f"{WEEKDAYS[now.weekday()].split()[0]} {now:%H:%M}({_day_part_zh(now.hour)})",
         "text_en": f"{WEEKDAYS[now.weekday()].split()[1]}, {now:%B} {now.day}, {now.year}, {now:%H:%M} "
-                   f"({now:%I:%M %p}) in {zone}",
+        f"({now:%I:%M %p}) in {zone}",
     }
 
 
@@ -45,8 +62,17 @@ def _place_zh(zone: str) -> str:
 
 
 def _day_part_zh(hour: int) -> str:
-    return ("凌晨" if hour < 6 else "上午" if hour < 12 else "中午" if hour < 13 else "下午" if hour < 18
-            else "晚上")
+    return (
+        "凌晨"
+        if hour < 6
+        else "上午"
+        if hour < 12
+        else "中午"
+        if hour < 13
+        else "下午"
+        if hour < 18
+        else "晚上"
+    )
 
 
 def resolve_zone(name: str) -> str:

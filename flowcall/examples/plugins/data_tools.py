@@ -33,9 +33,15 @@ def _inside_data_dir(path: str) -> Path:
 def summarize(frame: Any, source: str) -> dict[str, Any]:
     """What the model sees instead of the table."""
     return {
-        "artifact": TABLE, "source": source, "rows": int(len(frame)), "columns": list(map(str, frame.columns)),
+        "artifact": TABLE,
+        "source": source,
+        "rows": int(len(frame)),
+        "columns": list(map(str, frame.columns)),
         "missing_per_column": {str(k): int(v) for k, v in frame.isna().sum().items() if v},
-        "first_rows": frame.head(3).astype(object).where(frame.head(3).notna(), None).to_dict(orient="records"),
+        "first_rows": frame.head(3)
+        .astype(object)
+        .where(frame.head(3).notna(), None)
+        .to_dict(orient="records"),
     }
 
 

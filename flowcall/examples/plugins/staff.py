@@ -39,7 +39,9 @@ def lookup_employee(name: str) -> dict[str, Any]:
 def load_staff() -> list[dict[str, Any]]:
     path = data_dir() / "staff.csv"
     if not path.is_file():
-        raise FileNotFoundError(f"staff table {path} is missing; restore plugins/data or fix FLOWCALL_DATA_DIR")
+        raise FileNotFoundError(
+            f"staff table {path} is missing; restore plugins/data or fix FLOWCALL_DATA_DIR"
+        )
     with path.open(encoding="utf-8", newline="") as f:
         return [{**row, "age": int(row["age"])} for row in csv.DictReader(f)]
 

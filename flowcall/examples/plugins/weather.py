@@ -26,8 +26,15 @@ AMAP_TIMEOUT_S = 10.0
 # httpx.MockTransport here, since the real API is out of their reach.
 AMAP_TRANSPORT: httpx.BaseTransport | None = None
 
-WEEKDAYS = ("星期一 Monday", "星期二 Tuesday", "星期三 Wednesday", "星期四 Thursday",
-            "星期五 Friday", "星期六 Saturday", "星期日 Sunday")
+WEEKDAYS = (
+    "星期一 Monday",
+    "星期二 Tuesday",
+    "星期三 Wednesday",
+    "星期四 Thursday",
+    "星期五 Friday",
+    "星期六 Saturday",
+    "星期日 Sunday",
+)
 SAMPLE_NOTE = "离线示例数据,非实时天气 / offline sample data, not live weather"
 
 
@@ -86,8 +93,10 @@ def get_day_weather(location: str, date: str) -> dict[str, Any]:
     days = [d for d in forecast.get("forecasts", []) if d.get("date") == wanted.isoformat()]
     if not days:
         known = ", ".join(str(d.get("date")) for d in forecast.get("forecasts", []))
-        raise ValueError(f"no forecast for {wanted.isoformat()} in {forecast.get('location')}: the forecast covers "
-                         f"{known}; ask for one of these days")
+        raise ValueError(
+            f"no forecast for {wanted.isoformat()} in {forecast.get('location')}: the forecast covers "
+            f"{known}; ask for one of these days"
+        )
     result = {**forecast, "forecasts": [_with_rain(days[0])]}
     if days[0] is forecast["forecasts"][0]:  # today: the current conditions too
         result["live"] = get_weather(location, "base").get("live")
@@ -96,8 +105,10 @@ def get_day_weather(location: str, date: str) -> dict[str, Any]:
 
 def _with_rain(day: dict[str, Any]) -> dict[str, Any]:
     probability = str(day.get("precipitation_probability") or "").rstrip("%")
-    extra: dict[str, Any] = {"rain_day": "雨" in str(day.get("dayweather") or ""),
-                             "rain_night": "雨" in str(day.get("nightweather") or "")}
+    extra: dict[str, Any] = {
+        "rain_day": "雨" in str(day.get("dayweather") or ""),
+        "rain_night": "雨" in str(day.get("nightweather") or ""),
+    }
     if probability.replace(".", "", 1).isdigit():
         extra["rain_probability"] = round(float(probability) / 100, 2)
     return {**day, **extra}
@@ -109,7 +120,9 @@ def _with_rain(day: dict[str, Any]) -> dict[str, Any]:
 def load_cities() -> list[dict[str, Any]]:
     path = data_dir() / "weather.json"
     if not path.is_file():
-        raise FileNotFoundError(f"weather data {path} is missing; restore plugins/data or fix FLOWCALL_DATA_DIR")
+        raise FileNotFoundError(
+            f"weather data {path} is missing; restore plugins/data or fix FLOWCALL_DATA_DIR"
+        )
     return json.loads(path.read_text(encoding="utf-8"))["cities"]
 
 
@@ -137,7 +150,8 @@ def find_city(location: str, cities: list[dict[str, Any]]) -> dict[str, Any] | N
         if wanted in keys[id(city)]:
             return city
     inside = [
-        city for city in cities
+        city
+        for city in cities
         if any(k in wanted for k in keys[id(city)] if len(k) >= (2 if _is_cjk(k) else 4))
     ]
     return inside[0] if len(inside) == 1 else None
@@ -157,8 +171,13 @@ def _local_now(city: dict[str, Any]) -> dt.datetime:
 
 
 def _header(city: dict[str, Any]) -> dict[str, Any]:
-    return {"location": city["name"], "location_en": city["name_en"], "source": "offline-sample",
-            "note": SAMPLE_NOTE, "unit": "℃"}
+    return {
+        "location": city["name"],
+        "location_en": city["name_en"],
+        "source": "offline-sample",
+        "note": SAMPLE_NOTE,
+        "unit": "℃",
+    }
 
 
 def sample_live(city: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +192,14 @@ def sample_forecast(city: dict[str, Any]) -> dict[str, Any]:
     for day in city["forecast"]:
         date = today + dt.timedelta(days=day["day"])
         cast = {k: v for k, v in day.items() if k not in ("day", "precipitation_probability")}
-        forecasts.append({
-            "date": date.isoformat(),
-            "week": WEEKDAYS[date.weekday()],
-            **cast,
-            "precipitation_probability": f"{day['precipitation_probability']}%",
-        })
+        forecasts.append(
+            {
+                "date": date.isoformat(),
+                "week": WEEKDAYS[date.weekday()],
+                **cast,
+                "precipitation_probability": f"{day['precipitation_probability']}%",
+            }
+        )
     return {**_header(city), "forecasts": forecasts}
 
 
@@ -196,30 +217,49 @@ def amap_weather(
     known = find_city(location, load_cities())
     query = (known or {}).get("adcode") or location.strip()
     params = {"city": query, "key": key, "extensions": extensions, "output": "JSON"}
+    reply = _amap_get(params, key, transport)
+    if not isinstance(reply, dict) or reply.get("status") != "1":
+        info = reply.get("info", "no info") if isinstance(reply, dict) else "not a JSON object"
+        code = reply.get("infocode", "?") if isinstance(reply, dict) else "?"
+        raise WeatherServiceError(
+            f"AMap refused the weather request: {info} (infocode {code}); check AMAP_API_KEY"
+        )
+    rows = reply.get("lives" if extensions == "base" else "forecasts") or []
+    if not rows:
+        raise WeatherServiceError(
+            f"AMap has no weather for '{location}'; AMap covers "
+            "China only, give a Chinese city such as 成都 or 北京"
+        )
+    return _amap_shape(rows[0], extensions)
+
+
+def _amap_get(params: dict[str, str], key: str, transport: httpx.BaseTransport | None) -> Any:
+    """AMap's reply as JSON; a failed request says so without the key in it."""
     try:
         with httpx.Client(timeout=AMAP_TIMEOUT_S, transport=transport or AMAP_TRANSPORT) as client:
             response = client.get(AMAP_URL, params=params)
         if response.status_code != 200:
-            raise WeatherServiceError(f"AMap weather API answered HTTP {response.status_code}; try again later")
-        reply = response.json()
+            raise WeatherServiceError(
+                f"AMap weather API answered HTTP {response.status_code}; try again later"
+            )
+        return response.json()
     except (httpx.HTTPError, ValueError) as exc:
         detail = str(exc).replace(key, "***") or type(exc).__name__
         raise WeatherServiceError(
             f"AMap weather request failed ({detail}); check the network, or unset AMAP_API_KEY "
             "to use the offline sample"
         ) from exc
-    if not isinstance(reply, dict) or reply.get("status") != "1":
-        info = reply.get("info", "no info") if isinstance(reply, dict) else "not a JSON object"
-        code = reply.get("infocode", "?") if isinstance(reply, dict) else "?"
-        raise WeatherServiceError(f"AMap refused the weather request: {info} (infocode {code}); check AMAP_API_KEY")
-    rows = reply.get("lives" if extensions == "base" else "forecasts") or []
-    if not rows:
-        raise WeatherServiceError(
-            f"AMap has no weather for '{location}'; AMap covers China only, give a Chinese city such as 成都 or 北京"
-        )
-    row = rows[0]
-    header = {"location": _text(row.get("city")), "province": _text(row.get("province")),
-              "adcode": _text(row.get("adcode")), "source": "amap", "unit": "℃"}
+
+
+def _amap_shape(row: dict[str, Any], extensions: str) -> dict[str, Any]:
+    """One row of AMap's reply in this tool's shape: the weather now, or the coming days."""
+    header = {
+        "location": _text(row.get("city")),
+        "province": _text(row.get("province")),
+        "adcode": _text(row.get("adcode")),
+        "source": "amap",
+        "unit": "℃",
+    }
     if extensions == "base":
         live = {
             "weather": _text(row.get("weather")),
@@ -229,8 +269,11 @@ def amap_weather(
             "windpower": _text(row.get("windpower")),
         }
         return {**header, "reporttime": _text(row.get("reporttime")), "live": live}
-    return {**header, "reporttime": _text(row.get("reporttime")),
-            "forecasts": [_amap_cast(cast) for cast in row.get("casts") or []]}
+    return {
+        **header,
+        "reporttime": _text(row.get("reporttime")),
+        "forecasts": [_amap_cast(cast) for cast in row.get("casts") or []],
+    }
 
 
 def _amap_cast(cast: dict[str, Any]) -> dict[str, Any]:

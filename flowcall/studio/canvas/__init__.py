@@ -16,14 +16,31 @@ BUILD = Path(__file__).parent / "build"
 _component = components.declare_component("flowcall_canvas", path=str(BUILD))
 
 
-def canvas(nodes: list[dict[str, Any]], edges: list[dict[str, Any]], *, key: str, editable: bool = False,
-           height: int = 480, export: bool = False, fit_token: str = "") -> dict[str, Any] | None:
+def canvas(
+    nodes: list[dict[str, Any]],
+    edges: list[dict[str, Any]],
+    *,
+    key: str,
+    editable: bool = False,
+    height: int = 480,
+    export: bool = False,
+    fit_token: str = "",
+) -> dict[str, Any] | None:
     """Draw a graph (flowgraph.node_view / edge_view); return the event a person just made on it
     (select, move, delete, disconnect, connect, export), once, or None. The component keeps its
     last value across reruns, so each event carries a sequence number and is handed out once."""
-    value = _component(nodes=nodes, edges=edges, editable=editable, height=height, export=export,
-                       legend=any(n.get("kind") == "tool" for n in nodes), fit_token=fit_token,
-                       selected=next((n["id"] for n in nodes if n.get("selected")), None), key=key, default=None)
+    value = _component(
+        nodes=nodes,
+        edges=edges,
+        editable=editable,
+        height=height,
+        export=export,
+        legend=any(n.get("kind") == "tool" for n in nodes),
+        fit_token=fit_token,
+        selected=next((n["id"] for n in nodes if n.get("selected")), None),
+        key=key,
+        default=None,
+    )
     if not isinstance(value, dict) or not isinstance(value.get("seq"), str):
         return None
     seen = f"{key}:seen"

@@ -40,10 +40,13 @@ st.title("Flows")
 
 # ------------------------------------------------------------------ drafts
 
+
 def load_draft(name: str) -> dict[str, Any]:
     """The draft of a flow: its canvas as saved, unless the person already changed it here."""
     draft = drafts.get(name)
-    if draft is None or (not draft.get("new") and not dirty(draft) and draft["version"] != saved_version(name)):
+    if draft is None or (
+        not draft.get("new") and not dirty(draft) and draft["version"] != saved_version(name)
+    ):
         flow, _, version = app.store.get_flow(name)
         state = fg.to_canvas(flow)
         draft = {"state": state, "base": fg.canonical(state), "version": version, "gen": 0, "selected": None}
@@ -75,11 +78,14 @@ def save(name: str, draft: dict[str, Any]) -> None:
     _, version = app.store.save_flow(flow)
     draft.update(base=fg.canonical(draft["state"]), version=version, new=False)
     st.session_state["flow_message"] = (
-        f"Saved {name!r} as version {version}." if version != before
-        else f"The flow is unchanged (still version {version}); its layout is saved.")
+        f"Saved {name!r} as version {version}."
+        if version != before
+        else f"The flow is unchanged (still version {version}); its layout is saved."
+    )
 
 
 # ------------------------------------------------------------------ choose, create, import
+
 
 def select(name: str) -> None:
     st.session_state["flow"] = name
@@ -100,7 +106,9 @@ with top[1].popover("New flow", use_container_width=True):
         if st.form_submit_button("Create", type="primary"):
             try:
                 if new_name in names:
-                    raise ConfigError(f"a flow named {new_name!r} exists: pick another name, or open that one")
+                    raise ConfigError(
+                        f"a flow named {new_name!r} exists: pick another name, or open that one"
+                    )
                 chosen = BY_KEY[template]
                 parse_flow({"name": new_name}, source="the new flow's name")  # the name's own check
                 state = fg.blank_canvas(new_name, chosen.decision(), None)
@@ -110,8 +118,17 @@ with top[1].popover("New flow", use_container_width=True):
                         state = fg.add_node(state, "tool", {"ref": ref})
                     if chosen.polish:
                         state = fg.add_node(state, "polish", chosen.polish)
-                    state = state.model_copy(update={"settings": {**state.settings, "description": chosen.description}})
-                drafts[new_name] = {"state": state, "base": "", "version": 0, "gen": 0, "selected": None, "new": True}
+                    state = state.model_copy(
+                        update={"settings": {**state.settings, "description": chosen.description}}
+                    )
+                drafts[new_name] = {
+                    "state": state,
+                    "base": "",
+                    "version": 0,
+                    "gen": 0,
+                    "selected": None,
+                    "new": True,
+                }
                 select(new_name)
                 st.rerun()
             except ConfigError as exc:
@@ -136,8 +153,12 @@ if not names:
     st.info("No flows yet: create one with **New flow**, or import a flow JSON file.")
     st.stop()
 current = wanted if wanted in names else names[0]
-name = top[0].selectbox("Flow", names, index=names.index(current),
-                        format_func=lambda n: n + ("  (not saved yet)" if n in unsaved else ""))
+name = top[0].selectbox(
+    "Flow",
+    names,
+    index=names.index(current),
+    format_func=lambda n: n + ("  (not saved yet)" if n in unsaved else ""),
+)
 if name != st.query_params.get("flow"):
     select(name)
 draft = load_draft(name)
@@ -148,11 +169,20 @@ if message := st.session_state.pop("flow_message", None):
 if warning := st.session_state.pop("flow_warning", None):
     st.warning(md(warning))
 
-view = st.segmented_control("View", ["Canvas", "Form", "Versions", "JSON & picture", "Duplicate / delete"],
-                            default="Canvas", key=f"view:{name}", label_visibility="collapsed") or "Canvas"
+view = (
+    st.segmented_control(
+        "View",
+        ["Canvas", "Form", "Versions", "JSON & picture", "Duplicate / delete"],
+        default="Canvas",
+        key=f"view:{name}",
+        label_visibility="collapsed",
+    )
+    or "Canvas"
+)
 
 
 # ------------------------------------------------------------------ tools the flow can attach
+
 
 def known_tools() -> dict[str, Tool]:
     """Every tool the palette offers: the plugins, and the tools of the flow's granted sources.
@@ -180,45 +210,78 @@ TOOLS = known_tools()
 
 def palette() -> None:
     st.markdown("**Add to the flow**")
-    if st.button("+ Decision model", key=key + "add_decision", disabled=state.node("decision") is not None,
-                use_container_width=True):
-        change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
-        draft["selected"] = "decision"
-        st.rerun()
-    if st.button("+ Polish model", key=key + "add_polish", disabled=state.node("polish") is not None,
-                use_container_width=True):
-        change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
-        draft["selected"] = "polish"
-        st.rerun()
-    query = st.text_input("Search tools", key=key + "search", placeholder="weather, csv, git…").strip().lower()
+    model_buttons()
+    query = (
+        st.text_input("Search tools", key=key + "search", placeholder="weather, csv, git…").strip().lower()
+    )
     on_canvas = {n.config["ref"] for n in state.of_kind("tool")}
     shown = 0
     groups = {"plugin": "Python plugins", "mcp": "MCP servers", "http": "HTTP tools"}
     for group, title in groups.items():
-        items = [tool_summary(t) for ref, t in TOOLS.items() if fg.tool_source(ref, state.settings)[0] == group]
+        items = [
+            tool_summary(t) for ref, t in TOOLS.items() if fg.tool_source(ref, state.settings)[0] == group
+        ]
         items = [i for i in items if not query or query in (i["ref"] + " " + i["description"]).lower()]
         if not items:
             continue
         st.caption(title)
         for item in sorted(items, key=lambda i: i["ref"])[:40]:
             shown += 1
-            with st.container(border=True):
-                st.markdown(f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · "
-                            f"{md(item['ref'].rsplit('/', 1)[0])}",
-                            help=md(item["description"]) if item["description"] else None)
-                st.caption(md((fg._cut(item["description"], 90) + " · " if item["description"] else "")
-                              + " · ".join(item["annotations"]) + f" · {item['tokens']} tokens"))
-                added = item["ref"] in on_canvas
-                if st.button("On the canvas" if added else "Add", key=key + "add:" + item["ref"], disabled=added,
-                             use_container_width=True):
-                    change(draft, fg.add_node(state, "tool", {"ref": item["ref"]}))
-                    draft["selected"] = fg.tool_id(item["ref"])
-                    st.rerun()
+            tool_card(item, added=item["ref"] in on_canvas)
     if not shown:
-        st.caption("No tool matches." if query else "No tools yet: add a plugin, an MCP server or an HTTP source.")
+        st.caption(
+            "No tool matches." if query else "No tools yet: add a plugin, an MCP server or an HTTP source."
+        )
     for source_name, why_not in unlisted:
         st.caption(md(f"{source_name}: its tools show here once it is granted ({why_not})."))
     tool_sources()
+
+
+def model_buttons() -> None:
+    """Buttons that add the decision and the polish model; each flow has at most one of each."""
+    if st.button(
+        "+ Decision model",
+        key=key + "add_decision",
+        disabled=state.node("decision") is not None,
+        use_container_width=True,
+    ):
+        change(draft, fg.add_node(state, "decision", BY_KEY["blank"].decision()))
+        draft["selected"] = "decision"
+        st.rerun()
+    if st.button(
+        "+ Polish model",
+        key=key + "add_polish",
+        disabled=state.node("polish") is not None,
+        use_container_width=True,
+    ):
+        change(draft, fg.add_node(state, "polish", dict(POLISH_DEFAULTS)))
+        draft["selected"] = "polish"
+        st.rerun()
+
+
+def tool_card(item: dict[str, Any], *, added: bool) -> None:
+    """One tool in the palette: its name, source, what it costs, and a button that puts it on the canvas."""
+    with st.container(border=True):
+        st.markdown(
+            f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · {md(item['ref'].rsplit('/', 1)[0])}",
+            help=md(item["description"]) if item["description"] else None,
+        )
+        st.caption(
+            md(
+                (fg._cut(item["description"], 90) + " · " if item["description"] else "")
+                + " · ".join(item["annotations"])
+                + f" · {item['tokens']} tokens"
+            )
+        )
+        if st.button(
+            "On the canvas" if added else "Add",
+            key=key + "add:" + item["ref"],
+            disabled=added,
+            use_container_width=True,
+        ):
+            change(draft, fg.add_node(state, "tool", {"ref": item["ref"]}))
+            draft["selected"] = fg.tool_id(item["ref"])
+            st.rerun()
 
 
 def tool_sources() -> None:
@@ -226,8 +289,11 @@ def tool_sources() -> None:
     st.markdown("**Tool sources**")
     for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
         for source in state.settings.get(kind, []):
-            if st.button(f"{label}: {source.get('name')}", key=key + f"src:{kind}:{source.get('name')}",
-                         use_container_width=True):
+            if st.button(
+                f"{label}: {source.get('name')}",
+                key=key + f"src:{kind}:{source.get('name')}",
+                use_container_width=True,
+            ):
                 draft["selected"] = f"source:{kind}:{source.get('name')}"
                 st.rerun()
     if st.button("+ MCP server", key=key + "new_mcp", use_container_width=True):
@@ -239,6 +305,7 @@ def tool_sources() -> None:
 
 
 # ------------------------------------------------------------------ a node's settings
+
 
 def source_panel(selected: str, panel_key: str) -> None:
     """An MCP server or an HTTP source of the flow: its form, and its tools once granted."""
@@ -254,7 +321,11 @@ def source_panel(selected: str, panel_key: str) -> None:
         if any(s.get("name") == edited["name"] for s in others):
             st.error(md(f"The flow already has a source named {edited['name']!r}: pick another name."))
             return
-        kept = [edited if s.get("name") == source_name else s for s in sources] if current else [*sources, edited]
+        kept = (
+            [edited if s.get("name") == source_name else s for s in sources]
+            if current
+            else [*sources, edited]
+        )
         change(draft, state.model_copy(update={"settings": {**state.settings, kind: kept}}))
         draft["selected"] = f"source:{kind}:{edited['name']}"
         st.rerun()
@@ -262,7 +333,11 @@ def source_panel(selected: str, panel_key: str) -> None:
         prefix = f"{source_name}/{'mcp' if kind == 'mcp_servers' else 'http'}/"
         gone = [n.id for n in state.of_kind("tool") if n.config["ref"].startswith(prefix)]
         trimmed = fg.remove_nodes(state, gone)
-        change(draft, trimmed.model_copy(update={"settings": {**trimmed.settings, kind: others}}), fresh_widgets=True)
+        change(
+            draft,
+            trimmed.model_copy(update={"settings": {**trimmed.settings, kind: others}}),
+            fresh_widgets=True,
+        )
         draft["selected"] = None
         st.rerun()
 
@@ -274,8 +349,10 @@ def node_panel(node_id: str | None, panel_key: str) -> list[str]:
         return []
     node = state.node(node_id) if node_id else None
     if node is None:
-        st.caption("Click a node to see and change its settings. Add tools and models from the palette; select a "
-                   "tool and press Delete to remove it.")
+        st.caption(
+            "Click a node to see and change its settings. Add tools and models from the palette; select a "
+            "tool and press Delete to remove it."
+        )
         return []
     st.subheader(fg.LABELS[node.kind])
     problems: list[str] = []
@@ -285,7 +362,9 @@ def node_panel(node_id: str | None, panel_key: str) -> list[str]:
         answer_panel(state)
     elif node.kind in ("decision", "polish"):
         panel = decision_panel if node.kind == "decision" else polish_panel
-        config, problems = panel(app, state, node, panel_key) if node.kind == "decision" else panel(app, node, panel_key)
+        config, problems = (
+            panel(app, state, node, panel_key) if node.kind == "decision" else panel(app, node, panel_key)
+        )
         change(draft, fg._replace(state, node.model_copy(update={"config": config})))
         if node.kind == "polish" and st.button("Remove the polish model", key=panel_key + "remove"):
             change(draft, fg.remove_nodes(draft["state"], ["polish"]))
@@ -295,8 +374,11 @@ def node_panel(node_id: str | None, panel_key: str) -> list[str]:
         tool = TOOLS.get(node.config["ref"])
         approval, removed = tool_panel(state, node, tool, panel_key)
         change(draft, state.model_copy(update={"settings": {**state.settings, "needs_approval": approval}}))
-        if not node.attached and state.node("decision") and st.button("Connect to the decision model",
-                                                                       key=panel_key + "connect"):
+        if (
+            not node.attached
+            and state.node("decision")
+            and st.button("Connect to the decision model", key=panel_key + "connect")
+        ):
             change(draft, fg.set_attached(draft["state"], node.id, True))
             st.rerun()
         if removed:
@@ -311,6 +393,41 @@ def node_panel(node_id: str | None, panel_key: str) -> list[str]:
 def save_bar(problems: list[str]) -> None:
     """Save, with what stops it in plain sentences; Discard goes back to the saved flow."""
     current_state: fg.CanvasState = draft["state"]
+    blockers = save_blockers(current_state, problems)
+    for blocker in blockers:
+        st.error(md(blocker))
+    reach_note(current_state)
+    status = (
+        "Not saved yet"
+        if draft.get("new")
+        else "Unsaved changes"
+        if dirty(draft)
+        else f"Saved · version {draft['version']}"
+    )
+    a, b, c = st.columns([1, 1, 2])
+    if a.button("Save", type="primary", disabled=bool(blockers), key=key + "save", use_container_width=True):
+        try:
+            save(name, draft)
+            st.rerun()
+        except ConfigError as exc:
+            st.error(f"{md(exc)}. Nothing was saved.")
+    if b.button(
+        "Discard",
+        disabled=draft.get("new") or not dirty(draft),
+        key=key + "discard",
+        use_container_width=True,
+    ):
+        drafts.pop(name, None)
+        st.rerun()
+    c.caption(status)
+    if not draft.get("new"):
+        c.page_link(
+            "pages/run.py", label="Run this flow", icon=":material/play_arrow:", query_params={"start": name}
+        )
+
+
+def save_blockers(current_state: fg.CanvasState, problems: list[str]) -> list[str]:
+    """What stops the flow from being saved, each said once: the panels' problems, then the flow's own."""
     blockers = list(problems)
     if current_state.node("decision") is None:
         blockers.append("The flow has no decision model yet: add one from the palette.")
@@ -319,33 +436,25 @@ def save_bar(problems: list[str]) -> None:
             fg.to_flow(current_state)
         except ConfigError as exc:
             blockers.append(str(exc))
-    for blocker in dict.fromkeys(blockers):
-        st.error(md(blocker))
-    servers, sources = current_state.settings.get("mcp_servers", []), current_state.settings.get("http_tools", [])
-    lines = reach_lines([MCPServerConfig.model_validate(s) for s in servers],
-                        [HTTPToolSource.model_validate(s) for s in sources])
+    return list(dict.fromkeys(blockers))
+
+
+def reach_note(current_state: fg.CanvasState) -> None:
+    """What the flow would start or reach, as a warning where a server is trusted or hosts are allowed."""
+    servers, sources = (
+        current_state.settings.get("mcp_servers", []),
+        current_state.settings.get("http_tools", []),
+    )
+    lines = reach_lines(
+        [MCPServerConfig.model_validate(s) for s in servers],
+        [HTTPToolSource.model_validate(s) for s in sources],
+    )
     if lines:
         risky = any(s.get("trusted") for s in servers) or any(s.get("allow_hosts") for s in sources)
         (st.warning if risky else st.info)(
-            "What this flow would start or reach (the Run page asks you to grant each before the first run):\n\n"
-            + "\n".join(f"- {md(line)}" for line in lines))
-    status = ("Not saved yet" if draft.get("new") else "Unsaved changes" if dirty(draft)
-              else f"Saved · version {draft['version']}")
-    a, b, c = st.columns([1, 1, 2])
-    if a.button("Save", type="primary", disabled=bool(blockers), key=key + "save", use_container_width=True):
-        try:
-            save(name, draft)
-            st.rerun()
-        except ConfigError as exc:
-            st.error(f"{md(exc)}. Nothing was saved.")
-    if b.button("Discard", disabled=draft.get("new") or not dirty(draft), key=key + "discard",
-                use_container_width=True):
-        drafts.pop(name, None)
-        st.rerun()
-    c.caption(status)
-    if not draft.get("new"):
-        c.page_link("pages/run.py", label="Run this flow", icon=":material/play_arrow:",
-                    query_params={"start": name})
+            "What this flow would start or reach (the Run page "
+            "asks you to grant each before the first run):\n\n" + "\n".join(f"- {md(line)}" for line in lines)
+        )
 
 
 # ------------------------------------------------------------------ the canvas view
@@ -359,15 +468,26 @@ if view == "Canvas":
         state = draft["state"]
     with middle:
         info = {ref: tool_summary(t) for ref, t in TOOLS.items()}
-        event = canvas(fg.node_view(state, info, selected=draft["selected"], model_label=model_label),
-                       fg.edge_view(state, editable=True), key=f"canvas:{name}", editable=True, height=560,
-                       export=True, fit_token=f"{name}:{draft['gen']}:{len(state.nodes)}")  # refit when nodes come or go
+        event = canvas(
+            fg.node_view(state, info, selected=draft["selected"], model_label=model_label),
+            fg.edge_view(state, editable=True),
+            key=f"canvas:{name}",
+            editable=True,
+            height=560,
+            export=True,
+            fit_token=f"{name}:{draft['gen']}:{len(state.nodes)}",
+        )  # refit when nodes come or go
         save_bar(problems)
     if event:
         if event["kind"] == "select":
-            draft["selected"] = event.get("id") if isinstance(event.get("id"), str) or event.get("id") is None else None
-        elif event["kind"] == "export" and isinstance(event.get("png"), str) \
-                and event["png"].startswith("data:image/png;base64,"):
+            draft["selected"] = (
+                event.get("id") if isinstance(event.get("id"), str) or event.get("id") is None else None
+            )
+        elif (
+            event["kind"] == "export"
+            and isinstance(event.get("png"), str)
+            and event["png"].startswith("data:image/png;base64,")
+        ):
             st.session_state[f"png:{name}"] = base64.b64decode(event["png"].split(",", 1)[1])
             st.session_state["flow_message"] = "The picture is ready: download it under JSON & picture."
         else:
@@ -394,9 +514,15 @@ elif view == "Form":
         st.subheader("Tools")
         refs = sorted(TOOLS) + [r for r in (n.config["ref"] for n in state.of_kind("tool")) if r not in TOOLS]
         attached = [n.config["ref"] for n in state.of_kind("tool") if n.attached]
-        chosen = st.multiselect("Attached tools (type to search)", refs, default=attached, key=key + "form_tools",
-                                format_func=lambda r: f"{r} · {fg._cut(tool_summary(TOOLS[r])['description'], 70)}"
-                                if r in TOOLS else r)
+        chosen = st.multiselect(
+            "Attached tools (type to search)",
+            refs,
+            default=attached,
+            key=key + "form_tools",
+            format_func=lambda r: (
+                f"{r} · {fg._cut(tool_summary(TOOLS[r])['description'], 70)}" if r in TOOLS else r
+            ),
+        )
         if chosen != attached:
             new = fg.remove_nodes(state, [fg.tool_id(r) for r in attached if r not in chosen])
             for ref in chosen:
@@ -412,7 +538,9 @@ elif view == "Form":
         for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
             for source in state.settings.get(kind, []):
                 with st.expander(f"{label}: {md(source.get('name'))}"):
-                    source_panel(f"source:{kind}:{source.get('name')}", key + f"form:{kind}:{source.get('name')}:")
+                    source_panel(
+                        f"source:{kind}:{source.get('name')}", key + f"form:{kind}:{source.get('name')}:"
+                    )
             if st.toggle(f"Add an {label}", key=key + f"form:{kind}:adding"):
                 source_panel(f"source:{kind}:", key + f"form:{kind}:new:")
     with st.container(border=True):
@@ -432,8 +560,13 @@ elif view == "Versions":
         st.info("This flow is not saved yet: save it to start its history.")
     else:
         versions = app.store.flow_versions(name)
-        st.dataframe([{"version": v["version"], "saved": v["created_at"], "hash": v["spec_hash"][:12]}
-                      for v in versions], hide_index=True)
+        st.dataframe(
+            [
+                {"version": v["version"], "saved": v["created_at"], "hash": v["spec_hash"][:12]}
+                for v in versions
+            ],
+            hide_index=True,
+        )
         numbers = [v["version"] for v in versions]
         if len(numbers) < 2:
             st.caption("Only one version so far; save a change to compare versions.")
@@ -441,12 +574,20 @@ elif view == "Versions":
             a, b = st.columns(2)
             older = a.selectbox("From version", numbers, index=1, key=key + "from")
             newer = b.selectbox("To version", numbers, index=0, key=key + "to")
-            before = app.store.get_flow(name, older)[0].model_copy(update={"layout": None}).to_json().splitlines()
-            after = app.store.get_flow(name, newer)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            before = (
+                app.store.get_flow(name, older)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            )
+            after = (
+                app.store.get_flow(name, newer)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            )
             diff = "\n".join(difflib.unified_diff(before, after, f"v{older}", f"v{newer}", lineterm=""))
             st.code(diff or "(no difference)", language="diff")
-            restore = st.selectbox("Restore version", numbers[1:], key=key + "restore_pick",
-                                   help="Saves that version's flow as the newest version; nothing is deleted")
+            restore = st.selectbox(
+                "Restore version",
+                numbers[1:],
+                key=key + "restore_pick",
+                help="Saves that version's flow as the newest version; nothing is deleted",
+            )
             if st.button(f"Restore version {restore}", key=key + "restore"):
                 old = app.store.get_flow(name, restore)[0]
                 _, version = app.store.save_flow(old.model_copy(update={"layout": None}))
@@ -466,14 +607,26 @@ elif view == "JSON & picture":
         if dirty(draft) or draft.get("new"):
             st.caption("This is the flow as edited here, including changes not saved yet.")
         a, b, c = st.columns(3)
-        a.download_button("Export as JSON", flow.to_json(), file_name=f"{name}.json", mime="application/json",
-                          key=key + "export")
-        b.download_button("Picture (SVG)", fg.to_svg(state), file_name=f"{name}.svg", mime="image/svg+xml",
-                          key=key + "svg")
+        a.download_button(
+            "Export as JSON",
+            flow.to_json(),
+            file_name=f"{name}.json",
+            mime="application/json",
+            key=key + "export",
+        )
+        b.download_button(
+            "Picture (SVG)", fg.to_svg(state), file_name=f"{name}.svg", mime="image/svg+xml", key=key + "svg"
+        )
         png = st.session_state.get(f"png:{name}")
-        c.download_button("Picture (PNG)", png or b"", file_name=f"{name}.png", mime="image/png",
-                          disabled=png is None, key=key + "png",
-                          help="Press PNG on the canvas first: it draws the picture as you see it")
+        c.download_button(
+            "Picture (PNG)",
+            png or b"",
+            file_name=f"{name}.png",
+            mime="image/png",
+            disabled=png is None,
+            key=key + "png",
+            help="Press PNG on the canvas first: it draws the picture as you see it",
+        )
         st.code(flow.to_json(), language="json")
 
 # ------------------------------------------------------------------ duplicate, delete
@@ -492,16 +645,26 @@ else:
             if copy_name in names:
                 raise ConfigError(f"a flow named {copy_name!r} exists; pick another name")
             saved_flow = app.store.get_flow(name)[0]
-            app.store.save_flow(parse_flow({**saved_flow.model_dump(mode="json"), "name": copy_name,
-                                            **({"layout": saved_flow.layout.model_dump(mode="json")}
-                                               if saved_flow.layout else {})}, source="the copy"))
+            app.store.save_flow(
+                parse_flow(
+                    {
+                        **saved_flow.model_dump(mode="json"),
+                        "name": copy_name,
+                        **(
+                            {"layout": saved_flow.layout.model_dump(mode="json")} if saved_flow.layout else {}
+                        ),
+                    },
+                    source="the copy",
+                )
+            )
             select(copy_name)
             st.rerun()
         except ConfigError as exc:
             st.error(md(exc))
     st.divider()
-    sure = st.checkbox(md(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)"),
-                       key=key + "sure")
+    sure = st.checkbox(
+        md(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)"), key=key + "sure"
+    )
     if st.button("Delete flow", disabled=not sure, key=key + "delete"):
         app.store.delete_flow(name)
         drafts.pop(name, None)

@@ -33,14 +33,19 @@ def key_source(variable: str) -> str | None:
 
 
 def check_rows(checks: list[Check]) -> list[dict[str, Any]]:
-    return [{"check": c.name, "result": c.outcome, "latency s": round(c.latency_ms / 1000, 2), "detail": c.detail}
-            for c in checks]
+    return [
+        {"check": c.name, "result": c.outcome, "latency s": round(c.latency_ms / 1000, 2), "detail": c.detail}
+        for c in checks
+    ]
 
 
 def check_line(check: Check) -> str:
     icon = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}[check.outcome]
     # the detail quotes the model server's answer or error: text, not Markdown
-    return f"{icon} **{md(check.name)}** · {check.outcome} · {check.latency_ms / 1000:.1f} s · {md(check.detail)}"
+    return (
+        f"{icon} **{md(check.name)}** · {check.outcome} · {check.latency_ms / 1000:.1f} s · "
+        f"{md(check.detail)}"
+    )
 
 
 st.title("Models")
@@ -51,14 +56,29 @@ rows = []
 for provider, (key_var, url_var) in KEYED_PROVIDERS.items():
     source = key_source(key_var)
     optional = " (optional: most local servers need none)" if provider == "openai-compatible" else ""
-    rows.append({"provider": provider, "key variable": key_var,
-                 "key": f"set ({source})" if source else f"not set{optional}",
-                 "base URL variable": url_var, "base URL": os.environ.get(url_var) or "default"})
-rows.append({"provider": "local", "key variable": "-", "key": "no key needed", "base URL variable": "-",
-             "base URL": "in-process"})
+    rows.append(
+        {
+            "provider": provider,
+            "key variable": key_var,
+            "key": f"set ({source})" if source else f"not set{optional}",
+            "base URL variable": url_var,
+            "base URL": os.environ.get(url_var) or "default",
+        }
+    )
+rows.append(
+    {
+        "provider": "local",
+        "key variable": "-",
+        "key": "no key needed",
+        "base URL variable": "-",
+        "base URL": "in-process",
+    }
+)
 st.dataframe(rows, hide_index=True)
-st.caption("Set a key with `export OPENAI_API_KEY=...` before starting the studio, or as a root-level entry in "
-           "`.streamlit/secrets.toml`. Keys are never shown here.")
+st.caption(
+    "Set a key with `export OPENAI_API_KEY=...` before starting the studio, or as a root-level entry in "
+    "`.streamlit/secrets.toml`. Keys are never shown here."
+)
 
 # --- the embedded model -----------------------------------------------------------------------
 st.header("Embedded model")
@@ -71,39 +91,58 @@ if st.button("Verify the SHA-256 now", disabled=not status["present"]):
             if local_model.verify(path):
                 st.success("The file matches the published SHA-256.")
             else:
-                st.error("The file does not match the published SHA-256: it is damaged or another file. "
-                         "Delete it and run `flowcall model fetch` again.")
+                st.error(
+                    "The file does not match the published SHA-256: it is damaged or another file. "
+                    "Delete it and run `flowcall model fetch` again."
+                )
         else:
-            st.info(f"SHA-256 {local_model.sha256_of(path)}. This is not the embedded model, so there is no "
-                    "published hash to compare with.")
+            st.info(
+                f"SHA-256 {local_model.sha256_of(path)}. This is not the embedded model, so there is no "
+                "published hash to compare with."
+            )
     status = local_model.status(path)
 with summary:
     present, size, verified = st.columns(3)
     present.metric("Present", "yes" if status["present"] else "no")
     size.metric("Size", f"{status['size'] / 1e6:.1f} MB")
     verified.metric("Hash verified", "yes" if status["verified"] else "no")
-    expected = (f"{status['name']}, expected SHA-256 `{status['expected_sha256']}`" if status["embedded"]
-                else "not an embedded model: no published SHA-256 to compare with")
+    expected = (
+        f"{status['name']}, expected SHA-256 `{status['expected_sha256']}`"
+        if status["embedded"]
+        else "not an embedded model: no published SHA-256 to compare with"
+    )
     st.caption(md(f"Path: {status['path']} · {expected}"))
     if not status["present"]:
-        st.warning("No model file there: run `flowcall model fetch` (or `bash scripts/setup.sh`), "
-                   "or set FLOWCALL_MODEL_PATH to a GGUF file.")
+        st.warning(
+            "No model file there: run `flowcall model fetch` (or `bash scripts/setup.sh`), "
+            "or set FLOWCALL_MODEL_PATH to a GGUF file."
+        )
 
 # --- the capability probe ---------------------------------------------------------------------
 st.header("Capability probe")
-st.caption("Three small requests: a tool call the question needs (it must come back as a structured call, not "
-           "as text), JSON valid against a schema, and two calls in one turn. The result is stored, and a flow "
-           "with calling way `auto` then starts on a way the model passed. The embedded models keep their own "
-           "order, chosen on many more requests than these three; `auto` still falls back.")
+st.caption(
+    "Three small requests: a tool call the question needs (it must come back as a structured call, not "
+    "as text), JSON valid against a schema, and two calls in one turn. The result is stored, and a flow "
+    "with calling way `auto` then starts on a way the model passed. The embedded models keep their own "
+    "order, chosen on many more requests than these three; `auto` still falls back."
+)
 provider = st.selectbox("Provider", list(DEFAULT_MODELS))
 if provider == "local":
-    model = st.text_input("Model", value=path.stem, disabled=True, help="The local provider runs this GGUF file.")
+    model = st.text_input(
+        "Model", value=path.stem, disabled=True, help="The local provider runs this GGUF file."
+    )
 else:
     model = st.text_input("Model", value=DEFAULT_MODELS[provider], key=f"model_{provider}")
 base_url = None
 if provider == "openai-compatible":
-    base_url = st.text_input("Base URL", value=os.environ.get("OPENAI_COMPATIBLE_BASE_URL", ""),
-                             placeholder="http://127.0.0.1:11434/v1") or None
+    base_url = (
+        st.text_input(
+            "Base URL",
+            value=os.environ.get("OPENAI_COMPATIBLE_BASE_URL", ""),
+            placeholder="http://127.0.0.1:11434/v1",
+        )
+        or None
+    )
 
 if st.button("Run the probe", type="primary", disabled=not model.strip()):
     config = ModelConfig(provider=provider, model=model.strip(), base_url=base_url)
@@ -118,13 +157,19 @@ if st.button("Run the probe", type="primary", disabled=not model.strip()):
         st.error(md(failed))
     if profile is not None and profile.learned_anything():  # stored by the service
         passed = sum(c.passed for c in profile.checks)
-        box.update(label=f"{md(profile.provider)}/{md(profile.model)}: {passed} of {len(profile.checks)} checks passed",
-                   state="complete", expanded=False)
+        box.update(
+            label=f"{md(profile.provider)}/{md(profile.model)}: "
+            f"{passed} of {len(profile.checks)} checks passed",
+            state="complete",
+            expanded=False,
+        )
         st.session_state["last_probe"] = profile.model_dump(mode="json")
     elif profile is not None:
         box.update(label="No check reached the model", state="error", expanded=True)
-        st.error(f"{md(profile.checks[0].detail)}. Check that the server is running, the base URL and the key, "
-                 "then probe again. Nothing was stored.")
+        st.error(
+            f"{md(profile.checks[0].detail)}. Check that the server is running, the base URL and the key, "
+            "then probe again. Nothing was stored."
+        )
 
 if last := st.session_state.get("last_probe"):
     profile = ModelProfile.model_validate(last)
@@ -139,8 +184,21 @@ except ConfigError as exc:
     st.error(md(exc))
     st.stop()
 if not stored:
-    st.info("No model has been probed yet: pick one above and run the probe, or `flowcall profiles probe --provider local`.")
+    st.info(
+        "No model has been probed yet: pick one above and run "
+        "the probe, or `flowcall profiles probe --provider local`."
+    )
 else:
-    st.dataframe([{"provider": p.provider, "model": p.model, "base URL": p.base_url or "",
-                   "probed": f"{p.probed_at:%Y-%m-%d %H:%M}", **{c.name: c.outcome for c in p.checks}} for p in stored],
-                 hide_index=True)
+    st.dataframe(
+        [
+            {
+                "provider": p.provider,
+                "model": p.model,
+                "base URL": p.base_url or "",
+                "probed": f"{p.probed_at:%Y-%m-%d %H:%M}",
+                **{c.name: c.outcome for c in p.checks},
+            }
+            for p in stored
+        ],
+        hide_index=True,
+    )

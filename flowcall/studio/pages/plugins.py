@@ -1,8 +1,8 @@
 """Plugins: every tool FlowCall can attach, what it costs the model, trying one by hand, and
 attaching an MCP server's tools to a saved flow. Reaches tools and the database only through
-the service (flowcall/service/front.py). Tool names, descriptions and results come from plugins and MCP servers,
-so they are shown as text (`md`), never as Markdown. Starting a server from a typed command is
-off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
+the service (flowcall/service/front.py). Tool names, descriptions and results come from plugins
+and MCP servers, so they are shown as text (`md`), never as Markdown. Starting a server from a
+typed command is off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
 
 from __future__ import annotations
 
@@ -31,21 +31,24 @@ _NEXT = {
 
 def annotations_text(tool: Tool) -> str:
     hints = tool.annotations
-    return " · ".join([
-        "read-only" if hints.read_only else "writes",
-        "**destructive**" if hints.destructive else "not destructive",
-        # FlowCall keeps no idempotent hint; a read-only tool is idempotent by nature
-        "idempotent" if hints.read_only else "idempotency not declared",
-        "open world" if hints.open_world else "closed world",
-    ])
+    return " · ".join(
+        [
+            "read-only" if hints.read_only else "writes",
+            "**destructive**" if hints.destructive else "not destructive",
+            # FlowCall keeps no idempotent hint; a read-only tool is idempotent by nature
+            "idempotent" if hints.read_only else "idempotency not declared",
+            "open world" if hints.open_world else "closed world",
+        ]
+    )
 
 
 def show_tool(tool: Tool) -> None:
     """One tool in an expander: what it is, what it may do, what it costs the decision model."""
     checked = review_tool(tool)
     cost = f"{checked.tokens} tokens" + ("" if checked.tokens_exact else " (estimated)")
-    with st.expander(f"{'⚠️ ' if checked.warnings else ''}{md(tool.version)} · {cost}",
-                     expanded=bool(checked.warnings)):  # a warning is read without a click
+    with st.expander(
+        f"{'⚠️ ' if checked.warnings else ''}{md(tool.version)} · {cost}", expanded=bool(checked.warnings)
+    ):  # a warning is read without a click
         st.markdown(f"**{md(tool.name)}** · source {md(tool.source)} · version {md(tool.version)}")
         st.markdown(md(tool.description) if tool.description else "(no description)")
         st.markdown(annotations_text(tool))
@@ -57,21 +60,37 @@ def show_tool(tool: Tool) -> None:
 
 def field_widget(f: FormField, key: str) -> Any:
     """The widget for one argument; its value goes to schema_form.collect as is."""
-    label, hint = md(f.label()), md(f.description) if f.description else None  # the schema is the server's text
+    label, hint = (
+        md(f.label()),
+        md(f.description) if f.description else None,
+    )  # the schema is the server's text
     if f.kind == "boolean":
         return st.checkbox(label, value=bool(f.default), key=key, help=hint)
     if f.kind == "enum":
         options = f.options if f.required else [None, *f.options]
         index = options.index(f.default) if f.default in options else (None if f.required else 0)
-        return st.selectbox(label, options, index=index, key=key, help=hint,
-                            format_func=lambda v: "(not set)" if v is None else str(v))
+        return st.selectbox(
+            label,
+            options,
+            index=index,
+            key=key,
+            help=hint,
+            format_func=lambda v: "(not set)" if v is None else str(v),
+        )
     if f.kind in ("integer", "number"):
         cast = int if f.kind == "integer" else float  # streamlit wants one numeric type throughout
-        default = f.default if isinstance(f.default, (int, float)) and not isinstance(f.default, bool) else None
-        return st.number_input(label, value=None if default is None else cast(default), key=key, help=hint,
-                               min_value=None if f.minimum is None else cast(f.minimum),
-                               max_value=None if f.maximum is None else cast(f.maximum),
-                               step=cast(1) if f.kind == "integer" else None)
+        default = (
+            f.default if isinstance(f.default, (int, float)) and not isinstance(f.default, bool) else None
+        )
+        return st.number_input(
+            label,
+            value=None if default is None else cast(default),
+            key=key,
+            help=hint,
+            min_value=None if f.minimum is None else cast(f.minimum),
+            max_value=None if f.maximum is None else cast(f.maximum),
+            step=cast(1) if f.kind == "integer" else None,
+        )
     if f.kind == "json":
         return st.text_area(f"{label} (JSON)", value=f.initial_text(), key=key, help=hint)
     return st.text_input(label, value="" if f.default is None else str(f.default), key=key, help=hint)
@@ -98,8 +117,10 @@ def try_form(tool: Tool, key: str, run: Callable[[dict[str, Any]], TrialResult])
             st.caption(f"{md(tool.name)} takes no arguments.")
         confirmed = True
         if tool.annotations.destructive:
-            confirmed = st.checkbox(f"{md(tool.name)} is destructive: I understand it may change or delete things",
-                                    key=f"{key}:confirm")
+            confirmed = st.checkbox(
+                f"{md(tool.name)} is destructive: I understand it may change or delete things",
+                key=f"{key}:confirm",
+            )
         submitted = st.form_submit_button("Run", type="primary", key=f"{key}:run")
     if submitted:
         st.session_state.pop(f"{key}:result", None)
@@ -119,7 +140,9 @@ def try_form(tool: Tool, key: str, run: Callable[[dict[str, Any]], TrialResult])
 
 
 def tools_tab(tools: list[Tool]) -> None:
-    query = st.text_input("Search", key="plugins:search", placeholder="name, version or words of the description")
+    query = st.text_input(
+        "Search", key="plugins:search", placeholder="name, version or words of the description"
+    )
     words = query.lower().split()
     shown = [t for t in tools if all(w in f"{t.version} {t.description}".lower() for w in words)]
     st.caption(f"{len(shown)} of {len(tools)} tools")
@@ -131,7 +154,9 @@ def try_tab(tools: list[Tool]) -> None:
     versions = [t.version for t in tools]
     picked = st.selectbox("Tool", versions, key="plugins:try_tool")
     tool = tools[versions.index(picked)]
-    st.caption(f"{md(tool.description.splitlines()[0]) if tool.description else ''} · {md(annotations_text(tool))}")
+    st.caption(
+        f"{md(tool.description.splitlines()[0]) if tool.description else ''} · {md(annotations_text(tool))}"
+    )
     try_form(tool, f"try:{tool.version}", lambda arguments: service().try_tool(tool.version, arguments))
 
 
@@ -140,8 +165,10 @@ def connect(name: str, command_line: str, url: str) -> None:
     st.session_state.pop("mcp:server", None)
     if command_line.strip() and not mcp_commands_allowed():
         # checked here too, not only by the disabled box: nothing from the browser starts a program
-        st.error(f"Nothing was started: starting a program from the studio is off. Start the studio with "
-                 f"{MCP_COMMANDS_VARIABLE}=1 to allow it.")
+        st.error(
+            f"Nothing was started: starting a program from the studio is off. Start the studio with "
+            f"{MCP_COMMANDS_VARIABLE}=1 to allow it."
+        )
         return
     try:
         server = mcp_server(name, command_line, url)
@@ -156,8 +183,11 @@ def connect(name: str, command_line: str, url: str) -> None:
             failed = exc
         else:
             failed = None
-            status.update(label=f"Connected to '{md(server.name)}': {len(tools)} tools", state="complete",
-                          expanded=False)
+            status.update(
+                label=f"Connected to '{md(server.name)}': {len(tools)} tools",
+                state="complete",
+                expanded=False,
+            )
     if failed is not None:  # the reason in the open, not inside a box that may close
         st.error(f"{md(failed)}. Check the command or URL, e.g. run it by hand in a terminal.")
         return
@@ -174,18 +204,26 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
         return
     target = st.selectbox("Flow", flows, key="mcp:flow")
     names = [t.name for t in tools]
-    picked = st.multiselect("Tools to attach", names, key="mcp:attach",
-                            default=[t.name for t in tools if not t.annotations.destructive],
-                            help="A tool the server marks destructive is left out unless you pick it")
+    picked = st.multiselect(
+        "Tools to attach",
+        names,
+        key="mcp:attach",
+        default=[t.name for t in tools if not t.annotations.destructive],
+        help="A tool the server marks destructive is left out unless you pick it",
+    )
     if st.button("Add to flow", key="mcp:add", disabled=not picked):
         try:
             version, skipped = app.attach_server(target, server, [t for t in tools if t.name in picked])
         except ConfigError as exc:
             st.error(md(exc))
             return
-        st.success(md(f"Added '{server.name}' and {len(picked)} of its tools to {target}, now version {version}. Its first run asks "
-                      "you (Run page) to grant starting or reaching the server; calls of its tools wait for "
-                      "approval unless the flow marks the server trusted."))
+        st.success(
+            md(
+                f"Added '{server.name}' and {len(picked)} of its tools to {target}, now version {version}. "
+                "Its first run asks you (Run page) to grant starting or reaching the server; calls of its "
+                "tools wait for approval unless the flow marks the server trusted."
+            )
+        )
         if skipped:
             st.warning(md("Not added, the flow already has a tool of that name: " + ", ".join(skipped)))
 
@@ -193,16 +231,27 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
 def mcp_tab() -> None:
     allowed = mcp_commands_allowed()
     if not allowed:
-        st.info(f"Starting an MCP server from a command is off: it would run any program on this machine for "
-                f"whoever can open this page. To turn it on, start the studio with {MCP_COMMANDS_VARIABLE}=1 "
-                f"(e.g. `{MCP_COMMANDS_VARIABLE}=1 streamlit run app.py`). Servers by URL work as they are.")
+        st.info(
+            f"Starting an MCP server from a command is off: it would run any program on this machine for "
+            f"whoever can open this page. To turn it on, start the studio with {MCP_COMMANDS_VARIABLE}=1 "
+            f"(e.g. `{MCP_COMMANDS_VARIABLE}=1 streamlit run app.py`). Servers by URL work as they are."
+        )
     with st.form("mcp:connect"):
-        name = st.text_input("Name", key="mcp:name", placeholder="time",
-                             help="Lowercase; the tools' namespace: <name>/mcp/<tool>")
-        command_line = st.text_input("stdio command", key="mcp:command", placeholder="uvx mcp-server-time",
-                                     disabled=not allowed,
-                                     help="One line, quoted as in a shell" if allowed
-                                     else f"Off: start the studio with {MCP_COMMANDS_VARIABLE}=1 to allow it")
+        name = st.text_input(
+            "Name",
+            key="mcp:name",
+            placeholder="time",
+            help="Lowercase; the tools' namespace: <name>/mcp/<tool>",
+        )
+        command_line = st.text_input(
+            "stdio command",
+            key="mcp:command",
+            placeholder="uvx mcp-server-time",
+            disabled=not allowed,
+            help="One line, quoted as in a shell"
+            if allowed
+            else f"Off: start the studio with {MCP_COMMANDS_VARIABLE}=1 to allow it",
+        )
         url = st.text_input("or streamable HTTP URL", key="mcp:url", placeholder="http://127.0.0.1:8765/mcp")
         submitted = st.form_submit_button("Connect", key="mcp:connect")
     if submitted:
@@ -216,7 +265,11 @@ def mcp_tab() -> None:
     st.subheader(md(f"Try a tool of {server.name}"))
     names = [t.name for t in tools]
     tool = tools[names.index(st.selectbox("Tool", names, key="mcp:try_tool"))]
-    try_form(tool, f"mcp:{server.name}:{tool.name}", lambda arguments: try_server_tool(server, tool.name, arguments))
+    try_form(
+        tool,
+        f"mcp:{server.name}:{tool.name}",
+        lambda arguments: try_server_tool(server, tool.name, arguments),
+    )
     st.subheader("Add to a flow")
     add_to_flow(server, tools)
 

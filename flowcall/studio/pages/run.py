@@ -73,8 +73,11 @@ def let_go() -> None:
 # A run is always shown under its own flow and question, however this page was opened.
 shown = shown_run()
 show_waiting(app, "page", skip=shown.id if shown else None)
-if shown is not None and shown.flow_name in names and (
-        st.session_state.get("run:flow") is None or st.session_state.get("run:adopted") != shown.id):
+if (
+    shown is not None
+    and shown.flow_name in names
+    and (st.session_state.get("run:flow") is None or st.session_state.get("run:adopted") != shown.id)
+):
     st.session_state["run:flow"] = shown.flow_name
     st.session_state[f"question:{shown.flow_name}"] = shown.question
     st.session_state["run:adopted"] = shown.id
@@ -90,8 +93,11 @@ st.caption(md(f"version {version} · {flow.description}"))
 st.session_state.setdefault(f"question:{name}", EXAMPLE_QUESTIONS.get(name, ""))
 question = st.text_area("Question", height=80, key=f"question:{name}")
 on_worker = bool(config.broker_url()) and st.toggle(
-    "On a worker", value=True, help="Hand the run to the workers (`flowcall worker`, FLOWCALL_BROKER_URL); its "
-    "steps show here as the worker commits them, and a click on this page no longer stops it")
+    "On a worker",
+    value=True,
+    help="Hand the run to the workers (`flowcall worker`, FLOWCALL_BROKER_URL); its "
+    "steps show here as the worker commits them, and a click on this page no longer stops it",
+)
 
 
 def ask_consent(flow_version_id: int, question: str | None) -> None:
@@ -100,8 +106,13 @@ def ask_consent(flow_version_id: int, question: str | None) -> None:
     st.session_state["consent"] = {"version_id": flow_version_id, "question": question}
 
 
-def live(label: str, work: Callable, consent_for: tuple[int | None, str | None], drawn: Flow | None = None,
-         so_far: Run | None = None) -> Run | None:
+def live(
+    label: str,
+    work: Callable,
+    consent_for: tuple[int | None, str | None],
+    drawn: Flow | None = None,
+    so_far: Run | None = None,
+) -> Run | None:
     """Run `work(on_step)` inside a status box that fills with the steps as they end, and draw
     the run on the flow's graph as each step commits. A grant missing meanwhile (revoked, or the
     flow changed) shows the consent panel instead."""
@@ -115,17 +126,9 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
     problem = None
     try:
         with st.status(label, expanded=True) as status:
-            def on_step(step: Step) -> None:
-                made_here(step.run_id)  # a stopped run is still shown
-                st.text(describe_step(step))
-                seen.append(step)
-                partial = Run(id=step.run_id, flow_name=drawn.name if drawn else "", question="", trace_id="",
-                              steps=seen)
-                graph.image(svg_of_run(drawn, partial))
-
             try:
                 with progress.watching(WritingBox()):  # the running step's text, as it is written
-                    run = work(on_step)
+                    run = work(step_shower(graph, seen, drawn))
             except TrustRequired:
                 status.update(label="Nothing was run: it needs your grant", state="error", expanded=True)
                 if consent_for[0] is not None:
@@ -136,12 +139,7 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
                 status.update(label="Could not run", state="error", expanded=True)
                 problem = md(exc)
             else:
-                warned = run.outcome is not None  # answered without tools, or partly done: amber, not green
-                state = {"succeeded": "error" if warned else "complete", "failed": "error",
-                         "cancelled": "error"}.get(run.status.value, "running")
-                status.update(label=f"Run {status_text(run)} · {len(run.steps)} steps · "
-                                    f"{run_seconds(run):.1f} s",
-                              state=state, expanded=run.status != RunStatus.SUCCEEDED or warned)
+                show_ended(status, run)
     finally:
         stop.empty()
     if problem is not None:  # the reason in the open, not inside a box that may close
@@ -151,11 +149,45 @@ def live(label: str, work: Callable, consent_for: tuple[int | None, str | None],
     return run
 
 
+def step_shower(graph, seen: list[Step], drawn: Flow | None) -> Callable[[Step], None]:
+    """The engine's on_step for a run watched here: each ended step as a line of text in the
+    status box, and the run so far on the flow's graph."""
+
+    def on_step(step: Step) -> None:
+        made_here(step.run_id)  # a stopped run is still shown
+        st.text(describe_step(step))
+        seen.append(step)
+        partial = Run(
+            id=step.run_id, flow_name=drawn.name if drawn else "", question="", trace_id="", steps=seen
+        )
+        graph.image(svg_of_run(drawn, partial))
+
+    return on_step
+
+
+def show_ended(status, run: Run) -> None:
+    """The status box once the run ended: its status, steps and time, amber where the answer
+    has no tool result behind it or a part was not done, open unless it simply succeeded."""
+    warned = run.outcome is not None  # answered without tools, or partly done: amber, not green
+    state = {"succeeded": "error" if warned else "complete", "failed": "error", "cancelled": "error"}.get(
+        run.status.value, "running"
+    )
+    status.update(
+        label=f"Run {status_text(run)} · {len(run.steps)} steps · {run_seconds(run):.1f} s",
+        state=state,
+        expanded=run.status != RunStatus.SUCCEEDED or warned,
+    )
+
+
 def start(asked, flow_version_id: int, text: str) -> None:
     """Run the flow here, watching it, or hand it to the workers (the run is shown below)."""
     if not on_worker:
-        live("Running the flow…", lambda on_step: app.run(asked, text, on_step=on_step), (flow_version_id, text),
-             drawn=asked)
+        live(
+            "Running the flow…",
+            lambda on_step: app.run(asked, text, on_step=on_step),
+            (flow_version_id, text),
+            drawn=asked,
+        )
         return
     try:
         made_here(app.run_queued(asked, text).id)
@@ -170,23 +202,31 @@ if st.button("Run", type="primary", disabled=not question.strip()):
     else:
         start(flow, version_id, question.strip())
 
+
 # ------------------------------------------------------------------ consent
 def consent_panel(consent: dict) -> None:
     """What the flow version would start or reach, ungranted; runs nothing until "Grant and run"."""
     try:
-        asked = app.store.get_flow_version(consent["version_id"])  # exactly the version shown, not a newer one
+        asked = app.store.get_flow_version(
+            consent["version_id"]
+        )  # exactly the version shown, not a newer one
     except ConfigError:  # deleted meanwhile: nothing left to grant or run
         st.session_state.pop("consent", None)
         return
     missing = [item for item, granted in app.trust_status(asked) if not granted]
     panel = st.empty()
     with panel.container(border=True):
-        st.warning(f"Flow {md(asked.name)} would start or reach the following, and nobody on this machine has "
-                   "granted it. Nothing has been started or sent. Read it; grant only what you expect.")
+        st.warning(
+            f"Flow {md(asked.name)} would start or reach the following, and nobody on this machine has "
+            "granted it. Nothing has been started or sent. Read it; grant only what you expect."
+        )
         show_trust_items(missing)
         c1, c2, _ = st.columns([2, 1, 5])
-        grant = c1.button("Grant and run" if consent["question"] is not None else "Grant", type="primary",
-                          key="consent:grant")
+        grant = c1.button(
+            "Grant and run" if consent["question"] is not None else "Grant",
+            type="primary",
+            key="consent:grant",
+        )
         cancel = c2.button("Cancel", key="consent:cancel")
     if not (grant or cancel):
         return
@@ -207,12 +247,17 @@ if consent := st.session_state.get("consent"):
 
 
 if config.broker_url():
-    active = app.store.list_runs(status=RunStatus.QUEUED, limit=50) + app.store.list_runs(status=RunStatus.RUNNING,
-                                                                                          limit=50)
+    active = app.store.list_runs(status=RunStatus.QUEUED, limit=50) + app.store.list_runs(
+        status=RunStatus.RUNNING, limit=50
+    )
     with st.expander(f"Queued and running runs ({len(active)})"):
         if active:
-            watched = st.selectbox("Run", [r.id for r in active], key="active-run",
-                                   format_func=lambda i: run_line(next(r for r in active if r.id == i)))
+            watched = st.selectbox(
+                "Run",
+                [r.id for r in active],
+                key="active-run",
+                format_func=lambda i: run_line(next(r for r in active if r.id == i)),
+            )
             if st.button("Watch it", key="watch-run"):
                 st.session_state["run_id"] = watched
                 st.rerun()  # shown under its own flow
@@ -266,10 +311,17 @@ if run_id := st.session_state.get("run_id"):
                 st.markdown(f"**{md(step.name)}** (call {md(step.tool_call_id)})")
                 if step.note != "waiting for a person to approve, deny or edit":
                     st.warning(md(step.note))  # e.g. it may have run already, before an interruption
-                action = st.radio("Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}")
-                args = st.text_area("Arguments (edit them, then choose edit)", as_json(step.arguments),
-                                    key=f"args:{step.tool_call_id}")
-                reason = st.text_input("Reason (told to the model when you deny)", key=f"why:{step.tool_call_id}")
+                action = st.radio(
+                    "Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}"
+                )
+                args = st.text_area(
+                    "Arguments (edit them, then choose edit)",
+                    as_json(step.arguments),
+                    key=f"args:{step.tool_call_id}",
+                )
+                reason = st.text_input(
+                    "Reason (told to the model when you deny)", key=f"why:{step.tool_call_id}"
+                )
                 choices[step.tool_call_id] = (action, args, reason)
             go = st.form_submit_button("Continue the run", type="primary")
         if go:
@@ -279,7 +331,9 @@ if run_id := st.session_state.get("run_id"):
                     try:
                         edited = json.loads(args)
                     except json.JSONDecodeError as exc:
-                        problems.append(f"call {call_id}: the arguments are not valid JSON ({exc.msg}, line {exc.lineno})")
+                        problems.append(
+                            f"call {call_id}: the arguments are not valid JSON ({exc.msg}, line {exc.lineno})"
+                        )
                         continue
                     if not isinstance(edited, dict):
                         problems.append(f"call {call_id}: the arguments must be a JSON object")
@@ -288,22 +342,39 @@ if run_id := st.session_state.get("run_id"):
                 else:
                     decisions[call_id] = Decision(action=action, reason=reason)
             if problems:
-                st.error("Nothing was sent: " + md("; ".join(problems)) + ". Fix the arguments and continue again.")
+                st.error(
+                    "Nothing was sent: " + md("; ".join(problems)) + ". Fix the arguments and continue again."
+                )
             else:
-                resumed = live("Continuing the run…", lambda on_step: app.resume(
-                    run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step),
-                     (run.flow_version_id, None), drawn=flow_or_none(run), so_far=run)
-                if resumed is not None:  # else keep the error on screen, e.g. another tab or the CLI took the run
+                resumed = live(
+                    "Continuing the run…",
+                    lambda on_step: app.resume(
+                        run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step
+                    ),
+                    (run.flow_version_id, None),
+                    drawn=flow_or_none(run),
+                    so_far=run,
+                )
+                if (
+                    resumed is not None
+                ):  # else keep the error on screen, e.g. another tab or the CLI took the run
                     st.rerun()
     elif run.status == RunStatus.INTERRUPTED:
         done = sum(1 for s in run.steps if s.kind == StepKind.TOOL_CALL)
-        st.warning(f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} steps "
-                   f"({done} tool calls). Resume goes on from its last committed step; a call that may have run "
-                   "already, and changes something, waits for your approval first.")
+        st.warning(
+            f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} "
+            f"steps ({done} tool calls). Resume goes on from its last committed step; a call that may have "
+            "run already, and changes something, waits for your approval first."
+        )
         c1, c2, _ = st.columns([1, 1, 5])
         if c1.button("Resume", type="primary", key=f"resume:{run.id}"):
-            resumed = live("Resuming the run…", lambda on_step: app.resume(run.id, approver=None, on_step=on_step),
-                           (run.flow_version_id, None), drawn=flow_or_none(run), so_far=run)
+            resumed = live(
+                "Resuming the run…",
+                lambda on_step: app.resume(run.id, approver=None, on_step=on_step),
+                (run.flow_version_id, None),
+                drawn=flow_or_none(run),
+                so_far=run,
+            )
             if resumed is not None:
                 st.rerun()
         cancel_button(run, c2)
@@ -323,7 +394,13 @@ if run_id := st.session_state.get("run_id"):
     if only:
         rows = [row for row, step in zip(rows, run.steps) if step.seq in only]
     label = f"Steps of run {md(run.id[:8])} ({run.tokens_in}+{run.tokens_out} tokens)"
-    with st.expander(label + (f" · only the {len(rows)} of the node picked" if only else ""), expanded=bool(only)):
+    with st.expander(
+        label + (f" · only the {len(rows)} of the node picked" if only else ""), expanded=bool(only)
+    ):
         st.dataframe(rows, hide_index=True)
-    st.page_link("pages/runs.py", label="Open it in the inspector", icon=":material/manage_search:",
-                 query_params={"run": run.id})
+    st.page_link(
+        "pages/runs.py",
+        label="Open it in the inspector",
+        icon=":material/manage_search:",
+        query_params={"run": run.id},
+    )

@@ -47,51 +47,81 @@ since = until = None
 if isinstance(days, tuple) and len(days) == 2:
     since = datetime.combine(days[0], time.min).astimezone()
     until = datetime.combine(days[1] + timedelta(days=1), time.min).astimezone()
-runs = app.store.list_runs(flow_name=None if flow_filter == "(all)" else flow_filter,
-                           status=None if status_filter == "(all)" else status_filter,
-                           model=None if model_filter == "(all)" else model_filter,
-                           since=since, until=until, text=search.strip() or None, limit=200)
+runs = app.store.list_runs(
+    flow_name=None if flow_filter == "(all)" else flow_filter,
+    status=None if status_filter == "(all)" else status_filter,
+    model=None if model_filter == "(all)" else model_filter,
+    since=since,
+    until=until,
+    text=search.strip() or None,
+    limit=200,
+)
 if not runs:
     st.info("No runs match. Run a flow on the Run page, or with `flowcall run FLOW QUESTION`.")
     st.stop()
-st.dataframe([{"started": r.started_at, "flow": r.flow_name, "status": status_text(r),
-               "question": r.question[:60], "id": r.id[:8]} for r in runs], hide_index=True)
+st.dataframe(
+    [
+        {
+            "started": r.started_at,
+            "flow": r.flow_name,
+            "status": status_text(r),
+            "question": r.question[:60],
+            "id": r.id[:8],
+        }
+        for r in runs
+    ],
+    hide_index=True,
+)
 
 
 def run_label(r) -> str:
-    return (f"{r.started_at:%Y-%m-%d %H:%M:%S} · {status_text(r)} · {r.flow_name} · {r.question[:40]} · "
-            f"{r.id[:8]}")
+    return (
+        f"{r.started_at:%Y-%m-%d %H:%M:%S} · {status_text(r)} · {r.flow_name} · {r.question[:40]} · "
+        f"{r.id[:8]}"
+    )
 
 
 ids = [r.id for r in runs]
 if (linked := st.query_params.get("run")) and linked != st.session_state.get("inspector:linked"):
     st.session_state["run_id"] = linked  # a link to a run (?run=ID) opens it, in any tab
 wanted = st.session_state.get("run_id")
-picked = st.selectbox("Run", ids, index=ids.index(wanted) if wanted in ids else 0,
-                      format_func=lambda i: run_label(next(r for r in runs if r.id == i)))
+picked = st.selectbox(
+    "Run",
+    ids,
+    index=ids.index(wanted) if wanted in ids else 0,
+    format_func=lambda i: run_label(next(r for r in runs if r.id == i)),
+)
 st.session_state["run_id"] = picked
 st.query_params["run"] = st.session_state["inspector:linked"] = picked
 run = app.store.get_run(picked)
 
 # ------------------------------------------------------------------ the run
 st.subheader(md(f"Run {run.id[:8]}"))  # a run file from elsewhere sets its id, flow name, trace and question
-st.markdown(f"**{md(run.flow_name)}** · {md(status_text(run))} · trace {md(run.trace_id)} · "
-            f"{run.tokens_in}+{run.tokens_out} tokens · {run_seconds(run):.2f} s")
+st.markdown(
+    f"**{md(run.flow_name)}** · {md(status_text(run))} · trace {md(run.trace_id)} · "
+    f"{run.tokens_in}+{run.tokens_out} tokens · {run_seconds(run):.2f} s"
+)
 st.markdown(f"Question: {md(run.question)}")
 if run.context:
     with st.expander(f"The chat before the question ({len(run.context)} messages)"):
         for turn in run.context:
             st.markdown(f"**{turn.role}**: {md(turn.content)}")
 if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.RUNNING):
-    why = {RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go on "
-                                  "from its last committed step.",
-           RunStatus.WAITING_APPROVAL: "waits for a person to approve a tool call.",
-           RunStatus.RUNNING: "is running in another process or tab."}[run.status]
+    why = {
+        RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go "
+        "on from its last committed step.",
+        RunStatus.WAITING_APPROVAL: "waits for a person to approve a tool call.",
+        RunStatus.RUNNING: "is running in another process or tab.",
+    }[run.status]
     st.info(f"This run {why}")
     go, stop, _ = st.columns([2, 1, 4])
     if run.status != RunStatus.RUNNING:  # a link: opens the run under its own flow, in this tab or a new one
-        go.page_link("pages/run.py", label="Continue it on the Run page", icon=":material/play_arrow:",
-                     query_params={"run": run.id})
+        go.page_link(
+            "pages/run.py",
+            label="Continue it on the Run page",
+            icon=":material/play_arrow:",
+            query_params={"run": run.id},
+        )
     if stop.button("Cancel the run", key=f"cancel:{run.id}"):
         try:
             app.cancel(run.id, by="studio")
@@ -100,8 +130,12 @@ if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.R
         else:
             st.rerun()
 show_answer(run)
-st.download_button("Export run as JSON", json.dumps(app.export_run(run.id), ensure_ascii=False, indent=2),
-                   file_name=f"run-{run.id[:8]}.json", mime="application/json")
+st.download_button(
+    "Export run as JSON",
+    json.dumps(app.export_run(run.id), ensure_ascii=False, indent=2),
+    file_name=f"run-{run.id[:8]}.json",
+    mime="application/json",
+)
 
 tab_timeline, tab_charts, tab_compare, tab_table = st.tabs(["Timeline", "Charts", "Compare", "All steps"])
 
@@ -118,9 +152,13 @@ with tab_timeline:
         with detail_col:
             st.caption("Click a node: the timeline goes to its steps.")
             its_steps = node_detail(app, run, node) if node else []
-        if its_steps and st.session_state.get(f"{cursor}:node") != node:  # a new node picked: go to its first step
+        if (
+            its_steps and st.session_state.get(f"{cursor}:node") != node
+        ):  # a new node picked: go to its first step
             st.session_state[f"{cursor}:node"] = node
-            st.session_state[cursor] = run.steps.index(next(s for s in run.steps if s.seq == its_steps[0])) + 1
+            st.session_state[cursor] = (
+                run.steps.index(next(s for s in run.steps if s.seq == its_steps[0])) + 1
+            )
         prev, slider, nxt = st.columns([1, 6, 1])
 
         def move(by: int) -> None:  # a callback: it runs before the page, so both buttons see the new step
@@ -139,16 +177,26 @@ with tab_timeline:
                 flow = app.flow_of(run)
                 edits: dict = {}
                 if step.kind == StepKind.TOOL_CALL:
-                    text = st.text_area("Arguments", as_json(step.arguments), key=f"rerun_args:{run.id}:{step.seq}")
-                    st.caption("The decision and the calls before this one are kept; this call (with these "
-                               "arguments) and the ones after it run again, then the run goes on live.")
+                    text = st.text_area(
+                        "Arguments", as_json(step.arguments), key=f"rerun_args:{run.id}:{step.seq}"
+                    )
+                    st.caption(
+                        "The decision and the calls before this one are kept; this call (with these "
+                        "arguments) and the ones after it run again, then the run goes on live."
+                    )
                 elif step.kind == StepKind.MODEL_CALL:
-                    text = st.text_area("Decision system prompt", flow.decision.system_prompt,
-                                        key=f"rerun_prompt:{run.id}:{step.seq}")
+                    text = st.text_area(
+                        "Decision system prompt",
+                        flow.decision.system_prompt,
+                        key=f"rerun_prompt:{run.id}:{step.seq}",
+                    )
                     st.caption("Earlier rounds are kept; this round is decided again, live.")
                 else:
-                    text = st.text_area("Polish system prompt", flow.polish.system_prompt if flow.polish else "",
-                                        key=f"rerun_polish:{run.id}:{step.seq}")
+                    text = st.text_area(
+                        "Polish system prompt",
+                        flow.polish.system_prompt if flow.polish else "",
+                        key=f"rerun_polish:{run.id}:{step.seq}",
+                    )
                     st.caption("Every round is kept; only the polish model runs again.")
                 if st.button("Re-run from this step", type="primary", key=f"rerun:{run.id}:{step.seq}"):
                     try:
@@ -161,18 +209,23 @@ with tab_timeline:
                         else:
                             edits["polish_prompt"] = text
                     except ValueError as exc:
-                        st.error(f"Nothing was run: {md(exc)}. Fix the arguments (a JSON object) and try again.")
+                        st.error(
+                            f"Nothing was run: {md(exc)}. Fix the arguments (a JSON object) and try again."
+                        )
                     else:
                         failed = None
                         with st.status(f"Re-running from step {step.seq}…", expanded=True) as status:
                             try:
-                                new = app.rerun_from(run.id, step.seq, on_step=lambda s: st.text(describe_step(s)),
-                                                     **edits)
+                                new = app.rerun_from(
+                                    run.id, step.seq, on_step=lambda s: st.text(describe_step(s)), **edits
+                                )
                             except (FlowCallError, ConfigError) as exc:
                                 status.update(label="Could not re-run", state="error", expanded=True)
                                 failed = exc
                             else:
-                                status.update(label=f"New run {md(new.id[:8])}: {new.status.value}", state="complete")
+                                status.update(
+                                    label=f"New run {md(new.id[:8])}: {new.status.value}", state="complete"
+                                )
                         if failed is not None:  # the reason in the open, not inside a box that may close
                             st.error(md(failed))
                         else:
@@ -182,9 +235,15 @@ with tab_timeline:
 
 with tab_charts:
     # a step a re-run reused spent its tokens and time in the run it re-ran: none here
-    rows = [{"step": f"{s.seq:02d} {s.kind.value}", "tokens in": 0 if is_reused(s) else s.tokens_in,
-             "tokens out": 0 if is_reused(s) else s.tokens_out,
-             "latency ms": 0.0 if is_reused(s) else round(s.latency_ms, 1)} for s in run.steps]
+    rows = [
+        {
+            "step": f"{s.seq:02d} {s.kind.value}",
+            "tokens in": 0 if is_reused(s) else s.tokens_in,
+            "tokens out": 0 if is_reused(s) else s.tokens_out,
+            "latency ms": 0.0 if is_reused(s) else round(s.latency_ms, 1),
+        }
+        for s in run.steps
+    ]
     if rows:
         st.caption("Tokens per step")
         st.bar_chart(rows, x="step", y=["tokens in", "tokens out"], stack=True)
@@ -197,33 +256,51 @@ with tab_compare:
         st.caption("Only one run listed; run the flow again (or change the filters) to compare.")
     else:
         default = st.session_state.get("compare_with")
-        other_id = st.selectbox("Compare with", others, index=others.index(default) if default in others else 0,
-                                format_func=lambda i: run_label(next(r for r in runs if r.id == i)))
+        other_id = st.selectbox(
+            "Compare with",
+            others,
+            index=others.index(default) if default in others else 0,
+            format_func=lambda i: run_label(next(r for r in runs if r.id == i)),
+        )
         other = app.store.get_run(other_id)
         left, right = st.columns(2)
         for where, shown in ((left, run), (right, other)):
             drawn = run_flow(app, shown)
-            calls = ", ".join(f"{k.removeprefix('tool:')} ×{v}" for k, v in path_summary(shown, drawn).items()
-                              if k.startswith("tool:")) or "no tool calls"
+            calls = (
+                ", ".join(
+                    f"{k.removeprefix('tool:')} ×{v}"
+                    for k, v in path_summary(shown, drawn).items()
+                    if k.startswith("tool:")
+                )
+                or "no tool calls"
+            )
             where.caption(md(f"Run {shown.id[:8]} · {status_text(shown)} · {calls}"))
             where.image(svg_of_run(drawn, shown))
         figures = summary(run, other)
-        st.dataframe([{"": k, "this run": str(a), "other run": str(b)} for k, (a, b) in figures.items()],
-                     hide_index=True)
+        st.dataframe(
+            [{"": k, "this run": str(a), "other run": str(b)} for k, (a, b) in figures.items()],
+            hide_index=True,
+        )
         pairs = align(run, other)
 
         def step_ms(step) -> str:  # a reused step took its time in the run it was reused from
             return "reused" if step is not None and is_reused(step) else str(latency_ms(step))
 
         st.caption(f"{sum(p.same for p in pairs)} of {len(pairs)} aligned steps are the same.")
-        st.dataframe([{
-            "this": p.left and step_ref(p.left),
-            "other": p.right and step_ref(p.right),
-            "differences": "; ".join(p.differences) or "same",
-            "tokens": f"{p.left.tokens_in + p.left.tokens_out if p.left else '-'} / "
-                      f"{p.right.tokens_in + p.right.tokens_out if p.right else '-'}",
-            "latency ms": f"{step_ms(p.left)} / {step_ms(p.right)}",
-        } for p in pairs], hide_index=True)
+        st.dataframe(
+            [
+                {
+                    "this": p.left and step_ref(p.left),
+                    "other": p.right and step_ref(p.right),
+                    "differences": "; ".join(p.differences) or "same",
+                    "tokens": f"{p.left.tokens_in + p.left.tokens_out if p.left else '-'} / "
+                    f"{p.right.tokens_in + p.right.tokens_out if p.right else '-'}",
+                    "latency ms": f"{step_ms(p.left)} / {step_ms(p.right)}",
+                }
+                for p in pairs
+            ],
+            hide_index=True,
+        )
 
 with tab_table:
     st.dataframe(steps_table(run), hide_index=True)

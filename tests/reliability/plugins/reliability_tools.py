@@ -43,8 +43,16 @@ def drop_db_connections() -> dict[str, Any]:
     from sqlalchemy.engine import make_url
 
     url = make_url(os.environ["FLOWCALL_DATABASE_URL"])
-    with psycopg.connect(host=url.host or "127.0.0.1", port=url.port or 5432, user=url.username or "postgres",
-                         dbname=url.database, autocommit=True) as admin:
-        ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                              "WHERE datname = %s AND pid <> pg_backend_pid()", (url.database,)).fetchone()[0]
+    with psycopg.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 5432,
+        user=url.username or "postgres",
+        dbname=url.database,
+        autocommit=True,
+    ) as admin:
+        ended = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (url.database,),
+        ).fetchone()[0]
     return {"connections_ended": ended}

@@ -101,11 +101,24 @@ def build_item(raw: dict[str, Any], tools_of: ToolRegistry, today: dt.date) -> I
         refs, system, choice = flow.tools, flow.decision.system_prompt, flow.tool_choice
     messages = [Message(role="system", content=fill_variables(system))] if system else []
     messages.append(Message(role="user", content=raw["question"]))
-    correct = [[ToolCall(id=f"c{n}", name=c["name"], arguments=resolve_dates(c["arguments"], today))
-                for n, c in enumerate(calls)] for calls in raw["correct_calls"]]
-    return Item(id=raw["id"], lang=raw["lang"], half=raw["half"], question=raw["question"],
-                tools=[t.spec() for t in tools_of.resolve(refs)], messages=messages, correct=correct,
-                tool_choice=choice, notes=raw.get("notes", ""))
+    correct = [
+        [
+            ToolCall(id=f"c{n}", name=c["name"], arguments=resolve_dates(c["arguments"], today))
+            for n, c in enumerate(calls)
+        ]
+        for calls in raw["correct_calls"]
+    ]
+    return Item(
+        id=raw["id"],
+        lang=raw["lang"],
+        half=raw["half"],
+        question=raw["question"],
+        tools=[t.spec() for t in tools_of.resolve(refs)],
+        messages=messages,
+        correct=correct,
+        tool_choice=choice,
+        notes=raw.get("notes", ""),
+    )
 
 
 def load_items(path: Path = QUESTIONS, today: dt.date | None = None) -> list[Item]:
@@ -135,8 +148,15 @@ def grounding_refusals(item: Item) -> list[dict[str, Any]]:
             properties = by_name[call.name].parameters.get("properties", {})
             for argument, value in call.dropped_arguments.items():
                 default = (properties.get(argument) or {}).get("default", ...)
-                found.append({"variant": variant, "tool": call.name, "argument": argument, "value": value,
-                              "harmful": harmful and value != default})
+                found.append(
+                    {
+                        "variant": variant,
+                        "tool": call.name,
+                        "argument": argument,
+                        "value": value,
+                        "harmful": harmful and value != default,
+                    }
+                )
     return found
 
 
@@ -150,6 +170,15 @@ def doc_value_refusals(item: Item) -> list[dict[str, Any]]:
         unmade = required_doc_values(flagged, item.tools)
         for f in flagged:
             required = f in unmade
-            found.append({"variant": variant, "tool": f.tool, "argument": f.argument, "value": f.value,
-                          "why": f.why, "required": required, "not_made": required and item.tool_choice == "auto"})
+            found.append(
+                {
+                    "variant": variant,
+                    "tool": f.tool,
+                    "argument": f.argument,
+                    "value": f.value,
+                    "why": f.why,
+                    "required": required,
+                    "not_made": required and item.tool_choice == "auto",
+                }
+            )
     return found

@@ -27,7 +27,9 @@ def upgrade() -> None:
         sa.Column("base_url", sa.String(500), nullable=False),
         sa.Column("profile", sa.JSON(), nullable=False),
         sa.Column("probed_at", sa.DateTime(timezone=True), nullable=False),
-        sa.UniqueConstraint("provider", "model", "base_url", name=op.f("uq_model_profiles_provider_model_base_url")),
+        sa.UniqueConstraint(
+            "provider", "model", "base_url", name=op.f("uq_model_profiles_provider_model_base_url")
+        ),
     )
 
 

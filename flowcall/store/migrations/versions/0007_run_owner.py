@@ -24,7 +24,9 @@ def upgrade() -> None:
     op.create_table(
         "run_artifacts",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("seq", sa.Integer(), nullable=False),
         sa.Column("artifacts", sa.JSON(), nullable=False),
     )

@@ -37,7 +37,9 @@ def _dataset_tables() -> None:
     op.create_table(
         "dataset_versions",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column("dataset_id", sa.Integer(), sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "dataset_id", sa.Integer(), sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("content_hash", sa.String(64), nullable=False),
         sa.Column("item_count", sa.Integer(), nullable=False),
@@ -48,8 +50,12 @@ def _dataset_tables() -> None:
     op.create_table(
         "dataset_items",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column("version_id", sa.Integer(), sa.ForeignKey("dataset_versions.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "version_id",
+            sa.Integer(),
+            sa.ForeignKey("dataset_versions.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("item", sa.JSON(), nullable=False),
         sa.UniqueConstraint("version_id", "position", name=op.f("uq_dataset_items_version_id_position")),
@@ -58,14 +64,23 @@ def _dataset_tables() -> None:
 
 def _experiment_tables() -> None:
     """An experiment (a dataset version run through a flow version), and one row per item and attempt."""
+    _experiments_table()
+    _experiment_items_table()
+
+
+def _experiments_table() -> None:
     op.create_table(
         "experiments",
         sa.Column("id", sa.Integer(), primary_key=True),
         sa.Column("flow_ref", sa.String(500), nullable=False),
         sa.Column("flow_name", sa.String(120), nullable=False),
         sa.Column("flow_version", sa.Integer(), nullable=False),
-        sa.Column("flow_version_id", sa.Integer(), sa.ForeignKey("flow_versions.id", ondelete="SET NULL"),
-                  nullable=True),
+        sa.Column(
+            "flow_version_id",
+            sa.Integer(),
+            sa.ForeignKey("flow_versions.id", ondelete="SET NULL"),
+            nullable=True,
+        ),
         sa.Column("dataset_name", sa.String(120), nullable=False),
         sa.Column("dataset_version", sa.Integer(), nullable=False),
         sa.Column("dataset_version_id", sa.Integer(), sa.ForeignKey("dataset_versions.id"), nullable=False),
@@ -79,24 +94,33 @@ def _experiment_tables() -> None:
         sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("summary", sa.JSON(), nullable=True),
     )
+
+
+def _experiment_items_table() -> None:
     op.create_table(
         "experiment_items",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column("experiment_id", sa.Integer(), sa.ForeignKey("experiments.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "experiment_id", sa.Integer(), sa.ForeignKey("experiments.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("attempt", sa.Integer(), nullable=False),
         sa.Column("item_key", sa.Text(), nullable=False),
-        sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="SET NULL"), nullable=True,
-                  index=True),
+        sa.Column(
+            "run_id", sa.String(36), sa.ForeignKey("runs.id", ondelete="SET NULL"), nullable=True, index=True
+        ),
         sa.Column("status", sa.String(16), nullable=True),
         sa.Column("passed", sa.Boolean(), nullable=True),
         sa.Column("verdicts", sa.JSON(), nullable=True),
         sa.Column("latency_ms", sa.Float(), nullable=True),
         sa.Column("tokens_in", sa.Integer(), nullable=False),
         sa.Column("tokens_out", sa.Integer(), nullable=False),
-        sa.UniqueConstraint("experiment_id", "position", "attempt",
-                            name=op.f("uq_experiment_items_experiment_id_position_attempt")),
+        sa.UniqueConstraint(
+            "experiment_id",
+            "position",
+            "attempt",
+            name=op.f("uq_experiment_items_experiment_id_position_attempt"),
+        ),
     )
 
 

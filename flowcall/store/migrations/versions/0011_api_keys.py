@@ -34,8 +34,14 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_api_keys_key_hash"), "api_keys", ["key_hash"], unique=True)
     active = sa.text("revoked_at IS NULL")
-    op.create_index("uq_api_keys_name_active", "api_keys", ["name"], unique=True,
-                    sqlite_where=active, postgresql_where=active)
+    op.create_index(
+        "uq_api_keys_name_active",
+        "api_keys",
+        ["name"],
+        unique=True,
+        sqlite_where=active,
+        postgresql_where=active,
+    )
 
 
 def downgrade() -> None:
