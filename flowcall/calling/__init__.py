@@ -15,8 +15,12 @@ from flowcall.providers.base import Capabilities
 WAY_NAMES = ("auto", "native", "schema", "prompt", "router")
 
 
-def make_way(name: str, capabilities: Capabilities, rules: list[Rule] | None = None,
-             tuning: DecisionTuning | None = None) -> CallingWay:
+def make_way(
+    name: str,
+    capabilities: Capabilities,
+    rules: list[Rule] | None = None,
+    tuning: DecisionTuning | None = None,
+) -> CallingWay:
     """The way `name` for a model whose endpoint has these capabilities and whose decisions are
     tuned so (the provider's `tuning`; None: not tuned, the defaults)."""
     tuning = tuning or DecisionTuning()

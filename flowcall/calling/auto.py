@@ -64,8 +64,12 @@ class AutoWay:
             way = self.chain[self.current]
             last = self.current == len(self.chain) - 1
 
-            def noted(way_name: str, sent: ModelRequest, interpret=None, note: str | None = None) -> ModelTurn:
-                why = "; ".join(filter(None, [note, *(f"after fallback: {f}" for f in self.fallbacks), chosen]))
+            def noted(
+                way_name: str, sent: ModelRequest, interpret=None, note: str | None = None
+            ) -> ModelTurn:
+                why = "; ".join(
+                    filter(None, [note, *(f"after fallback: {f}" for f in self.fallbacks), chosen])
+                )
                 return call(way_name, sent, interpret, why or None)
 
             try:
@@ -85,14 +89,21 @@ class AutoWay:
         ways are asked for an answer without tools (tool_choice none), whatever they would do,
         told that no tool ran, so the answer claims nothing was looked up or done."""
         veto = self.tuning.veto_margin
-        if (veto is None or not capabilities.scoring or request.tool_choice != "auto"
-                or not request.tools or has_tool_results(request.messages)):
+        if (
+            veto is None
+            or not capabilities.scoring
+            or request.tool_choice != "auto"
+            or not request.tools
+            or has_tool_results(request.messages)
+        ):
             return request
         scored = score_tools(request, call, "auto", self.tuning.relevance_with_examples, veto)
         self.gate = reading(scored, veto)
         if scored and scored[0][0] > veto:
             return request
-        return request.model_copy(update={"tool_choice": "none", "messages": with_unmade_note(request.messages)})
+        return request.model_copy(
+            update={"tool_choice": "none", "messages": with_unmade_note(request.messages)}
+        )
 
     def _fall_back(self, reason: str) -> None:
         nxt = self.chain[self.current + 1].name

@@ -18,8 +18,13 @@ class ModelCall(Protocol):
     """Given by the engine: one provider call, recorded as one step. `interpret` turns the raw
     turn into calls before the step is recorded; `note` says which stage or fallback it was."""
 
-    def __call__(self, way: str, sent: ModelRequest, interpret: Callable[[ModelTurn], ModelTurn] | None = None,
-                 note: str | None = None) -> ModelTurn: ...
+    def __call__(
+        self,
+        way: str,
+        sent: ModelRequest,
+        interpret: Callable[[ModelTurn], ModelTurn] | None = None,
+        note: str | None = None,
+    ) -> ModelTurn: ...
 
 
 class CallingWay(Protocol):
@@ -42,7 +47,9 @@ class SingleCallWay:
         raise NotImplementedError
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
-        return call(self.name, self.prepare(request, capabilities), lambda turn: self.interpret(turn, request))
+        return call(
+            self.name, self.prepare(request, capabilities), lambda turn: self.interpret(turn, request)
+        )
 
 
 def calls_from_text(turn: ModelTurn, request: ModelRequest) -> ModelTurn:

@@ -51,8 +51,10 @@ def plain(text: str | None) -> str:
 def plain_schema(schema: Any) -> Any:
     """A copy of a JSON schema with every description read as plain text (all levels deep)."""
     if isinstance(schema, dict):
-        return {key: plain(value) if key == "description" and isinstance(value, str) else plain_schema(value)
-                for key, value in schema.items()}
+        return {
+            key: plain(value) if key == "description" and isinstance(value, str) else plain_schema(value)
+            for key, value in schema.items()
+        }
     if isinstance(schema, list):
         return [plain_schema(item) for item in schema]
     return schema

@@ -10,9 +10,10 @@ because a required value cannot simply be left out.
 
 A string value is flagged when it appears in the tool's docs (its description, or a
 parameter's description or examples) and the conversation does not say it (said.Said, the one
-notion grounding shares: "北京" is said when the user wrote "Beijing"). An enum value is flagged when the
-conversation names another value of the same enum and not this one. Numbers, booleans and
-short strings (under 3 letters or digits, 2 Chinese characters) are never flagged: "10" or "US" appear everywhere.
+notion grounding shares: "北京" is said when the user wrote "Beijing"). An enum value is flagged
+when the conversation names another value of the same enum and not this one. Numbers, booleans
+and short strings (under 3 letters or digits, 2 Chinese characters) are never flagged: "10" or
+"US" appear everywhere.
 """
 
 from __future__ import annotations
@@ -115,7 +116,9 @@ def _problem(value: Any, schema: dict[str, Any], docs: str, said: Said) -> str |
         return None
     enum = schema.get("enum")
     if isinstance(enum, list) and value in enum:
-        named = [v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and said.as_words(v)]
+        named = [
+            v for v in enum if isinstance(v, str) and v != value and _long_enough(v) and said.as_words(v)
+        ]
         return f"the request names {' or '.join(map(repr, named))}, not this" if named else None
     # the parameter's declared default (`namespace: "default"`) is what the tool does unasked, not a copy
     if _squash(value) in docs and value != schema.get("default"):
@@ -131,7 +134,11 @@ def required_doc_values(found: list[DocValue], tools: list[ToolSpec]) -> list[Do
     level of its path: `fields.project.key` when `fields`, `project` and `key` each are): the
     conversation never gave what the tool cannot run without."""
     by_name = {t.name: t for t in tools}
-    return [f for f in found if f.example and f.tool in by_name and _required_path(by_name[f.tool].parameters, f.argument)]
+    return [
+        f
+        for f in found
+        if f.example and f.tool in by_name and _required_path(by_name[f.tool].parameters, f.argument)
+    ]
 
 
 def _required_path(schema: Any, path: str) -> bool:
@@ -151,16 +158,21 @@ def _required_path(schema: Any, path: str) -> bool:
 def retry_message(found: list[DocValue]) -> Message:
     """What the model reads before it decides once more."""
     lines = "\n".join(f"- {item.line()}" for item in found)
-    return Message.note((
-        f"{DOC_CHECK_PREFIX}these argument values do not come from what I said:\n"
-        f"{lines}\n"
-        "Write the call again with the values from my messages. Where I gave no value for an optional "
-        "argument, leave it out; never copy an example from a tool's description."))
+    return Message.note(
+        (
+            f"{DOC_CHECK_PREFIX}these argument values do not come from what I said:\n"
+            f"{lines}\n"
+            "Write the call again with the values from my messages. Where I gave no value for an optional "
+            "argument, leave it out; never copy an example from a tool's description."
+        )
+    )
 
 
-UNMADE_NOTE = ("No tool was run for the user's last message. Reply to it directly, in the user's language. Do not "
-               "say that anything was done, booked, sent or looked up; where the user asks for something to be done, "
-               "ask for the details it needs.")
+UNMADE_NOTE = (
+    "No tool was run for the user's last message. Reply to it directly, in the user's language. Do not "
+    "say that anything was done, booked, sent or looked up; where the user asks for something to be done, "
+    "ask for the details it needs."
+)
 
 
 def with_unmade_note(messages: list[Message]) -> list[Message]:
@@ -168,6 +180,8 @@ def with_unmade_note(messages: list[Message]) -> list[Message]:
     a model may answer a booking it was never let make with "好的，我已经帮您预订了…"; as a user
     turn after the request, it is answered instead of the request. So it goes in the system prompt."""
     if messages and messages[0].role == "system":
-        first = messages[0].model_copy(update={"content": f"{messages[0].content or ''}\n\n{UNMADE_NOTE}".strip()})
+        first = messages[0].model_copy(
+            update={"content": f"{messages[0].content or ''}\n\n{UNMADE_NOTE}".strip()}
+        )
         return [first, *messages[1:]]
     return [Message(role="system", content=UNMADE_NOTE), *messages]

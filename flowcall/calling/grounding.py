@@ -81,13 +81,17 @@ def ground_optional(call: ToolCall, tool: ToolSpec, said: Said) -> ToolCall:
                 kept[key] = items
             if len(items) < len(value) or not value:  # an empty list gives nothing either
                 dropped[key] = [v for v in value if v not in items]
-        elif said.says(value, properties.get(key) or {}) or closed_choice(properties.get(key) or {}, value, said):
+        elif said.says(value, properties.get(key) or {}) or closed_choice(
+            properties.get(key) or {}, value, said
+        ):
             kept[key] = value
         else:
             dropped[key] = value
     if not dropped:
         return call
-    return call.model_copy(update={"arguments": kept, "dropped_arguments": {**call.dropped_arguments, **dropped}})
+    return call.model_copy(
+        update={"arguments": kept, "dropped_arguments": {**call.dropped_arguments, **dropped}}
+    )
 
 
 def ground_calls(calls: list[ToolCall], tools: list[ToolSpec], messages: list[Message]) -> list[ToolCall]:

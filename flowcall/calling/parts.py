@@ -34,7 +34,8 @@ _BREAK = re.compile(
     r"(?<!\be\.g)(?<!\bi\.e)[.](?=\s|$)|[?!;,，、；？！。]|\s\+\s"
     r"|\s(?:and then|and also|and|also|then|plus)\s"
     r"|然后|顺便|另外|还有|并且|同时|再(?=[帮给告看查加列记问算说])",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 MAX_PARTS = 4  # a cap on what one question lists, not a tuned figure
 
@@ -45,14 +46,16 @@ def request_parts(text: str) -> list[str]:
     pieces = [p.strip(" \t\n:：") for p in _BREAK.split(text or "")]
     parts = [p for p in pieces if re.search(r"\w", p)]
     if len(parts) > MAX_PARTS:
-        parts = parts[: MAX_PARTS - 1] + [" ".join(parts[MAX_PARTS - 1:])]
+        parts = parts[: MAX_PARTS - 1] + [" ".join(parts[MAX_PARTS - 1 :])]
     return parts or [text.strip()]
 
 
 # Matching the parts to tools: one question for all the parts of a round, its answer held by a
 # grammar to the listed tools' names or "none" for each part.
-MATCH_SYSTEM = ("You match each part of a user's request to the function that does it. The functions, one per "
-                'line:\n{listing}\n\nA part that none of them does gets "none".')
+MATCH_SYSTEM = (
+    "You match each part of a user's request to the function that does it. The functions, one per "
+    'line:\n{listing}\n\nA part that none of them does gets "none".'
+)
 MATCH_LABEL = "matched the request's parts to tools"
 NONE = "none"
 
@@ -60,14 +63,28 @@ NONE = "none"
 def match_request(tools: list[ToolSpec], text: str, parts: list[str]) -> ModelRequest:
     numbers = [str(i) for i in range(1, len(parts) + 1)]
     names = [t.name for t in tools]
-    ask = (f"Request: {text}\n\nParts:\n" + "\n".join(f"{n}. {p}" for n, p in zip(numbers, parts))
-           + "\n\nReply with JSON: {" + ", ".join(f'"{n}": "<function name or none>"' for n in numbers) + "}")
-    schema = {"type": "object", "properties": {n: {"enum": [*names, NONE]} for n in numbers},
-              "required": numbers, "additionalProperties": False}
-    return ModelRequest(messages=[Message(role="system", content=MATCH_SYSTEM.format(listing=listing(tools))),
-                                  Message(role="user", content=ask)],
-                        max_tokens=24 * len(parts) + 8, temperature=0.0,
-                        response_format=ResponseFormat(name="parts", json_schema=schema, strict=False))
+    ask = (
+        f"Request: {text}\n\nParts:\n"
+        + "\n".join(f"{n}. {p}" for n, p in zip(numbers, parts))
+        + "\n\nReply with JSON: {"
+        + ", ".join(f'"{n}": "<function name or none>"' for n in numbers)
+        + "}"
+    )
+    schema = {
+        "type": "object",
+        "properties": {n: {"enum": [*names, NONE]} for n in numbers},
+        "required": numbers,
+        "additionalProperties": False,
+    }
+    return ModelRequest(
+        messages=[
+            Message(role="system", content=MATCH_SYSTEM.format(listing=listing(tools))),
+            Message(role="user", content=ask),
+        ],
+        max_tokens=24 * len(parts) + 8,
+        temperature=0.0,
+        response_format=ResponseFormat(name="parts", json_schema=schema, strict=False),
+    )
 
 
 def read_matches(content: str | None, parts: list[str], tools: list[ToolSpec]) -> list[ToolSpec | None]:
@@ -86,13 +103,17 @@ def read_matches(content: str | None, parts: list[str], tools: list[ToolSpec]) -
 def matches_note(parts: list[str], matched: list[ToolSpec | None]) -> str:
     """A match step's note, read back by relevance.reading_from_notes: a tool that changes
     something is only a candidate, which the gate's own question on that part must confirm."""
-    said = [f"part {i} ({part}) " + (NONE if tool is None else tool.name + (", to be checked" if tool.read_only is False else ""))
-            for i, (part, tool) in enumerate(zip(parts, matched), 1)]
+    said = [
+        f"part {i} ({part}) "
+        + (NONE if tool is None else tool.name + (", to be checked" if tool.read_only is False else ""))
+        for i, (part, tool) in enumerate(zip(parts, matched), 1)
+    ]
     return f"{MATCH_LABEL}: " + "; ".join(said)
 
 
-def match_parts(tools: list[ToolSpec], text: str, parts: list[str], call: ModelCall,
-                way: str) -> list[ToolSpec | None]:
+def match_parts(
+    tools: list[ToolSpec], text: str, parts: list[str], call: ModelCall, way: str
+) -> list[ToolSpec | None]:
     """One model call: the tool each part asks for, or None."""
     asked = match_request(tools, text, parts)
     found: list[list[ToolSpec | None]] = []

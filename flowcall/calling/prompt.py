@@ -14,22 +14,25 @@ from flowcall.calling.doc_text import plain, plain_schema
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolSpec
 from flowcall.providers.base import Capabilities
 
-INSTRUCTIONS = """You can call tools. The tools are listed in <tools></tools> as JSON:
-<tools>
-{tools}
-</tools>
-
-To call a tool, reply with nothing but one <tool_call></tool_call> block per call, each holding a JSON object with the tool's name and its arguments:
-<tool_call>
-{{"name": "<tool name>", "arguments": {{"<parameter>": "<value>"}}}}
-</tool_call>
-Use only parameters the tool declares and give every required one. If no tool fits the request, or the tool results already answer it, answer in plain text without any <tool_call> block."""
+INSTRUCTIONS = (
+    "You can call tools. The tools are listed in <tools></tools> as JSON:\n"
+    "<tools>\n{tools}\n</tools>\n\n"
+    "To call a tool, reply with nothing but one <tool_call></tool_call> block per call, each holding a JSON "
+    "object with the tool's name and its arguments:\n"
+    "<tool_call>\n"
+    '{{"name": "<tool name>", "arguments": {{"<parameter>": "<value>"}}}}\n'
+    "</tool_call>\n"
+    "Use only parameters the tool declares and give every required one. If no tool fits the request, or the "
+    "tool results already answer it, answer in plain text without any <tool_call> block."
+)
 
 
 def render_tools(tools: list[ToolSpec]) -> str:
     return "\n".join(
-        json.dumps({"name": t.name, "description": plain(t.description), "parameters": plain_schema(t.parameters)},
-                   ensure_ascii=False)
+        json.dumps(
+            {"name": t.name, "description": plain(t.description), "parameters": plain_schema(t.parameters)},
+            ensure_ascii=False,
+        )
         for t in tools
     )
 
@@ -39,14 +42,20 @@ def as_text(message: Message) -> Message:
     if message.role == "assistant" and message.tool_calls:
         blocks = [
             "<tool_call>\n"
-            + json.dumps({"name": c.name, "arguments": c.arguments if c.arguments is not None else c.raw_arguments}, ensure_ascii=False)
+            + json.dumps(
+                {"name": c.name, "arguments": c.arguments if c.arguments is not None else c.raw_arguments},
+                ensure_ascii=False,
+            )
             + "\n</tool_call>"
             for c in message.tool_calls
         ]
         return Message(role="assistant", content="\n".join(filter(None, [message.content, *blocks])))
     if message.role == "tool":
-        return Message(role="user", content=f"<tool_response name=\"{message.name}\">\n{message.content}\n</tool_response>",
-                       origin="tool")
+        return Message(
+            role="user",
+            content=f'<tool_response name="{message.name}">\n{message.content}\n</tool_response>',
+            origin="tool",
+        )
     return message
 
 

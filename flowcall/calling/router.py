@@ -55,13 +55,28 @@ def _choose_by_name(request: ModelRequest, call: ModelCall, way: str) -> list[To
     listing = "\n".join(f"- {t.name}: {plain(t.description)}" for t in request.tools)
     options = names + ([NONE] if request.tool_choice == "auto" else [])
     item = {"type": "string", "enum": options}
-    schema = {"type": "object", "properties": {"tools": {"type": "array", "items": item, "minItems": 1,
-                                                         **({} if request.parallel_tool_calls else {"maxItems": 1})}},
-              "required": ["tools"]}
-    text = (f"Functions:\n{listing}\n\nUser request: {last_user_text(request.messages)}\n\n"
-            f'Which functions are needed? Reply {{"tools": [...]}} with names from: {", ".join(options)}.')
-    sent = ModelRequest(messages=[Message(role="user", content=text)], temperature=request.temperature,
-                        max_tokens=64, response_format=ResponseFormat(name="route", json_schema=schema, strict=False))
+    schema = {
+        "type": "object",
+        "properties": {
+            "tools": {
+                "type": "array",
+                "items": item,
+                "minItems": 1,
+                **({} if request.parallel_tool_calls else {"maxItems": 1}),
+            }
+        },
+        "required": ["tools"],
+    }
+    text = (
+        f"Functions:\n{listing}\n\nUser request: {last_user_text(request.messages)}\n\n"
+        f'Which functions are needed? Reply {{"tools": [...]}} with names from: {", ".join(options)}.'
+    )
+    sent = ModelRequest(
+        messages=[Message(role="user", content=text)],
+        temperature=request.temperature,
+        max_tokens=64,
+        response_format=ResponseFormat(name="route", json_schema=schema, strict=False),
+    )
     turn = call(way, sent, None, "route: choose among tool names")
     try:
         picked = json.loads(turn.content or "{}").get("tools", [])
@@ -87,31 +102,42 @@ class RouterWay:
     def _route(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         choice = str(request.tool_choice)
         if choice == "none" or not request.tools or has_tool_results(request.messages):
-            return self._fill(request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer")
+            return self._fill(
+                request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer"
+            )
         if choice not in ("auto", "required"):
             chosen, how = [t for t in request.tools if t.name == choice], "named by tool_choice"
         else:
             chosen, how = rule_matches(self.rules, last_user_text(request.messages), request.tools), "rule"
         if not chosen:
             if capabilities.scoring:
-                (chosen, self.gate), how = relevant_tools(request, self.tuning, call, self.name), "relevance scores"
+                (chosen, self.gate), how = (
+                    relevant_tools(request, self.tuning, call, self.name),
+                    "relevance scores",
+                )
             else:
                 chosen, how = _choose_by_name(request, call, self.name), "model chose by name"
         if not chosen and choice == "required":
             chosen, how = request.tools[:1], "required: first tool"
         if not chosen:
-            return self._fill(request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer: no tool fits")
+            return self._fill(
+                request.model_copy(update={"tool_choice": "none"}), capabilities, call, "answer: no tool fits"
+            )
         if not request.parallel_tool_calls:
             chosen = chosen[:1]
         named = choice not in ("auto", "required")
         routed = request.model_copy(update={"tools": chosen, "tool_choice": choice if named else "required"})
         note = f"fill arguments ({how}: {', '.join(t.name for t in chosen)})"
         if capabilities.scoring and routed.parallel_tool_calls and self.tuning.more_calls_margin is not None:
+
             def noted(way: str, sent: ModelRequest, interpret=None, step: str | None = None) -> ModelTurn:
                 return call(self.name, sent, interpret, f"{note}: {step}")
+
             return self.fill.call_by_call(routed, capabilities, noted)
         return self._fill(routed, capabilities, call, note)
 
-    def _fill(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall, note: str) -> ModelTurn:
+    def _fill(
+        self, request: ModelRequest, capabilities: Capabilities, call: ModelCall, note: str
+    ) -> ModelTurn:
         sent = self.fill.prepare(request, capabilities)
         return call(self.name, sent, lambda turn: self.fill.read(turn, request, capabilities), note)

@@ -42,22 +42,44 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff]{2,}")  # Chinese has no spaces: a run of
 # A time of day said on a 12-hour clock: "晚上6点半", "下午3点一刻", "6:30pm", "7 p.m.", "half past 6"
 _CLOCK_ZH = re.compile(r"(下午|晚上|傍晚|夜里|中午)?\s*(\d{1,2})\s*[点點时](半|一刻|三刻|(\d{1,2})分?)?")
 _CLOCK_EN = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b", re.IGNORECASE)
-_CLOCK_PAST = re.compile(r"\b(half|quarter) (past|to) (\d{1,2})\b(?:[^.?!\d]{0,12}\b(evening|afternoon|night|tonight))?",
-                         re.IGNORECASE)
+_CLOCK_PAST = re.compile(
+    r"\b(half|quarter) (past|to) (\d{1,2})\b(?:[^.?!\d]{0,12}\b(evening|afternoon|night|tonight))?",
+    re.IGNORECASE,
+)
 _QUARTERS = {"半": 30, "一刻": 15, "三刻": 45}
-_MONTHS = {name: n for n, names in enumerate(
-    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-     ("december", "dec")], start=1) for name in names}
+_MONTHS = {
+    name: n
+    for n, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
 _MONTH = re.compile(r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?", re.IGNORECASE)
 # a day named in words: relative days, weekdays, months, "the 15th", "5号", "in 3 days", "月底"
 _DAY_WORDS = re.compile(
-    r"\b(today|tonight|tomorrow|yesterday|weekends?|weeks?|months?|years?|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|\d{1,2}(?:st|nd|rd|th)|\d+ ?days?|noon|midnight)\b"
+    r"\b(today|tonight|tomorrow|yesterday|weekends?|weeks?|months?|years?|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|"
+    r"\d{1,2}(?:st|nd|rd|th)|\d+ ?days?|noon|midnight)\b"
     r"|" + _MONTH.pattern[2:-5] + r"\b"
     r"|今天|今日|今晚|明天|明日|明早|明晚|后天|大后天|昨天|前天|[本这下上]周|周[一二三四五六日天末1-7]|星期|礼拜|"
     r"月底|月初|月末|年底|年初|[本这下上]个?月|\d+\s*[日号號]|[\d一二三四五六七八九十两]+\s*(?:天|周|週|个?星期|个?月)[后後内]|"
-    r"[早晚]上|上午|下午|中午|傍晚", re.IGNORECASE)
+    r"[早晚]上|上午|下午|中午|傍晚",
+    re.IGNORECASE,
+)
 _WINDOW = 4  # the longest run of Chinese characters read as one name (北京西站, 乌鲁木齐)
 
 
@@ -130,7 +152,9 @@ class Said:
         self.text = text
         full = with_numerals(text)
         # the user named a day, so a date in ISO form may be theirs (grounding.closed_choice)
-        self.names_a_day = bool(_DAY_WORDS.search(with_numerals(users_words if users_words is not None else text)))
+        self.names_a_day = bool(
+            _DAY_WORDS.search(with_numerals(users_words if users_words is not None else text))
+        )
         self.squashed = _squash(full)
         self.stems = {w[:4] for w in _WORD.findall(full.lower())}
         self.words = set(_LETTERS.findall(full.lower()))
@@ -148,16 +172,21 @@ class Said:
     def says(self, value: Any, schema: dict[str, Any] | None = None) -> bool:
         """Does the conversation give this value, in any of the ways above? `schema` is the
         argument's own schema: an enum member is never taken as a translated name."""
-        return (self.literally(value) or self.transliterated(value)
-                or (self.in_other_script(value) and not _enum_member(schema or {}, value)))
+        return (
+            self.literally(value)
+            or self.transliterated(value)
+            or (self.in_other_script(value) and not _enum_member(schema or {}, value))
+        )
 
     def literally(self, value: Any) -> bool:
         """Said in the conversation's own script: the loose look-up."""
         if isinstance(value, bool) or isinstance(value, dict):
             return True
         if isinstance(value, (int, float)):
-            return any(abs(value - n) < 1e-9 or abs(value * 100 - n) < 1e-6 or abs(value / 100 - n) < 1e-9
-                       for n in self.numbers)
+            return any(
+                abs(value - n) < 1e-9 or abs(value * 100 - n) < 1e-6 or abs(value / 100 - n) < 1e-9
+                for n in self.numbers
+            )
         if isinstance(value, str):
             squashed = _squash(value)
             if squashed and squashed in self.squashed:
@@ -166,8 +195,9 @@ class Said:
                 # a date or time written another way ("12月5日" -> "2026-12-05", the year from
                 # {{today}}): said when each of its numbers was said
                 return all(float(part) in self.parts for part in re.findall(r"\d+", value))
-            return (any(w[:4] in self.stems or self._plural_of_said(w) for w in _WORD.findall(value.lower()))
-                    or any(run[:2] in self.squashed for run in _CJK_RUN.findall(value)))
+            return any(
+                w[:4] in self.stems or self._plural_of_said(w) for w in _WORD.findall(value.lower())
+            ) or any(run[:2] in self.squashed for run in _CJK_RUN.findall(value))
         return False
 
     def as_words(self, value: str) -> bool:
@@ -175,8 +205,11 @@ class Said:
         enum member counts as named, a stem or a substring is not enough."""
         words = _LETTERS.findall(value.lower())
         latin = [w for w in words if not _CJK.search(w)]
-        return bool(words) and all(w in self.words for w in latin) and all(
-            run in self.text for run in _CJK_RUN.findall(value))
+        return (
+            bool(words)
+            and all(w in self.words for w in latin)
+            and all(run in self.text for run in _CJK_RUN.findall(value))
+        )
 
     def transliterated(self, value: Any) -> bool:
         """A Chinese name said in pinyin, or a pinyin name said in Chinese characters."""
@@ -187,9 +220,12 @@ class Said:
             if any("".join(syllables[:n]) in self._latin_names for n in range(len(syllables), 1, -1)):
                 return True
         latin = _LATIN_WORD.findall(value.lower())
-        return any("".join(latin[i:j]) in self._cjk_names
-                   for i in range(len(latin)) for j in range(i + 1, min(i + 3, len(latin)) + 1)
-                   if len("".join(latin[i:j])) >= 4)
+        return any(
+            "".join(latin[i:j]) in self._cjk_names
+            for i in range(len(latin))
+            for j in range(i + 1, min(i + 3, len(latin)) + 1)
+            if len("".join(latin[i:j])) >= 4
+        )
 
     def in_other_script(self, value: Any) -> bool:
         """A name written in a script the conversation does not use for it: "Shanghai,China" for
@@ -207,7 +243,9 @@ class Said:
     def _latin_names(self) -> set[str]:
         """Latin words of the conversation, alone and two or three together ("Xi an", "Hong Kong")."""
         words = _LATIN_WORD.findall(self.text.lower())
-        return {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(i + 3, len(words)) + 1)}
+        return {
+            "".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(i + 3, len(words)) + 1)
+        }
 
     @cached_property
     def _cjk_names(self) -> set[str]:
@@ -221,7 +259,7 @@ class Said:
         return names
 
     def _plural_of_said(self, word: str) -> bool:
-        """"pods" when the user said "pod", "boxes" for "box": too short for the 4-letter stem."""
+        """ "pods" when the user said "pod", "boxes" for "box": too short for the 4-letter stem."""
         return any(word.endswith(end) and word[: -len(end)] in self.words for end in ("s", "es"))
 
 
@@ -229,5 +267,7 @@ def _enum_member(schema: dict[str, Any], value: Any) -> bool:
     """The value is one of the schema's (or its items') enum members (a server's schema is
     untrusted: an "enum" that is not a list would match substrings of a string)."""
     items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
-    return any(isinstance(s.get("enum"), list) and not isinstance(value, (list, dict)) and value in s["enum"]
-               for s in (schema, items))
+    return any(
+        isinstance(s.get("enum"), list) and not isinstance(value, (list, dict)) and value in s["enum"]
+        for s in (schema, items)
+    )

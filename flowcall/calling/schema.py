@@ -33,14 +33,15 @@ from flowcall.core.messages import (
 from flowcall.core.tool_calls import new_call_id
 from flowcall.providers.base import Capabilities
 
-INSTRUCTIONS = """You decide whether to call functions. The functions are listed in <tools></tools> as JSON:
-<tools>
-{tools}
-</tools>
-
-Reply with one JSON object.
-- If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", "arguments": {{...}}}}]}}. {arguments}{parallel}
-- If none of the functions fits the request, or the function results already answer it, do not call anything: {{"answer": "<your reply to the user>"}}."""
+INSTRUCTIONS = (
+    "You decide whether to call functions. The functions are listed in <tools></tools> as JSON:\n"
+    "<tools>\n{tools}\n</tools>\n\n"
+    "Reply with one JSON object.\n"
+    '- If a function can do what the user asks, call it: {{"tool_calls": [{{"name": "<function name>", '
+    '"arguments": {{...}}}}]}}. {arguments}{parallel}\n'
+    "- If none of the functions fits the request, or the function results already answer it, do not call "
+    'anything: {{"answer": "<your reply to the user>"}}.'
+)
 
 # Where a grammar holds the reply to calls only, the prompt need not spell out the JSON or the
 # answer branch (issue 12, point 5): the tools and what to put in the arguments are enough.
@@ -53,7 +54,9 @@ Call the function that does what the user asks. {arguments}{parallel}"""
 ANSWER_ONLY = 'Reply with one JSON object: {"answer": "<your reply to the user>"}.'
 
 # How to fill the arguments, in both prompts above.
-ARGUMENTS = "Take argument values from the user's message; leave out optional arguments the user did not give."
+ARGUMENTS = (
+    "Take argument values from the user's message; leave out optional arguments the user did not give."
+)
 
 OPEN_CALLS = '{"tool_calls": ['
 MAX_CALLS = 10
@@ -74,11 +77,18 @@ def decision_schema(tools: list[ToolSpec], choice: str, parallel: bool) -> dict[
         return answer
     allowed = [t for t in tools if t.name == choice] if choice not in ("auto", "required") else tools
     items = [
-        {"type": "object", "properties": {"name": {"const": t.name}, "arguments": _closed(t.parameters)},
-         "required": ["name", "arguments"]}
+        {
+            "type": "object",
+            "properties": {"name": {"const": t.name}, "arguments": _closed(t.parameters)},
+            "required": ["name", "arguments"],
+        }
         for t in allowed
     ]
-    array: dict[str, Any] = {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items}, "minItems": 1}
+    array: dict[str, Any] = {
+        "type": "array",
+        "items": items[0] if len(items) == 1 else {"anyOf": items},
+        "minItems": 1,
+    }
     if not parallel:
         array["maxItems"] = 1
     calls = {"type": "object", "properties": {"tool_calls": array}, "required": ["tool_calls"]}
@@ -118,7 +128,9 @@ def instructions(request: ModelRequest, capabilities: Capabilities) -> str:
         return ANSWER_ONLY
     if capabilities.grammar and choice != "auto":
         named = [t for t in request.tools if t.name == choice] if choice != "required" else request.tools
-        return CALL_ONLY.format(tools=render_tools(named or request.tools), parallel=parallel, arguments=ARGUMENTS)
+        return CALL_ONLY.format(
+            tools=render_tools(named or request.tools), parallel=parallel, arguments=ARGUMENTS
+        )
     return INSTRUCTIONS.format(tools=render_tools(request.tools), parallel=parallel, arguments=ARGUMENTS)
 
 
@@ -137,8 +149,14 @@ def read_decision(content: str | None) -> tuple[list[ToolCall], str | None, list
         for item in value["tool_calls"]:
             if isinstance(item, dict) and isinstance(item.get("name"), str):
                 args = item.get("arguments")
-                calls.append(ToolCall(id=new_call_id(), name=item["name"], arguments=args if isinstance(args, dict) else None,
-                                      raw_arguments=json.dumps(args, ensure_ascii=False)))
+                calls.append(
+                    ToolCall(
+                        id=new_call_id(),
+                        name=item["name"],
+                        arguments=args if isinstance(args, dict) else None,
+                        raw_arguments=json.dumps(args, ensure_ascii=False),
+                    )
+                )
         if calls:
             return calls, None, []
     if isinstance(value.get("answer"), str):
@@ -160,10 +178,14 @@ class SchemaWay(SingleCallWay):
         else:
             messages.insert(0, Message(role="system", content=text))
         schema = decision_schema(request.tools, str(request.tool_choice), request.parallel_tool_calls)
-        return request.model_copy(update={
-            "messages": messages, "tools": [], "tool_choice": "auto",
-            "response_format": ResponseFormat(name="decision", json_schema=schema, strict=False),
-        })
+        return request.model_copy(
+            update={
+                "messages": messages,
+                "tools": [],
+                "tool_choice": "auto",
+                "response_format": ResponseFormat(name="decision", json_schema=schema, strict=False),
+            }
+        )
 
     def decide(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall) -> ModelTurn:
         """With a scoring provider, first decide whether to call (relevance.py), then let the
@@ -179,7 +201,7 @@ class SchemaWay(SingleCallWay):
             # the whole, did not find (where it was asked part by part, its findings hold)
             if fitting and one_by_one and not gate.parts:
                 listed = fitting + [t for t in request.tools if t not in fitting]
-                update = {"tool_choice": "required", "tools": listed[:shortlist.SHORTLIST]}
+                update = {"tool_choice": "required", "tools": listed[: shortlist.SHORTLIST]}
                 first = fitting
             else:
                 update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
@@ -190,10 +212,15 @@ class SchemaWay(SingleCallWay):
             turn = self.decide_at_once(request, capabilities, call)
         return turn.model_copy(update={"gate": gate}) if gate else turn
 
-    def decide_at_once(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
-                       note: str | None = None) -> ModelTurn:
-        return call(self.name, self.prepare(request, capabilities),
-                    lambda turn: self.read(turn, request, capabilities), with_held(note, request, capabilities))
+    def decide_at_once(
+        self, request: ModelRequest, capabilities: Capabilities, call: ModelCall, note: str | None = None
+    ) -> ModelTurn:
+        return call(
+            self.name,
+            self.prepare(request, capabilities),
+            lambda turn: self.read(turn, request, capabilities),
+            with_held(note, request, capabilities),
+        )
 
     def read(self, turn: ModelTurn, request: ModelRequest, capabilities: Capabilities) -> ModelTurn:
         """interpret, then drop invented optional arguments where the provider asks for it."""
@@ -203,8 +230,13 @@ class SchemaWay(SingleCallWay):
             turn = turn.model_copy(update={"tool_calls": grounded})
         return turn
 
-    def call_by_call(self, request: ModelRequest, capabilities: Capabilities, call: ModelCall,
-                     first: list[ToolSpec] | None = None) -> ModelTurn:
+    def call_by_call(
+        self,
+        request: ModelRequest,
+        capabilities: Capabilities,
+        call: ModelCall,
+        first: list[ToolSpec] | None = None,
+    ) -> ModelTurn:
         """Write the call list one call at a time, and after each one score whether the list
         goes on ("," next) or ends ("]" next).
 
@@ -222,22 +254,23 @@ class SchemaWay(SingleCallWay):
         threshold = self.tuning.more_calls_margin
         assert threshold is not None
         sent = self.prepare(request, capabilities)
-        choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)  # a named tool stays named
+        # a named tool stays named
+        choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)
         prefix, calls, turn = OPEN_CALLS, [], None
         for index in range(MAX_CALLS):
             if index:
-                asked = sent.model_copy(update={"assistant_prefix": prefix, "response_format": None,
-                                                "score_options": [",", "]"], "max_tokens": 1})
-                scores = call(self.name, asked, None, f"another call after call {index}?").scores or {}
-                if scores.get(",", float("-inf")) - scores.get("]", 0.0) <= threshold:
+                if not self._goes_on(sent, prefix, index, call, threshold):
                     break
                 prefix += ", "
             held = first if first and not index else request.tools
             item = decision_schema(held, choice, True)["properties"]["tool_calls"]["items"]
             one_call = ResponseFormat(name="call", json_schema=item, strict=False)
-            turn = call(self.name, sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
-                        lambda raw, earlier=calls: self._extended(raw, earlier, request, capabilities),
-                        f"call {index + 1}")
+            turn = call(
+                self.name,
+                sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
+                lambda raw, earlier=calls: self._extended(raw, earlier, request, capabilities),
+                f"call {index + 1}",
+            )
             if len(turn.tool_calls) <= len(calls):
                 break  # unreadable, or a repeat of an earlier call: the list is complete
             calls = turn.tool_calls
@@ -247,23 +280,46 @@ class SchemaWay(SingleCallWay):
         assert turn is not None
         return turn
 
-    def _extended(self, raw: ModelTurn, earlier: list[ToolCall], request: ModelRequest,
-                  capabilities: Capabilities) -> ModelTurn:
+    def _goes_on(
+        self, sent: ModelRequest, prefix: str, index: int, call: ModelCall, threshold: float
+    ) -> bool:
+        """After call `index`, whether the model would write another: "," against "]" next."""
+        asked = sent.model_copy(
+            update={
+                "assistant_prefix": prefix,
+                "response_format": None,
+                "score_options": [",", "]"],
+                "max_tokens": 1,
+            }
+        )
+        scores = call(self.name, asked, None, f"another call after call {index}?").scores or {}
+        return scores.get(",", float("-inf")) - scores.get("]", 0.0) > threshold
+
+    def _extended(
+        self, raw: ModelTurn, earlier: list[ToolCall], request: ModelRequest, capabilities: Capabilities
+    ) -> ModelTurn:
         """One written call read as the whole list so far: the earlier calls as first read (with
         what was dropped from them), then the new one unless it repeats one of them. So each
         "call N" step holds the round's decision up to there, and the last one the decision:
         re-runs and replays read it from the record as it was."""
-        turn = self.read(raw.model_copy(update={"content": (raw.content or "") + "]}"}), request, capabilities)
+        turn = self.read(
+            raw.model_copy(update={"content": (raw.content or "") + "]}"}), request, capabilities
+        )
         calls = list(earlier)
-        for written in turn.tool_calls[len(earlier):]:
+        for written in turn.tool_calls[len(earlier) :]:
             if not _same_call(written, calls):
                 calls.append(written)
         return turn.model_copy(update={"tool_calls": calls})
 
     def interpret(self, turn: ModelTurn, request: ModelRequest) -> ModelTurn:
         calls, answer, errors = read_decision(turn.content)
-        turn = turn.model_copy(update={"tool_calls": calls, "content": answer if not calls else None,
-                                       "parse_errors": turn.parse_errors + errors})
+        turn = turn.model_copy(
+            update={
+                "tool_calls": calls,
+                "content": answer if not calls else None,
+                "parse_errors": turn.parse_errors + errors,
+            }
+        )
         return honour_choice(turn, request)  # for providers that do not enforce the schema strictly
 
 
@@ -275,8 +331,9 @@ def _same_call(new: ToolCall, earlier: list[ToolCall]) -> bool:
     return any(new.name == c.name and new.arguments == c.arguments for c in earlier)
 
 
-def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCall,
-                   way: str) -> tuple[list[ToolSpec], GateReading]:
+def relevant_tools(
+    request: ModelRequest, tuning: DecisionTuning, call: ModelCall, way: str
+) -> tuple[list[ToolSpec], GateReading]:
     """The tools the model says can handle the request, best first (one scoring call each), at
     most SHORTLIST of them: the decision lists every one in its prompt, and 64 long tool docs
     overflow a small model's context. With them, what the gate read (kept with the decision).
@@ -285,22 +342,28 @@ def relevant_tools(request: ModelRequest, tuning: DecisionTuning, call: ModelCal
     matches each part to a tool: a tool that only reads fits the part it is matched to, one
     that changes something must also pass the gate's question on that part."""
     text = last_user_text(request.messages)
-    scored, pieces = score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin), request_parts(text)
+    scored, pieces = (
+        score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin),
+        request_parts(text),
+    )
     if any(value > tuning.call_margin for value, _ in scored) or len(pieces) < 2:
         pieces = []
     best = {tool.name: (value, tool) for value, tool in scored}
     matched: dict[str, str] = {}
     listed = [tool for _, tool in scored]
-    for number, (part, tool) in enumerate(zip(pieces, match_parts(listed, text, pieces, call, way) if pieces else []), 1):
+    for number, (part, tool) in enumerate(
+        zip(pieces, match_parts(listed, text, pieces, call, way) if pieces else []), 1
+    ):
         if tool is None:
             continue
         if tool.read_only is not False:
             matched[part] = tool.name
             continue
         ask = lambda asked, label, interpret=None: call(way, asked, interpret, label)  # noqa: E731
-        value = tool_margin(ask, tool, part, tuning.relevance_with_examples, tuning.call_margin,
-                            f" part {number} ({part})")
+        value = tool_margin(
+            ask, tool, part, tuning.relevance_with_examples, tuning.call_margin, f" part {number} ({part})"
+        )
         best[tool.name] = max(best[tool.name], (value, tool), key=lambda pair: pair[0])
     scored = sorted(best.values(), key=lambda pair: -pair[0])
     fitting = [tool for value, tool in scored if value > tuning.call_margin or tool.name in matched.values()]
-    return fitting[:shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces, matched)
+    return fitting[: shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces, matched)

@@ -28,8 +28,10 @@ from flowcall.core.messages import Message, ModelRequest, ResponseFormat, ToolSp
 # At most this many tools are scored: a cost cap, not a tuned figure. BFCL's cases attach at
 # most 4 functions, so the gate's calibration never meets a shortlist.
 SHORTLIST = 8
-SYSTEM = ("You pick the function that best fits a user's request. The functions, one per line:\n{listing}\n\n"
-          'Reply with the name of the function that fits best, as JSON: {{"name": "<function name>"}}.')
+SYSTEM = (
+    "You pick the function that best fits a user's request. The functions, one per line:\n{listing}\n\n"
+    'Reply with the name of the function that fits best, as JSON: {{"name": "<function name>"}}.'
+)
 PICK_PREFIX = '{"name": '
 # a full stop ends a sentence before a space, unless it ends "e.g." or "i.e."; 。！？ end one anyway
 FIRST_SENTENCE = re.compile(r"(.+?(?:(?<!e\.g)(?<!i\.e)[.!?](?=\s|$)|[。！？]))")
@@ -49,10 +51,15 @@ def listing(tools: list[ToolSpec]) -> str:
 
 def pick_request(tools: list[ToolSpec], request_text: str, remaining: list[str]) -> ModelRequest:
     return ModelRequest(
-        messages=[Message(role="system", content=SYSTEM.format(listing=listing(tools))),
-                  Message(role="user", content=request_text)],
-        assistant_prefix=PICK_PREFIX, max_tokens=64, temperature=0.0,
-        response_format=ResponseFormat(name="pick", json_schema={"enum": remaining}, strict=False))
+        messages=[
+            Message(role="system", content=SYSTEM.format(listing=listing(tools))),
+            Message(role="user", content=request_text),
+        ],
+        assistant_prefix=PICK_PREFIX,
+        max_tokens=64,
+        temperature=0.0,
+        response_format=ResponseFormat(name="pick", json_schema={"enum": remaining}, strict=False),
+    )
 
 
 def read_pick(content: str | None, remaining: list[str]) -> str | None:
@@ -81,15 +88,18 @@ def by_overlap(tools: list[ToolSpec], request_text: str) -> list[ToolSpec]:
     return [tools[i] for i in order]
 
 
-def shortlist(tools: list[ToolSpec], request_text: str, call: ModelCall, way: str,
-              size: int | None = None) -> list[ToolSpec]:
+def shortlist(
+    tools: list[ToolSpec], request_text: str, call: ModelCall, way: str, size: int | None = None
+) -> list[ToolSpec]:
     """Up to `size` (SHORTLIST) tools, the model's choice first; all of them if there are no
     more, or if the model's choice cannot be read."""
     size = SHORTLIST if size is None else size
     if len(tools) <= size:
         return list(tools)
     names = [t.name for t in tools]
-    turn = call(way, pick_request(tools, request_text, names), None, f"shortlist: the best of {len(tools)} tools")
+    turn = call(
+        way, pick_request(tools, request_text, names), None, f"shortlist: the best of {len(tools)} tools"
+    )
     name = read_pick(turn.content, names)
     if name is None:
         return list(tools)

@@ -41,10 +41,15 @@ class VetWarning:
     flagged: list[DocValue]
 
     def step_fields(self) -> dict[str, Any]:
-        return dict(name="doc_values", error_code=str(ErrorCode.INVALID_ARGUMENT), note=self.note,
-                    error_message="; ".join(item.line() for item in self.flagged),
-                    result=[{"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why}
-                            for i in self.flagged])
+        return dict(
+            name="doc_values",
+            error_code=str(ErrorCode.INVALID_ARGUMENT),
+            note=self.note,
+            error_message="; ".join(item.line() for item in self.flagged),
+            result=[
+                {"tool": i.tool, "argument": i.argument, "value": i.value, "why": i.why} for i in self.flagged
+            ],
+        )
 
 
 @dataclass
@@ -68,19 +73,26 @@ def review(turn: ModelTurn, request: ModelRequest, budget: int) -> Reviewed:
     for once more; the second decision stands, except that where it has no sound call left,
     the first one's sound calls do (the retry must not lose "成都" because the model wrote
     "北京" twice)."""
-    found = doc_values(turn.tool_calls, request.tools, request.messages) if turn.tool_calls and budget > 0 else []
+    found = (
+        doc_values(turn.tool_calls, request.tools, request.messages) if turn.tool_calls and budget > 0 else []
+    )
     if not found:
         return _without_unsaid(turn, request)
     named = {call.name for call in turn.tool_calls}
-    again = request.model_copy(update={
-        "messages": [*request.messages, retry_message(found)],
-        # the decision to call these tools stands; only their arguments are written again
-        "tools": [t for t in request.tools if t.name in named],
-        "tool_choice": request.tool_choice if request.tool_choice not in ("auto", "none") else "required"})
-    warning = VetWarning("argument values from the tools' docs, not the conversation; asking once more (one retry)",
-                         found)
-    return Reviewed(turn, [warning], Retry(again, lambda second: _without_unsaid(second, request, earlier=turn)),
-                    spent=1)
+    again = request.model_copy(
+        update={
+            "messages": [*request.messages, retry_message(found)],
+            # the decision to call these tools stands; only their arguments are written again
+            "tools": [t for t in request.tools if t.name in named],
+            "tool_choice": request.tool_choice if request.tool_choice not in ("auto", "none") else "required",
+        }
+    )
+    warning = VetWarning(
+        "argument values from the tools' docs, not the conversation; asking once more (one retry)", found
+    )
+    return Reviewed(
+        turn, [warning], Retry(again, lambda second: _without_unsaid(second, request, earlier=turn)), spent=1
+    )
 
 
 def _without_unsaid(turn: ModelTurn, request: ModelRequest, earlier: ModelTurn | None = None) -> Reviewed:
@@ -98,27 +110,44 @@ def _without_unsaid(turn: ModelTurn, request: ModelRequest, earlier: ModelTurn |
         before = _unsaid(earlier, request)
         if kept := [call for call in earlier.tool_calls if not before[id(call)]]:
             turn = earlier
-    what_next = ("; the model answers instead" if not kept else
-                 "; the first decision's other calls stand" if turn is earlier else "")
-    warning = VetWarning("not made: a required argument is the tool's own example, which the conversation never "
-                         "gave" + what_next, flagged)
+    what_next = (
+        "; the model answers instead"
+        if not kept
+        else "; the first decision's other calls stand"
+        if turn is earlier
+        else ""
+    )
+    warning = VetWarning(
+        "not made: a required argument is the tool's own example, which the conversation never "
+        "gave" + what_next,
+        flagged,
+    )
     withheld = [withheld_reason(item.tool, item.argument, item.value) for item in flagged]
     if kept:
         return Reviewed(turn.model_copy(update={"tool_calls": kept, "withheld": withheld}), [warning])
-    answer_instead = request.model_copy(update={"tool_choice": "none",
-                                                "messages": with_unmade_note(request.messages)})
-    return Reviewed(turn, [warning], Retry(answer_instead,
-                                           lambda answer: Reviewed(answer.model_copy(update={"withheld": withheld}))))
+    answer_instead = request.model_copy(
+        update={"tool_choice": "none", "messages": with_unmade_note(request.messages)}
+    )
+    return Reviewed(
+        turn,
+        [warning],
+        Retry(answer_instead, lambda answer: Reviewed(answer.model_copy(update={"withheld": withheld}))),
+    )
 
 
 def _unsaid(turn: ModelTurn, request: ModelRequest) -> dict[int, list[DocValue]]:
     """Per call (by id): its required arguments that are still the docs' own example."""
-    return {id(call): required_doc_values(doc_values([call], request.tools, request.messages), request.tools)
-            for call in turn.tool_calls}
+    return {
+        id(call): required_doc_values(doc_values([call], request.tools, request.messages), request.tools)
+        for call in turn.tool_calls
+    }
 
 
 def withheld_reason(tool: str, argument: str, value: Any) -> str:
-    return f"{tool} was not run: its {argument} {value!r} is the tool's own example, and nothing in the conversation says it"
+    return (
+        f"{tool} was not run: its {argument} {value!r} is the tool's own example, "
+        "and nothing in the conversation says it"
+    )
 
 
 def repair(calls: list[ToolCall], tools: dict[str, Tool]) -> tuple[list[ToolCall], dict[str, dict]]:

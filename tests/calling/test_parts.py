@@ -16,21 +16,39 @@ from flowcall.tools.registry import ToolRegistry
 from tests.calling.test_ways import LOOKUP, ONE_BY_ONE, REGISTRY, SCORING_CAPS, flow, more, scores, writes
 
 
-@pytest.mark.parametrize("text, parts", [
-    ("What's the weather in Beijing today, and what time is it there?",
-     ["What's the weather in Beijing today", "what time is it there"]),
-    ("成都天气怎么样?顺便告诉我现在几点", ["成都天气怎么样", "告诉我现在几点"]),
-    ("查下杭州天气,再看看今天星期几", ["查下杭州天气", "看看今天星期几"]),
-    ("weather in Shanghai + current time in New York", ["weather in Shanghai", "current time in New York"]),
-    ("Look up Kenji's email and then add a task: call him", ["Look up Kenji's email", "add a task: call him"]),
-])
+@pytest.mark.parametrize(
+    "text, parts",
+    [
+        (
+            "What's the weather in Beijing today, and what time is it there?",
+            ["What's the weather in Beijing today", "what time is it there"],
+        ),
+        ("成都天气怎么样?顺便告诉我现在几点", ["成都天气怎么样", "告诉我现在几点"]),
+        ("查下杭州天气,再看看今天星期几", ["查下杭州天气", "看看今天星期几"]),
+        (
+            "weather in Shanghai + current time in New York",
+            ["weather in Shanghai", "current time in New York"],
+        ),
+        (
+            "Look up Kenji's email and then add a task: call him",
+            ["Look up Kenji's email", "add a task: call him"],
+        ),
+    ],
+)
 def test_a_request_splits_at_its_punctuation_and_joining_words(text, parts):
     assert request_parts(text) == parts
 
 
-@pytest.mark.parametrize("text", [
-    "Tell me a joke", "2+2 等于几", "把这句话翻译成英文:明天北京会下雨", "Is 3.5 km far e.g. for a walk", "再见",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Tell me a joke",
+        "2+2 等于几",
+        "把这句话翻译成英文:明天北京会下雨",
+        "Is 3.5 km far e.g. for a walk",
+        "再见",
+    ],
+)
 def test_one_ask_stays_whole(text):
     assert request_parts(text + "?") == [text]
 
@@ -50,36 +68,61 @@ def run(script, question=QUESTION):
 
 
 def test_where_no_tool_fits_the_whole_request_one_call_matches_its_parts_to_tools():
-    script = [NO, NO,  # the whole request: neither tool passes the bar
-              '{"1": "get_weather", "2": "get_time"}',  # one question for both parts
-              writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
-              writes("get_time", {}), more(-11.0, -0.01),
-              '{"answer": "成都小雨,现在10点"}']
+    script = [
+        NO,
+        NO,  # the whole request: neither tool passes the bar
+        '{"1": "get_weather", "2": "get_time"}',  # one question for both parts
+        writes("get_weather", {"location": "成都"}),
+        more(-3.0, -0.1),
+        writes("get_time", {}),
+        more(-11.0, -0.01),
+        '{"answer": "成都小雨,现在10点"}',
+    ]
     result, provider = run(script)
     notes = [s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL]
     assert [n.split(":")[0] for n in notes[:3]] == [
-        "checked whether get_weather fits", "checked whether get_time fits", "matched the request's parts to tools"]
-    assert notes[2].startswith("matched the request's parts to tools: part 1 (成都天气怎么样) get_weather; "
-                               "part 2 (告诉我现在几点) get_time")
+        "checked whether get_weather fits",
+        "checked whether get_time fits",
+        "matched the request's parts to tools",
+    ]
+    assert notes[2].startswith(
+        "matched the request's parts to tools: part 1 (成都天气怎么样) get_weather; "
+        "part 2 (告诉我现在几点) get_time"
+    )
     match = provider.requests[2]
     assert "1. 成都天气怎么样\n2. 告诉我现在几点" in match.messages[-1].content
-    assert match.response_format.json_schema["properties"]["2"] == {"enum": ["get_weather", "get_time", "none"]}
+    assert match.response_format.json_schema["properties"]["2"] == {
+        "enum": ["get_weather", "get_time", "none"]
+    }
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_weather", "get_time"]
     # a replay reads the gate's findings from the steps' notes: each tool fits a part
     read = reading_from_notes(notes)
-    assert read.parts == ["成都天气怎么样", "告诉我现在几点"] and sorted(read.fits) == ["get_time", "get_weather"]
+    assert read.parts == ["成都天气怎么样", "告诉我现在几点"] and sorted(read.fits) == [
+        "get_time",
+        "get_weather",
+    ]
     assert result.final_answer == "成都小雨,现在10点" and result.outcome is None
     # the model calls of the round: the whole request's questions, one match, the calls and checks
     assert len(notes) == 2 + 1 + 4 + 1
 
 
 def test_matched_part_by_part_every_call_is_held_to_the_matched_tools():
-    script = [NO, NO, '{"1": "get_weather", "2": "none"}',  # only get_weather matches a part
-        writes("get_weather", {"location": "成都"}), more(-3.0, -0.1),
-        writes("get_weather", {"location": "重庆"}), more(-11.0, -0.01), '{"answer": "小雨"}']
+    script = [
+        NO,
+        NO,
+        '{"1": "get_weather", "2": "none"}',  # only get_weather matches a part
+        writes("get_weather", {"location": "成都"}),
+        more(-3.0, -0.1),
+        writes("get_weather", {"location": "重庆"}),
+        more(-11.0, -0.01),
+        '{"answer": "小雨"}',
+    ]
     result, provider = run(script)
-    second = next(r for r in provider.requests if r.assistant_prefix and r.assistant_prefix.endswith(", ")
-                  and r.response_format is not None)
+    second = next(
+        r
+        for r in provider.requests
+        if r.assistant_prefix and r.assistant_prefix.endswith(", ") and r.response_format is not None
+    )
     assert second.response_format.json_schema["properties"]["name"] == {"const": "get_weather"}
 
 
@@ -112,8 +155,9 @@ def add_task(title: str) -> str:
     return f"added {title}"
 
 
-WITH_ACTION = ToolRegistry([build_tool(get_forecast, "w/v1/get_forecast", annotations=LOOKUP),
-                            build_tool(add_task, "t/v1/add_task")])  # add_task changes something
+WITH_ACTION = ToolRegistry(
+    [build_tool(get_forecast, "w/v1/get_forecast", annotations=LOOKUP), build_tool(add_task, "t/v1/add_task")]
+)  # add_task changes something
 
 
 def run_with_action(script, question):
@@ -125,9 +169,15 @@ def run_with_action(script, question):
 
 def test_a_tool_that_changes_something_matched_to_a_part_must_pass_the_gate_on_that_part():
     question = "成都天气怎么样?顺便写首诗"
-    script = [NO, NO, '{"1": "get_forecast", "2": "add_task"}',
-              NO,  # add_task on part 2: no (one reading: the lower of two would need both)
-              writes("get_forecast", {"city": "成都"}), more(-11.0, -0.01), '{"answer": "成都小雨"}']
+    script = [
+        NO,
+        NO,
+        '{"1": "get_forecast", "2": "add_task"}',
+        NO,  # add_task on part 2: no (one reading: the lower of two would need both)
+        writes("get_forecast", {"city": "成都"}),
+        more(-11.0, -0.01),
+        '{"answer": "成都小雨"}',
+    ]
     result, provider = run_with_action(script, question)
     notes = [s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL]
     assert "part 2 (写首诗) add_task, to be checked" in notes[2]

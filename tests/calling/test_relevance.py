@@ -11,16 +11,21 @@ from flowcall.calling.relevance import (
 )
 from flowcall.core.messages import Message, ToolSpec
 
-WEATHER = ToolSpec(name="get_weather", description="Weather for a city.",
-                   parameters={"type": "object", "properties": {"location": {"type": "string"}}})
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"location": {"type": "string"}}},
+)
 
 
 def test_the_question_names_the_function_its_parameters_and_the_request():
     sent = relevance_request(WEATHER, "Will it rain in Paris?")
     assert sent.score_options == ["yes", "no"] and sent.max_tokens == 1
-    assert sent.messages[1].content == ("Function: get_weather\nDescription: Weather for a city.\nParameters: location\n\n"
-                                        "User request: Will it rain in Paris?\n\n"
-                                        "Can this function handle the request? Answer yes or no.")
+    assert sent.messages[1].content == (
+        "Function: get_weather\nDescription: Weather for a city.\nParameters: location\n\n"
+        "User request: Will it rain in Paris?\n\n"
+        "Can this function handle the request? Answer yes or no."
+    )
 
 
 def test_the_question_shows_the_leading_sentences_that_fit_not_the_long_tail():
@@ -28,27 +33,46 @@ def test_the_question_shows_the_leading_sentences_that_fit_not_the_long_tail():
     whole sentences from the start up to PURPOSE_MAX characters (relevance.py says why)."""
     from flowcall.calling.relevance import purpose
 
-    tail = " ".join(f"Note {i}: the API silently drops labels without push access, e.g. octocat." for i in range(8))
-    issue = ToolSpec(name="create_issue", description=(
-        "Create a new issue in a GitHub repository. Use this when the user wants to report a bug. " + tail),
-        parameters={"type": "object", "properties": {"owner": {"type": "string"}, "title": {"type": "string"}}})
+    tail = " ".join(
+        f"Note {i}: the API silently drops labels without push access, e.g. octocat." for i in range(8)
+    )
+    issue = ToolSpec(
+        name="create_issue",
+        description=(
+            "Create a new issue in a GitHub repository. Use this when the user wants to report a bug. " + tail
+        ),
+        parameters={
+            "type": "object",
+            "properties": {"owner": {"type": "string"}, "title": {"type": "string"}},
+        },
+    )
     asked = relevance_request(issue, "open an issue on vercel/next.js").messages[1].content
     shown = asked.split("Description: ")[1].split("\n")[0]
-    assert shown.startswith("Create a new issue in a GitHub repository. Use this when the user wants to report a bug.")
+    assert shown.startswith(
+        "Create a new issue in a GitHub repository. Use this when the user wants to report a bug."
+    )
     assert len(shown) <= PURPOSE_MAX and shown.endswith("octocat.")  # whole sentences only
     assert "Parameters: owner, title\n" in asked
     # a short bilingual plugin doc is shown whole: its "use it when" hint is part of the purpose
-    weather = ToolSpec(name="get_weather", description="获取城市天气:实况或未来3天预报。用户问天气、下雨时使用。\n\nGet a city's weather.",
-                       parameters={})
-    assert purpose(weather) == weather.description  # as written, line breaks too: the product's margins were set on it
+    weather = ToolSpec(
+        name="get_weather",
+        description="获取城市天气:实况或未来3天预报。用户问天气、下雨时使用。\n\nGet a city's weather.",
+        parameters={},
+    )
+    assert (
+        purpose(weather) == weather.description
+    )  # as written, line breaks too: the product's margins were set on it
     endless = ToolSpec(name="t", description="word " * 400, parameters={})
     assert len(purpose(endless)) == PURPOSE_MAX and purpose(endless).endswith("…")
     assert purpose(ToolSpec(name="t", description="", parameters={})) == ""
 
 
 def test_last_user_text_tool_results_and_margin():
-    messages = [Message(role="system", content="Be brief."), Message(role="user", content="hi"),
-                Message(role="user", content="weather in Rome?")]
+    messages = [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="hi"),
+        Message(role="user", content="weather in Rome?"),
+    ]
     assert last_user_text(messages) == "weather in Rome?" and not has_tool_results(messages)
     assert margin({"yes": -0.2, "no": -1.7}) == 1.5 and margin(None) == float("-inf")
 
@@ -69,14 +93,23 @@ def _scripted_run(way: str, first_reply: str, rules: list | None = None):
         return {"location": location, "weather": "小雨"}
 
     def scores(request):  # yes for the weather tool, asked about the weather question only
-        fits = "Function: get_weather" in request.messages[-1].content and "成都天气" in request.messages[-1].content
+        fits = (
+            "Function: get_weather" in request.messages[-1].content
+            and "成都天气" in request.messages[-1].content
+        )
         return ModelTurn(scores={"yes": -0.1, "no": -3.0} if fits else {"yes": -3.0, "no": -0.1})
 
     call = '{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'
-    provider = ScriptedProvider([scores, first_reply, scores, call, '{"answer": "小雨"}'],
-                                capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True))
-    flow = Flow(name="r", tools=["w/v1/get_weather"], router_rules=rules or [],
-                decision=DecisionConfig(provider="scripted", calling_way=way))
+    provider = ScriptedProvider(
+        [scores, first_reply, scores, call, '{"answer": "小雨"}'],
+        capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True),
+    )
+    flow = Flow(
+        name="r",
+        tools=["w/v1/get_weather"],
+        router_rules=rules or [],
+        decision=DecisionConfig(provider="scripted", calling_way=way),
+    )
     registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather")])
     return Engine(registry, lambda cfg: provider, MemorySink()).run(flow, "成都天气?"), provider
 
@@ -118,7 +151,10 @@ def test_with_examples_the_margin_is_the_mean_of_the_plain_and_the_worked_exampl
     [(value, tool)] = score_tools(request, call, "schema", with_examples=True)
     assert tool == WEATHER and abs(value - 2.0) < 1e-9
     (plain, plain_label), (again, again_label) = asked
-    assert plain_label == "checked whether get_weather fits" and again_label == "checked whether get_weather fits, after worked examples"
+    assert (
+        plain_label == "checked whether get_weather fits"
+        and again_label == "checked whether get_weather fits, after worked examples"
+    )
     assert again.messages[0] == plain.messages[0] and again.messages[-1] == plain.messages[-1]
     turns = again.messages[1:-1]
     assert len(turns) == 2 * len(EXAMPLES) and [m.role for m in turns[:2]] == ["user", "assistant"]
@@ -150,11 +186,24 @@ def test_the_gate_calls_on_the_mean_reading_where_the_plain_one_alone_keeps_quie
 
     call = '{"tool_calls": [{"name": "get_weather", "arguments": {"location": "成都"}}]}'
     for with_examples, expect_call in ((False, False), (True, True)):
-        script = [scores, scores, call, '{"answer": "小雨"}'] if with_examples else [scores, '{"answer": "不知道"}']
-        provider = ScriptedProvider(script, capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True),
-                                    tuning=DecisionTuning(call_margin=1.5, relevance_with_examples=with_examples))
-        flow = Flow(name="r", tools=["w/v1/get_weather"], decision=DecisionConfig(provider="scripted", calling_way="schema"))
-        registry = ToolRegistry([build_tool(get_weather, "w/v1/get_weather", annotations=ToolAnnotations(read_only=True))])
+        script = (
+            [scores, scores, call, '{"answer": "小雨"}']
+            if with_examples
+            else [scores, '{"answer": "不知道"}']
+        )
+        provider = ScriptedProvider(
+            script,
+            capabilities=Capabilities(json_schema_output=True, grammar=True, scoring=True),
+            tuning=DecisionTuning(call_margin=1.5, relevance_with_examples=with_examples),
+        )
+        flow = Flow(
+            name="r",
+            tools=["w/v1/get_weather"],
+            decision=DecisionConfig(provider="scripted", calling_way="schema"),
+        )
+        registry = ToolRegistry(
+            [build_tool(get_weather, "w/v1/get_weather", annotations=ToolAnnotations(read_only=True))]
+        )
         run = Engine(registry, lambda cfg: provider, MemorySink()).run(flow, "成都天气?")
         called = [s.arguments for s in run.steps if s.kind == "tool_call"]
         assert bool(called) is expect_call, (with_examples, run.steps)
@@ -179,7 +228,9 @@ def test_a_tool_that_changes_something_needs_both_readings_to_say_yes():
 
     add = {"name": "add_task", "parameters": {"type": "object", "properties": {"title": {"type": "string"}}}}
     assert tool_margin(ask, ToolSpec(**add, read_only=False), "周末去哪里玩", True, 1.5) == 0.5
-    assert notes[-1] == "checked whether add_task fits, after worked examples: no, lower margin 0.50, bar 1.50"
+    assert (
+        notes[-1] == "checked whether add_task fits, after worked examples: no, lower margin 0.50, bar 1.50"
+    )
     assert reading_from_notes(notes).fits == []
     assert tool_margin(ask, ToolSpec(**add, read_only=True), "周末去哪里玩", True, 1.5) == 2.0
     assert tool_margin(ask, ToolSpec(**add), "周末去哪里玩", True, 1.5) == 2.0
