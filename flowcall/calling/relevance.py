@@ -252,13 +252,15 @@ _RECORDED = re.compile(
 def reading_from_notes(notes: list[str | None]) -> GateReading | None:
     """The gate's findings as a round's steps recorded them (a replay or a re-run reads the
     record, not the model): each tool's best verdict, over the whole request and its parts."""
-    margins, bar, parts, matched = {}, None, [], {}
+    margins, bar, parts, matched, to_check = {}, None, [], {}, set()
     for note in notes:
         if (note or "").startswith(MATCH_LABEL + ": "):
             for part, name, checked in _MATCHED.findall(note[len(MATCH_LABEL) + 2 :]):
                 parts += [part] if part not in parts else []
                 if name != NONE and not checked:
                     matched[part] = name
+                elif checked:
+                    to_check.add((part, name))
             continue
         match = _RECORDED.match(note or "")
         if match and match.group(2) and match.group(2) not in parts:
@@ -273,6 +275,9 @@ def reading_from_notes(notes: list[str | None]) -> GateReading | None:
             # the note rounds the margin: the verdict it states is what counted
             value = max(value, bar + 1e-6) if said == "yes" else min(value, bar)
             margins[name] = max(value, margins.get(name, value))
+            if said == "yes" and (match.group(2), name) in to_check:  # a match its part's question confirmed
+                matched[match.group(2)] = name
+    matched = {part: matched[part] for part in parts if part in matched}  # in the parts' order
     return GateReading(margins=margins, bar=bar, parts=parts, matched=matched) if bar is not None else None
 
 

@@ -207,7 +207,11 @@ class SchemaWay(SingleCallWay):
                 update = {"tool_choice": "required", "tools": fitting} if fitting else {"tool_choice": "none"}
             request = request.model_copy(update=update)
         if request.tool_choice != "none" and one_by_one:
-            turn = self.call_by_call(request, capabilities, call, first=first)
+            # each part matched to a tool gets a call of it (parts.py), in the parts' order
+            owed = [
+                t for name in (gate.matched.values() if gate else []) for t in request.tools if t.name == name
+            ]
+            turn = self.call_by_call(request, capabilities, call, first=first, owed=owed)
         else:
             turn = self.decide_at_once(request, capabilities, call)
         return turn.model_copy(update={"gate": gate}) if gate else turn
@@ -236,6 +240,7 @@ class SchemaWay(SingleCallWay):
         capabilities: Capabilities,
         call: ModelCall,
         first: list[ToolSpec] | None = None,
+        owed: list[ToolSpec] | None = None,
     ) -> ModelTurn:
         """Write the call list one call at a time, and after each one score whether the list
         goes on ("," next) or ends ("]" next).
@@ -250,6 +255,10 @@ class SchemaWay(SingleCallWay):
         the list goes on over every tool listed: a request for the weather and an employee's
         phone gets its second call from a tool the gate, asked about the whole request, did not
         pick.
+
+        With `owed` (the tools matched to the request's parts), each of them gets a call before
+        the "another call?" check has a say: the match found a part for it, and that check,
+        asked after the first call, often closes a list whose second part is still open.
         """
         threshold = self.tuning.more_calls_margin
         assert threshold is not None
@@ -258,19 +267,14 @@ class SchemaWay(SingleCallWay):
         choice = "required" if request.tool_choice == "auto" else str(request.tool_choice)
         prefix, calls, turn = OPEN_CALLS, [], None
         for index in range(MAX_CALLS):
+            due = [t for t in owed or [] if all(c.name != t.name for c in calls)]
             if index:
-                if not self._goes_on(sent, prefix, index, call, threshold):
+                if not due and not self._goes_on(sent, prefix, index, call, threshold):
                     break
                 prefix += ", "
-            held = first if first and not index else request.tools
-            item = decision_schema(held, choice, True)["properties"]["tool_calls"]["items"]
-            one_call = ResponseFormat(name="call", json_schema=item, strict=False)
-            turn = call(
-                self.name,
-                sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
-                lambda raw, earlier=calls: self._extended(raw, earlier, request, capabilities),
-                f"call {index + 1}",
-            )
+            held = due[:1] or (first if first and not index else request.tools)
+            label = f"call {index + 1}" + (f", for the part matched to {due[0].name}" if due else "")
+            turn = self._write_call(request, capabilities, call, sent, prefix, held, choice, calls, label)
             if len(turn.tool_calls) <= len(calls):
                 break  # unreadable, or a repeat of an earlier call: the list is complete
             calls = turn.tool_calls
@@ -279,6 +283,28 @@ class SchemaWay(SingleCallWay):
             prefix = OPEN_CALLS + ", ".join(_as_json(c) for c in calls)
         assert turn is not None
         return turn
+
+    def _write_call(
+        self,
+        request: ModelRequest,
+        capabilities: Capabilities,
+        call: ModelCall,
+        sent: ModelRequest,
+        prefix: str,
+        held: list[ToolSpec],
+        choice: str,
+        calls: list[ToolCall],
+        label: str,
+    ) -> ModelTurn:
+        """One more call after `prefix`, its grammar holding it to the `held` tools."""
+        item = decision_schema(held, choice, True)["properties"]["tool_calls"]["items"]
+        one_call = ResponseFormat(name="call", json_schema=item, strict=False)
+        return call(
+            self.name,
+            sent.model_copy(update={"assistant_prefix": prefix, "response_format": one_call}),
+            lambda raw: self._extended(raw, calls, request, capabilities),
+            label,
+        )
 
     def _goes_on(
         self, sent: ModelRequest, prefix: str, index: int, call: ModelCall, threshold: float
@@ -364,6 +390,8 @@ def relevant_tools(
             ask, tool, part, tuning.relevance_with_examples, tuning.call_margin, f" part {number} ({part})"
         )
         best[tool.name] = max(best[tool.name], (value, tool), key=lambda pair: pair[0])
+        if value > tuning.call_margin:
+            matched[part] = tool.name
     scored = sorted(best.values(), key=lambda pair: -pair[0])
     fitting = [tool for value, tool in scored if value > tuning.call_margin or tool.name in matched.values()]
     return fitting[: shortlist.SHORTLIST], reading(scored, tuning.call_margin, pieces, matched)

@@ -105,7 +105,9 @@ class GateReading(BaseModel):
     margin, logP(yes) - logP(no) of "can this function handle the request?", and the bar a
     tool's margin must pass to be called. `parts`: the request's parts it was asked about
     one by one (calling/parts.py), where no tool fitted the whole request; `matched`: the tool
-    that only reads matched to a part (part -> name), which fits without a margin."""
+    matched to each part (part -> name, in the parts' order), one that only reads as it was
+    matched, one that changes something once the gate's question on its part said yes; each
+    of them is owed a call."""
 
     margins: dict[str, float]
     bar: float

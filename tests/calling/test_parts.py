@@ -72,8 +72,7 @@ def test_where_no_tool_fits_the_whole_request_one_call_matches_its_parts_to_tool
         NO,
         NO,  # the whole request: neither tool passes the bar
         '{"1": "get_weather", "2": "get_time"}',  # one question for both parts
-        writes("get_weather", {"location": "成都"}),
-        more(-3.0, -0.1),
+        writes("get_weather", {"location": "成都"}),  # each matched tool is owed a call: no check between
         writes("get_time", {}),
         more(-11.0, -0.01),
         '{"answer": "成都小雨,现在10点"}',
@@ -102,8 +101,16 @@ def test_where_no_tool_fits_the_whole_request_one_call_matches_its_parts_to_tool
         "get_weather",
     ]
     assert result.final_answer == "成都小雨,现在10点" and result.outcome is None
-    # the model calls of the round: the whole request's questions, one match, the calls and checks
-    assert len(notes) == 2 + 1 + 4 + 1
+    # the model calls of the round: the whole request's questions, one match, the calls and the
+    # one check after the owed calls; then the answer
+    assert len(notes) == 2 + 1 + 3 + 1
+    assert notes[3:6] == [
+        "call 1, for the part matched to get_weather",
+        "call 2, for the part matched to get_time",
+        "another call after call 2?",
+    ]
+    second = provider.requests[4]
+    assert second.response_format.json_schema["properties"]["name"] == {"const": "get_time"}
 
 
 def test_matched_part_by_part_every_call_is_held_to_the_matched_tools():
@@ -186,3 +193,20 @@ def test_a_tool_that_changes_something_matched_to_a_part_must_pass_the_gate_on_t
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["get_forecast"]
     read = reading_from_notes(notes)
     assert read.fits == ["get_forecast"] and read.matched == {"成都天气怎么样": "get_forecast"}
+
+
+def test_a_tool_that_changes_something_is_owed_a_call_once_its_part_says_yes():
+    script = [
+        NO,
+        NO,
+        '{"1": "add_task", "2": "get_forecast"}',
+        YES,  # add_task on part 1: yes
+        writes("add_task", {"title": "带伞"}),
+        writes("get_forecast", {"city": "上海"}),
+        more(-11.0, -0.01),
+        '{"answer": "已添加;上海小雨"}',
+    ]
+    result, _ = run_with_action(script, "加个待办:带伞。另外上海天气怎么样")
+    assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["add_task", "get_forecast"]
+    read = reading_from_notes([s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL])
+    assert read.matched == {"加个待办:带伞": "add_task", "上海天气怎么样": "get_forecast"}
