@@ -1,0 +1,139 @@
+"""The runner beside the studio: runs handed to it go on whatever the page that asked does.
+
+A run started, re-run or resumed in the studio is recorded first (queued, or as it paused) and
+then handed here by its id; the page follows it from the database. So a click, another page, a
+reload or a closed tab never stops a run: only Stop does (`FlowCall.cancel`, which the engine
+sees at its next step).
+
+Where it runs:
+- With FLOWCALL_BROKER_URL, on the Celery workers (`flowcall worker`), as `--queue` does.
+- Without one, on threads of this process: one runner per process, shared by every session.
+  Runs on the embedded model take turns on one thread (two at once on the same CPU are each
+  slower than both in a row), and each shows its place in line; runs on hosted models go
+  in parallel, up to HOSTED_AT_ONCE.
+
+Both paths end in the same function, `work.work_on` (run a queued run, resume an interrupted
+one), so a run behaves the same wherever it goes. A run that waits for a person is continued
+with the person's decisions (`continue_with`), on the runner too.
+
+While a model writes, the text so far is kept per run (`writing`), so any page can show it as
+it is written: the record of the step comes when it ends, as always.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from flowcall.core import config, progress
+from flowcall.core.steps import Run
+from flowcall.workers.work import Later, work_on
+
+if TYPE_CHECKING:
+    from flowcall.engine.approval import Approver
+    from flowcall.service.front import FlowCall
+
+HOSTED_AT_ONCE = 4  # a cap on parallel calls to hosted models from one studio, not a tuned figure
+TAKE_TURNS = ("local",)  # providers whose runs take turns: the embedded model shares this CPU
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Writing:
+    """What a run's running step is writing, for whoever shows the run."""
+
+    label: str = ""
+    text: str = ""
+    since: float = field(default_factory=time.monotonic)
+
+
+class _Recorder:
+    """A progress.Watcher that keeps the running step's text in the runner's table."""
+
+    def __init__(self, table: dict[str, Writing], run_id: str) -> None:
+        self.table, self.run_id = table, run_id
+
+    def started(self, kind: str, label: str) -> None:
+        self.table[self.run_id] = Writing(label=f"{kind.replace('_', ' ')} · {label}")
+
+    def text(self, piece: str) -> None:
+        if (now := self.table.get(self.run_id)) is not None:
+            now.text += piece
+
+    def ended(self) -> None:
+        self.table.pop(self.run_id, None)
+
+
+class Runner:
+    """Runs handed over by id, on this process's threads (see the module's doc)."""
+
+    def __init__(self, service: FlowCall, take_turns: tuple[str, ...] = TAKE_TURNS) -> None:
+        self.service, self.take_turns = service, take_turns
+        self._local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowcall-local-run")
+        self._hosted = ThreadPoolExecutor(max_workers=HOSTED_AT_ONCE, thread_name_prefix="flowcall-run")
+        self._lock = threading.Lock()
+        self._line: list[str] = []  # runs on the embedded model, the one running first
+        self.writing: dict[str, Writing] = {}
+
+    def start(self, run_id: str) -> None:
+        """Hand over a run that is queued or interrupted: it is run or resumed."""
+        self._hand(run_id, lambda: work_on(self.service, run_id))
+
+    def continue_with(self, run_id: str, approver: Approver) -> None:
+        """Hand over a run that waits for a person, with the person's decisions."""
+        self._hand(run_id, lambda: self.service.resume(run_id, approver=approver))
+
+    def place(self, run_id: str) -> int | None:
+        """Where a run on the embedded model is: 0 running, 1 first in line, ...; None for a run
+        not waiting for the embedded model here."""
+        with self._lock:
+            return self._line.index(run_id) if run_id in self._line else None
+
+    def _hand(self, run_id: str, job: Callable[[], Run | Later]) -> None:
+        if config.broker_url():
+            self.service.enqueue([run_id])
+            return
+        local = self._on_local_model(run_id)
+        if local:
+            with self._lock:
+                self._line.append(run_id)
+        pool = self._local if local else self._hosted
+        pool.submit(self._run, run_id, job, local)
+
+    def _run(self, run_id: str, job: Callable[[], Run | Later], local: bool) -> None:
+        try:
+            with progress.watching(_Recorder(self.writing, run_id)):
+                done = job()
+            while isinstance(done, Later):  # another process holds it: wait for its lease
+                time.sleep(done.seconds)
+                done = job()
+        except Exception:  # noqa: BLE001 - the engine recorded what failed; the runner goes on
+            log.exception("run %s: the runner's job failed", run_id)
+        finally:
+            self.writing.pop(run_id, None)
+            if local:
+                with self._lock:
+                    self._line.remove(run_id)
+
+    def _on_local_model(self, run_id: str) -> bool:
+        flow = self.service.flow_of(self.service.store.get_run(run_id))
+        used = {flow.decision.provider, flow.polish.provider if flow.polish else None}
+        return any(provider in used for provider in self.take_turns)
+
+
+_runners: dict[str, Runner] = {}
+_made = threading.Lock()
+
+
+def runner_for(service: FlowCall) -> Runner:
+    """The one runner of this process for this database."""
+    key = str(service.store.engine.url)
+    with _made:
+        if key not in _runners:
+            _runners[key] = Runner(service)
+        return _runners[key]
