@@ -8,13 +8,11 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from flowcall.core.spec import DecisionConfig, Flow
 from flowcall.core.steps import RunStatus
 from flowcall.engine.approval import Decision
-from flowcall.service.front import FlowCall
 from flowcall.providers.scripted import ScriptedProvider
+from flowcall.service.front import FlowCall
 from flowcall.workers.runner import Runner
 
 WAIT_S = 30  # an upper bound for a few scripted steps on a busy CI machine, not a timed target
