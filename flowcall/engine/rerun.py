@@ -162,7 +162,7 @@ def checkpoint_before(
             state.finished = True  # the model answered without tools, or only repeated answered calls
 
     if flow.tool_choice != "none":  # as in the engine, a flow that offers no tool wants none
-        state.wanted_tools, state.unbacked = _backing(reused)
+        state.wanted_tools, state.unbacked, state.settled = _backing(reused)
     first_round = [s for s in reused if s.kind == StepKind.MODEL_CALL and s.round == 1]
     if (gate := reading_from_notes([s.note for s in first_round])) is not None:
         state.gate = gate.model_dump()  # the question's reading, as the engine keeps it
@@ -173,11 +173,17 @@ def checkpoint_before(
     return state, reused
 
 
-def _backing(reused: list[Step]) -> tuple[bool, list[str]]:
-    """Whether the reused decisions called tools, and why calls gave no result: the engine's
-    wanted_tools and unbacked (LoopState), read from the steps."""
-    wanted, reasons = False, []
+def _backing(reused: list[Step]) -> tuple[bool, list[str], int]:
+    """Whether the reused decisions called tools, why calls gave no result, and how many of
+    those reasons a later round's result settled: the engine's wanted_tools, unbacked and
+    settled (LoopState), read from the steps. As in the engine, a round that got a result
+    settles the reasons before its own calls' failures (LoopState.apply_round)."""
+    wanted, reasons, settled = False, [], 0
+    answered = {s.round for s in reused if s.kind == StepKind.TOOL_CALL and not s.error_code}
     for step in reused:
+        if step.kind == StepKind.TOOL_CALL and step.round in answered:
+            answered.discard(step.round)  # the round's first call: where apply_round settles
+            settled = len(reasons)
         if step.kind == StepKind.MODEL_CALL and (
             step.tool_calls or step.error_code == str(ErrorCode.PARSE_FAILED)
         ):
@@ -197,4 +203,4 @@ def _backing(reused: list[Step]) -> tuple[bool, list[str]]:
             ]
         elif step.kind == StepKind.TOOL_CALL and step.error_code:
             reasons.append(no_result_reason(step.name or "a tool", step.error_code, step.error_message))
-    return wanted, reasons
+    return wanted, reasons, settled
