@@ -29,9 +29,10 @@ def serving(
     name: str,
     any_answer: bool = False,
     env: dict[str, str] | None = None,
-) -> Iterator[None]:
-    """Run `argv` until the block ends; ready once `probe_url` answers 200 (or anything, with
-    `any_answer`). The log is a file, not a pipe: a pipe nobody reads fills up and blocks."""
+) -> Iterator[subprocess.Popen]:
+    """Run `argv` until the block ends (the block gets the process); ready once `probe_url`
+    answers 200 (or anything, with `any_answer`). The log is a file, not a pipe: a pipe nobody
+    reads fills up and blocks."""
     log = log_path.open("w+")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
     try:
@@ -48,7 +49,7 @@ def serving(
             time.sleep(0.3)
         else:
             pytest.fail(f"{name} did not come up within {within_s:g} s")
-        yield
+        yield proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -26,6 +26,7 @@ from tests.resume_helper import FLOW, service
 
 # The store tests' databases: db_url is an empty SQLite file, then a PostgreSQL database.
 from tests.store.conftest import db_url, pg_database  # noqa: F401
+from tests.support.studio import followed
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPER = Path(__file__).resolve().parent / "resume_helper.py"
@@ -201,6 +202,7 @@ def test_the_studio_shows_why_it_did_not_continue_a_run_another_resumer_took(
     monkeypatch.setattr(FlowCall, "resume", taken_first)
     try:
         next(b for b in app.button if b.label == "Continue the run").click().run()
+        followed(app, paused.id)  # the runner tried, and says why it could not
     finally:
         other.close()
     assert not app.exception

@@ -9,7 +9,7 @@ import threading
 import time
 
 from flowcall.core.spec import DecisionConfig, Flow
-from flowcall.core.steps import RunStatus
+from flowcall.core.steps import RunStatus, StepKind
 from flowcall.engine.approval import Decision
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service.front import FlowCall
@@ -110,3 +110,44 @@ def test_a_job_that_fails_leaves_the_runner_working():
     run_id = queued(service, "next")
     runner.start(run_id)
     assert service.follow(run_id, timeout_s=WAIT_S).status == RunStatus.SUCCEEDED
+    assert runner.problems[broken] == "boom"  # said on the run's page, not lost in a log
+    assert not runner.holds(broken)
+
+
+def test_the_runner_holds_a_run_until_it_is_done_with():
+    gate = threading.Event()
+
+    def held(request):
+        gate.wait(WAIT_S)
+        return "done"
+
+    service = service_with(lambda: [held])
+    runner = Runner(service)
+    run_id = queued(service, "wait")
+    runner.start(run_id)
+    assert runner.holds(run_id)
+    gate.set()
+    assert service.follow(run_id, timeout_s=WAIT_S).status == RunStatus.SUCCEEDED
+    deadline = time.monotonic() + WAIT_S
+    while runner.holds(run_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not runner.holds(run_id)
+
+
+def test_a_rerun_is_recorded_first_then_goes_on_in_the_runner():
+    """A re-run is queued with the steps it reuses and the state they lead to, so it can wait in
+    line (or go to a worker, or survive a restart) and go on from its cut given only its id."""
+    script = [[("get_current_time", {"timezone": "Asia/Shanghai"})], "it is noon"]
+    clock = flow("clock", tools=["time/v1/get_current_time"], max_rounds=2)
+    original = service_with(lambda: list(script)).run(clock, "what time is it?")
+    assert original.status == RunStatus.SUCCEEDED
+    call = next(s for s in original.steps if s.kind == StepKind.TOOL_CALL)
+    service = service_with(lambda: ["it is noon in Tokyo"])
+    new = service.queue_rerun(original.id, call.seq, arguments={"timezone": "Asia/Tokyo"})
+    stored = service.store.get_run(new.id)
+    assert stored.status == RunStatus.QUEUED and len(stored.steps) == call.seq - 1
+    assert all("reused" in s.note for s in stored.steps)
+    Runner(service).start(new.id)
+    done = service.follow(new.id, timeout_s=WAIT_S)
+    assert done.status == RunStatus.SUCCEEDED and done.final_answer == "it is noon in Tokyo"
+    assert [s.arguments for s in done.steps if s.kind == StepKind.TOOL_CALL] == [{"timezone": "Asia/Tokyo"}]

@@ -15,6 +15,7 @@ from flowcall.core.spec import DecisionConfig, Flow, PolishConfig, load_flow
 from flowcall.core.steps import RunStatus, StepKind
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service.front import FlowCall
+from tests.support.studio import followed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,6 +74,7 @@ def test_run_page_runs_a_flow_on_the_embedded_model(model_path):
     widget(app.selectbox, "Flow").select("employee-lookup").run()
     assert widget(app.text_area, "Question").value == "张三今年多大了?"
     widget(app.button, "Run").click().run()
+    followed(app)  # the run goes on in the studio's runner; the page shows it when it ends
     assert not app.exception
     assert "36" in app.success[0].value
     steps = app.dataframe[0].value
@@ -88,6 +90,7 @@ def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
     app = page("pages/run.py", timeout=300)
     widget(app.selectbox, "Flow").select("create-task").run()
     widget(app.button, "Run").click().run()
+    followed(app)
     assert any("waits for you" in w.value for w in app.warning)
     run_id = app.session_state["run_id"]
     assert service.store.get_run(run_id).status == RunStatus.WAITING_APPROVAL
@@ -100,6 +103,7 @@ def test_run_page_pauses_for_approval_and_runs_the_edited_call(model_path):
         json.dumps(arguments, ensure_ascii=False)
     )
     widget(app.button, "Continue the run").click().run()
+    followed(app)
     assert not app.exception
     run = service.store.get_run(run_id)
     assert run.status == RunStatus.SUCCEEDED
@@ -115,9 +119,11 @@ def test_run_page_deny_tells_the_model_and_runs_nothing(model_path):
     service.store.save_flow(flow.model_copy(update={"needs_approval": ["task/v1/add_task"]}))
     app = page("pages/run.py", timeout=300)
     widget(app.button, "Run").click().run()
+    followed(app)
     widget(app.radio, "Decision").set_value("deny")
     widget(app.text_input, "Reason (told to the model when you deny)").input("not this week")
     widget(app.button, "Continue the run").click().run()
+    followed(app)
     assert not app.exception
     run = service.store.get_run(app.session_state["run_id"])
     assert run.status != RunStatus.WAITING_APPROVAL
@@ -198,6 +204,7 @@ def test_inspector_reruns_from_a_tool_call_with_edited_arguments(model_path):
     widget(app.slider, "Step").set_value(tool_step.seq).run()
     widget(app.text_area, "Arguments").input('{"name": "李四"}')
     widget(app.button, "Re-run from this step").click().run()
+    followed(app)
     assert not app.exception
     new = service.store.get_run(app.session_state["run_id"])
     assert new.id != original.id and new.status == RunStatus.SUCCEEDED
@@ -253,6 +260,7 @@ def test_run_page_resumes_an_interrupted_run_and_the_inspector_says_so():
     app.run()
     assert "was interrupted" in texts(app)
     widget(app.button, "Resume").click().run()
+    followed(app, run.id)
     assert not app.exception, app.exception
     resumed = service.store.get_run(run.id)
     assert resumed.status == RunStatus.SUCCEEDED, resumed.error

@@ -11,6 +11,7 @@ from flowcall.core.spec import ModelConfig
 from flowcall.providers.base import Capabilities, Provider
 
 PROVIDER_NAMES = ("local", "openai", "dashscope", "openai-compatible")
+HOSTED_PROVIDERS = PROVIDER_NAMES[1:]  # each needs a setting (a key or a base URL) to be built
 _BASE_URL_VARIABLE = {"openai": "OPENAI_BASE_URL", "dashscope": "DASHSCOPE_HTTP_BASE_URL"}
 
 

@@ -27,7 +27,7 @@ from flowcall.engine.loop import Engine
 from flowcall.engine.loop_state import LoopState
 from flowcall.engine.replay import replay_factory
 from flowcall.engine.rerun import checkpoint_before
-from flowcall.providers import provider_for
+from flowcall.providers import HOSTED_PROVIDERS, provider_for
 from flowcall.providers.base import ProviderFactory
 from flowcall.providers.profiled import with_profiles
 from flowcall.store import Store, open_store
@@ -201,6 +201,15 @@ class FlowCall:
         self.require_trust(flow)
         return self.adopt(flow)
 
+    def check_settings(self, flow: Flow) -> None:
+        """NotConfigured, naming the variable to set, where a hosted model of the flow lacks its
+        key or base URL: asked before a run is recorded and handed over, so a missing setting
+        leaves no failed run behind. The embedded model needs none (a missing model file is the
+        run's to record, as in `run`)."""
+        for model in (flow.decision, flow.polish):
+            if model is not None and model.provider in HOSTED_PROVIDERS:
+                self.provider_factory(model)
+
     def submit(self, adopted: Adopted, question: str) -> Run:
         """Record a run of a prepared flow on `question` without running it (status queued).
         `execute` runs it given only its id, in this process or, later, in a worker's."""
@@ -244,8 +253,9 @@ class FlowCall:
         flow = self.flow_of(run)
         self.require_trust(flow, run_id=run.id)
         engine = Engine(self.registry, self.provider_factory, self.store)
-        if tools is None:
-            return engine.resume(run, flow, None, approver=approver, on_step=on_step)
+        if tools is None:  # a re-run goes on from where it was cut; any other queued run has no state
+            checkpoint = self.store.get_checkpoint(run.id)
+            return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
         if flow.tool_choice not in ("auto", "required", "none") and flow.tool_choice not in {
             t.name for t in tools
         }:
@@ -340,17 +350,57 @@ class FlowCall:
         run_id: str,
         seq: int,
         *,
+        on_step: StepCallback | None = None,
+        approver: Approver | None = None,
+        **edits: Any,
+    ) -> Run:
+        """A new run that reuses a run's steps before `seq` and goes on live from there, with
+        `edits` as `queue_rerun` takes them (edited arguments, or an edited system prompt saved
+        as a new flow version, so the new run says which prompt it ran); then `execute`."""
+        new = self.queue_rerun(run_id, seq, **edits)
+        for step in new.steps if on_step else ():
+            on_step(step)
+        return self.execute(new.id, approver=approver, on_step=on_step)
+
+    def queue_rerun(
+        self,
+        run_id: str,
+        seq: int,
+        *,
         arguments: dict[str, Any] | None = None,
         decision_prompt: str | None = None,
         polish_prompt: str | None = None,
-        on_step: StepCallback | None = None,
-        approver: Approver | None = None,
     ) -> Run:
-        """A new run that reuses a run's steps before `seq` and goes on live from there, with
-        edited arguments (a tool_call step) or an edited system prompt (saved as a new flow
-        version, so the new run says which prompt it ran)."""
+        """Record the re-run `rerun_from` describes without running it: queued, with the steps
+        it reuses (marked so) and the state they lead to. `execute` (or a runner, or a worker)
+        goes on from there given only its id."""
         original = self.store.get_run(run_id)
-        flow = self.flow_of(original)
+        flow = self._edited(self.flow_of(original), decision_prompt, polish_prompt)
+        state, reused = checkpoint_before(original, flow, seq, arguments)
+        saved = self.store.artifacts_before(original.id, reused[-1].seq + 1 if reused else 1)
+        if saved:  # the hidden context (a loaded table) as it was at the cut
+            state.artifacts = artifact_codec.decode(saved)
+        self.registry.resolve(flow.plugin_refs())
+        self.require_trust(flow, run_id=original.id)
+        version_id, _ = self.store.save_flow(flow)
+        run = Run(
+            id=str(uuid.uuid4()),
+            flow_name=flow.name,
+            flow_version_id=version_id,
+            question=original.question,
+            context=original.context,
+            trace_id=uuid.uuid4().hex,
+        )
+        run.steps = [
+            step.model_copy(update={"run_id": run.id, "trace_id": run.trace_id, "seq": n})
+            for n, step in enumerate(reused, start=1)
+        ]
+        self.store.queue_rerun(run, run.steps, state.checkpoint())
+        return run
+
+    @staticmethod
+    def _edited(flow: Flow, decision_prompt: str | None, polish_prompt: str | None) -> Flow:
+        """The flow with an edited decision or polish system prompt."""
         if decision_prompt is not None:
             flow = flow.model_copy(
                 update={"decision": flow.decision.model_copy(update={"system_prompt": decision_prompt})}
@@ -361,24 +411,7 @@ class FlowCall:
             flow = flow.model_copy(
                 update={"polish": flow.polish.model_copy(update={"system_prompt": polish_prompt})}
             )
-        state, reused = checkpoint_before(original, flow, seq, arguments)
-        saved = self.store.artifacts_before(original.id, reused[-1].seq + 1 if reused else 1)
-        if saved:  # the hidden context (a loaded table) as it was at the cut
-            state.artifacts = artifact_codec.decode(saved)
-        self.registry.resolve(flow.plugin_refs())
-        self.require_trust(flow, run_id=original.id)
-        version_id, _ = self.store.save_flow(flow)
-        engine = Engine(self.registry, self.provider_factory, self.store)
-        return engine.continue_from(
-            flow,
-            original.question,
-            state.checkpoint(),
-            reused,
-            flow_version_id=version_id,
-            on_step=on_step,
-            approver=approver,
-            context=original.context,
-        )
+        return flow
 
     def export_run(self, run_id: str) -> dict[str, Any]:
         """A run with its steps and the flow version it ran: enough to import it elsewhere."""

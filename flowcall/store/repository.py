@@ -309,6 +309,23 @@ class Store:
                 insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == last))
             )
 
+    def queue_rerun(self, run: Run, reused: list[Step], checkpoint: dict[str, Any]) -> None:
+        """Record a re-run that has not started: queued like `queue_run`, with the steps it
+        reuses and the loop state they lead to, in one transaction. Whoever executes it goes
+        on from that state (get_checkpoint), so a re-run can wait in line or go to a worker."""
+        run.status, run.owner, run.lease_until = RunStatus.QUEUED, None, None
+        run.queued_at = run.queued_at or utcnow()
+        row = _run_to_row(run)
+        row.checkpoint = checkpoint
+
+        def insert() -> None:
+            with self._session() as s, s.begin():
+                s.add(row)
+                s.flush()  # the run before its steps (their foreign key)
+                s.add_all(_step_to_row(step) for step in reused)
+
+        retry_on_disconnect(insert, landed=self._exists(lambda: select(RunRow.id).where(RunRow.id == run.id)))
+
     def _exists(self, query: Callable[[], Any]) -> Callable[[], bool]:
         """For retry_on_disconnect's `landed`: did a write cut off at COMMIT store its row?
         `query` builds the SELECT, only when a connection was lost."""
@@ -542,11 +559,10 @@ class Store:
     def get_checkpoint(self, run_id: str) -> dict[str, Any] | None:
         """The saved state of a run that waits for approval or was interrupted (read, not
         claimed: see run_resumed). An interrupted run may have none: it stopped before its
-        first tool round committed, and goes on from its question; a queued run has none."""
+        first tool round committed, and goes on from its question; a queued run has none,
+        unless it is a re-run (queue_rerun), which goes on from where it was cut."""
         run = self.get_run(run_id)  # a prefix becomes the whole id; the status is derived
-        if run.status == RunStatus.QUEUED:
-            return None
-        if run.status not in (RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED):
+        if run.status not in (RunStatus.QUEUED, RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED):
             raise ConfigError(_not_resumable(run.id, run.status))
         with self._session() as s:
             checkpoint = s.get(RunRow, run.id).checkpoint

@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from flowcall.studio.shared import NEW_KEY_STATE, service
-from flowcall.studio.waiting import show_waiting
+from flowcall.studio.waiting import waiting_in_sidebar
 
 PAGES = Path(__file__).resolve().parent / "pages"
 
@@ -46,7 +46,8 @@ def main(pages_dir: Path = PAGES) -> None:
     page = st.navigation(pages)
     if page.url_path != "http-api":  # a key made on the API page is shown there once, not kept for later
         st.session_state.pop(NEW_KEY_STATE, None)
-    show_waiting(service(), "sidebar")  # on every page: the runs paused for a person, each a link to it
+    with st.sidebar:  # on every page, kept up to date: the runs paused for a person, each a link to it
+        waiting_in_sidebar(service())
     page.run()
 
 

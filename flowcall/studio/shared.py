@@ -8,7 +8,6 @@ import json
 import os
 import re
 import string
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,37 +63,6 @@ def service() -> FlowCall:
 
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
-
-
-class WritingBox:
-    """A progress.Watcher for a page: while a model step runs, a box shows its name, elapsed
-    time and the text the model has written so far, redrawn at most every 0.15 s (each redraw
-    is a message to the browser). The box is emptied when the step ends; its record follows."""
-
-    EVERY_S = 0.15
-
-    def __init__(self) -> None:
-        self.box: Any = None
-        self.written, self.label, self.since, self.drawn = "", "", 0.0, 0.0
-
-    def started(self, kind: str, label: str) -> None:
-        self.box, self.written, self.since, self.drawn = st.empty(), "", time.monotonic(), 0.0
-        self.label = f"{kind.replace('_', ' ')} · {label}"
-        self.box.caption(md(f"{self.label} …"))
-
-    def text(self, piece: str) -> None:
-        self.written += piece
-        now = time.monotonic()
-        if self.box is not None and now - self.drawn >= self.EVERY_S:
-            self.drawn = now
-            with self.box.container():
-                st.caption(md(f"{self.label} · {now - self.since:.1f} s · writing"))
-                st.text(self.written)
-
-    def ended(self) -> None:
-        if self.box is not None:
-            self.box.empty()
-            self.box = None
 
 
 def step_label(step: Step) -> str:

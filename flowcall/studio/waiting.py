@@ -1,8 +1,9 @@
 """The runs waiting for a person: paused until someone approves, denies or edits a tool call.
 
 `waiting_runs` lists them through the store, newest pause first; `show_waiting` draws them in
-the sidebar of every page (app.py: a compact "Waiting for you (N)" with a link per run, nothing
-when none waits) or on the Run page (a box with each run's question, call and wait). A link
+the sidebar of every page (app.py, `waiting_in_sidebar`, redrawn every few seconds: a compact
+"Waiting for you (N)" with a link per run, nothing when none waits) or on the Run page (a box
+with each run's question, call and wait). A link
 opens the run on the Run page (`/ask?run=ID`), where the person answers it.
 """
 
@@ -109,23 +110,30 @@ def show_waiting(
     return len(runs)
 
 
+@st.fragment(run_every=3.0)
+def waiting_in_sidebar(app: FlowCall, run_page: Any = RUN_PAGE) -> None:
+    """`show_waiting` in the sidebar, drawn again every 3 s: a run that starts waiting for a
+    person, in whatever tab or process, shows in every open tab. Call it inside `st.sidebar`."""
+    show_waiting(app, "sidebar", run_page=run_page)
+
+
 def _in_sidebar(runs: list[dict[str, Any]], count: str, run_page: Any) -> None:
-    """The first SIDEBAR_SHOWN waiting runs as links in the sidebar, then how many more wait."""
-    with st.sidebar:
-        st.markdown(
-            f"**Waiting for you ({count})**",
-            help="Runs paused until you approve, deny or edit a tool call. Open one to answer it.",
+    """The first SIDEBAR_SHOWN waiting runs as links (drawn where the caller is: the sidebar),
+    then how many more wait."""
+    st.markdown(
+        f"**Waiting for you ({count})**",
+        help="Runs paused until you approve, deny or edit a tool call. Open one to answer it.",
+    )
+    for waiting in runs[:SIDEBAR_SHOWN]:
+        st.page_link(
+            run_page,
+            label=md(f"{short(waiting['flow_name'], 24)} · {_what(waiting)}"),
+            query_params={"run": waiting["run_id"]},
+            icon=":material/front_hand:",
+            help=md(f"{short(waiting['question'], 200)} (waiting {waiting_for(waiting['since'])})"),
         )
-        for waiting in runs[:SIDEBAR_SHOWN]:
-            st.page_link(
-                run_page,
-                label=md(f"{short(waiting['flow_name'], 24)} · {_what(waiting)}"),
-                query_params={"run": waiting["run_id"]},
-                icon=":material/front_hand:",
-                help=md(f"{short(waiting['question'], 200)} (waiting {waiting_for(waiting['since'])})"),
-            )
-        if len(runs) > SIDEBAR_SHOWN:
-            st.caption(f"and {len(runs) - SIDEBAR_SHOWN} more: see Runs & inspector, status waiting_approval")
+    if len(runs) > SIDEBAR_SHOWN:
+        st.caption(f"and {len(runs) - SIDEBAR_SHOWN} more: see Runs & inspector, status waiting_approval")
 
 
 def _in_page(runs: list[dict[str, Any]], count: str, run_page: Any) -> None:

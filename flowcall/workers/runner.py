@@ -78,15 +78,34 @@ class Runner:
         self._hosted = ThreadPoolExecutor(max_workers=HOSTED_AT_ONCE, thread_name_prefix="flowcall-run")
         self._lock = threading.Lock()
         self._line: list[str] = []  # runs on the embedded model, the one running first
+        self._held: set[str] = set()  # every run handed here and not yet done with
         self.writing: dict[str, Writing] = {}
+        self.problems: dict[str, str] = {}  # why a run handed here could not go on, for its page
+
+    def ready(self) -> None:
+        """ConfigError, naming the settings, if runs cannot be handed over here: a broker is set
+        but the store cannot be shared with workers. Checked before a run is recorded."""
+        if config.broker_url():
+            self.service.require_queue()
 
     def start(self, run_id: str) -> None:
-        """Hand over a run that is queued or interrupted: it is run or resumed."""
+        """Hand over a run that is queued (a re-run too) or interrupted: it is run or resumed."""
+        self.problems.pop(run_id, None)
+        if config.broker_url():
+            self.service.enqueue([run_id])
+            return
         self._hand(run_id, lambda: work_on(self.service, run_id))
 
     def continue_with(self, run_id: str, approver: Approver) -> None:
-        """Hand over a run that waits for a person, with the person's decisions."""
+        """Hand over a run that waits for a person, with the person's decisions. It goes on
+        here even with a broker: the decisions live in this process, not in the database."""
+        self.problems.pop(run_id, None)
         self._hand(run_id, lambda: self.service.resume(run_id, approver=approver))
+
+    def holds(self, run_id: str) -> bool:
+        """Was this run handed here, and is it not done with yet (in line, or going on)?"""
+        with self._lock:
+            return run_id in self._held
 
     def place(self, run_id: str) -> int | None:
         """Where a run on the embedded model is: 0 running, 1 first in line, ...; None for a run
@@ -95,12 +114,10 @@ class Runner:
             return self._line.index(run_id) if run_id in self._line else None
 
     def _hand(self, run_id: str, job: Callable[[], Run | Later]) -> None:
-        if config.broker_url():
-            self.service.enqueue([run_id])
-            return
         local = self._on_local_model(run_id)
-        if local:
-            with self._lock:
+        with self._lock:
+            self._held.add(run_id)
+            if local:
                 self._line.append(run_id)
         pool = self._local if local else self._hosted
         pool.submit(self._run, run_id, job, local)
@@ -112,12 +129,15 @@ class Runner:
             while isinstance(done, Later):  # another process holds it: wait for its lease
                 time.sleep(done.seconds)
                 done = job()
-        except Exception:  # noqa: BLE001 - the engine recorded what failed; the runner goes on
-            log.exception("run %s: the runner's job failed", run_id)
+        except Exception as exc:  # noqa: BLE001 - the engine recorded what failed; the runner goes on
+            # what the engine could not record: e.g. another tab took the run, a grant was revoked
+            self.problems[run_id] = str(exc)
+            log.warning("run %s could not go on: %s", run_id, exc)
         finally:
             self.writing.pop(run_id, None)
-            if local:
-                with self._lock:
+            with self._lock:
+                self._held.discard(run_id)
+                if local:
                     self._line.remove(run_id)
 
     def _on_local_model(self, run_id: str) -> bool:

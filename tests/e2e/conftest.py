@@ -5,7 +5,10 @@ in test-artifacts/screenshots/ (or $FLOWCALL_SCREENSHOTS)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,12 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-@pytest.fixture(scope="module")
-def studio(tmp_path_factory):
-    """A studio serving a fresh database: its base URL and the database's URL."""
-    home = tmp_path_factory.mktemp("studio")
+@contextmanager
+def launched(home: Path, database_url: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`streamlit run app.py` on a free port of 127.0.0.1, on `database_url`, until the block
+    ends: its base URL and its process (the studio's server, where its runner's threads run)."""
     port = free_port()
-    database_url = f"sqlite:///{home / 'flowcall.db'}"
     env = {**os.environ, "FLOWCALL_DATABASE_URL": database_url}
     argv = [
         sys.executable,
@@ -42,9 +44,17 @@ def studio(tmp_path_factory):
         "none",
     ]
     url = f"http://127.0.0.1:{port}"
-    with serving(
-        argv, f"{url}/_stcore/health", home / "streamlit.log", within_s=90, name="streamlit", env=env
-    ):
+    log = home / f"streamlit-{port}.log"
+    with serving(argv, f"{url}/_stcore/health", log, within_s=90, name="streamlit", env=env) as proc:
+        yield url, proc
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    """A studio serving a fresh database: its base URL and the database's URL."""
+    home = tmp_path_factory.mktemp("studio")
+    database_url = f"sqlite:///{home / 'flowcall.db'}"
+    with launched(home, database_url) as (url, _):
         yield SimpleNamespace(url=url, database_url=database_url)
 
 

@@ -20,6 +20,7 @@ from flowcall.core.spec import Flow, parse_flow
 from flowcall.service.front import FlowCall
 from flowcall.studio import flowgraph
 from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
+from tests.support.studio import followed
 from tests.test_studio import ROOT, page, shown, widget
 from tests.tools.test_mcp_client import SERVER
 
@@ -390,6 +391,7 @@ def test_the_run_page_asks_before_starting_a_flow_command(attack, tmp_path, no_m
 
     widget(app.button, "Run").click().run()
     widget(app.button, "Grant and run").click().run()
+    followed(app)  # the run goes on in the studio's runner
     assert not app.exception, app.exception
     grants = service.store.list_grants()
     runs = service.store.list_runs()
@@ -404,6 +406,7 @@ def test_the_run_page_asks_before_starting_a_flow_command(attack, tmp_path, no_m
 
     marker.unlink()  # granted once: the next run is not asked again
     widget(app.button, "Run").click().run()
+    followed(app)
     assert not any(b.label == "Grant and run" for b in app.button)
     assert marker.exists() and len(service.store.list_runs()) == 2
 

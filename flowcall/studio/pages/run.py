@@ -1,26 +1,25 @@
-"""Run: pick a flow, ask, watch the steps arrive; approve, deny or edit a call that waits for
-a person; see the answer (a structured one as a card, with its raw JSON beside it). A flow that
-would start a program or reach a server nobody granted first shows what, and runs only after
-"Grant and run". With a broker (FLOWCALL_BROKER_URL) a run can go to the workers instead: its
-steps then arrive from the database, and so do those of any queued or running run picked here."""
+"""Run: pick a flow, ask, and follow the run as it goes; approve, deny or edit a call that
+waits for a person; see the answer (a structured one as a card, with its raw JSON beside it).
+A flow that would start a program or reach a server nobody granted first shows what, and runs
+only after "Grant and run".
+
+A run is handed to the studio's runner (or to the workers, with a broker) and this page follows
+it from the database: a click, another page, a reload or a closed tab never stops it; only Stop
+does. Its address (?run=ID) opens it in any tab."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import streamlit as st
 
-from flowcall.core import config, progress
 from flowcall.core.errors import ConfigError, FlowCallError
-from flowcall.core.spec import Flow
-from flowcall.core.steps import Run, RunStatus, Step, StepKind, waiting_calls
+from flowcall.core.steps import Run, RunStatus, StepKind, waiting_calls
 from flowcall.engine.approval import Decision
-from flowcall.rendering import describe_step, run_line, run_seconds, status_text
-from flowcall.studio.graph import draw_run, node_detail, svg_of_run
+from flowcall.studio.active import going_on, show_active, show_going_on
+from flowcall.studio.graph import draw_run, node_detail
 from flowcall.studio.shared import (
     EXAMPLE_QUESTIONS,
-    WritingBox,
     as_json,
     md,
     service,
@@ -30,8 +29,10 @@ from flowcall.studio.shared import (
 )
 from flowcall.studio.waiting import show_waiting
 from flowcall.trust.consent import TrustRequired
+from flowcall.workers.runner import runner_for
 
 app = service()
+runner = runner_for(app)  # one per studio process: runs go on there, whatever this page does
 st.title("Run a flow")
 
 flows = app.store.list_flows()
@@ -92,12 +93,6 @@ flow, version_id, version = app.store.get_flow(name)
 st.caption(md(f"version {version} · {flow.description}"))
 st.session_state.setdefault(f"question:{name}", EXAMPLE_QUESTIONS.get(name, ""))
 question = st.text_area("Question", height=80, key=f"question:{name}")
-on_worker = bool(config.broker_url()) and st.toggle(
-    "On a worker",
-    value=True,
-    help="Hand the run to the workers (`flowcall worker`, FLOWCALL_BROKER_URL); its "
-    "steps show here as the worker commits them, and a click on this page no longer stops it",
-)
 
 
 def ask_consent(flow_version_id: int, question: str | None) -> None:
@@ -106,93 +101,24 @@ def ask_consent(flow_version_id: int, question: str | None) -> None:
     st.session_state["consent"] = {"version_id": flow_version_id, "question": question}
 
 
-def live(
-    label: str,
-    work: Callable,
-    consent_for: tuple[int | None, str | None],
-    drawn: Flow | None = None,
-    so_far: Run | None = None,
-) -> Run | None:
-    """Run `work(on_step)` inside a status box that fills with the steps as they end, and draw
-    the run on the flow's graph as each step commits. A grant missing meanwhile (revoked, or the
-    flow changed) shows the consent panel instead."""
-    graph = st.empty()
-    seen: list[Step] = list(so_far.steps) if so_far else []
-    # Streamlit ends the script on any click, and the engine marks a run ended that way
-    # `cancelled`: this button is that click, made on purpose (its rerun shows the run). It is
-    # there only while the run runs.
-    stop = st.empty()
-    stop.button("Stop", key="stop-run", help="Stop this run; it is recorded as cancelled")
-    problem = None
-    try:
-        with st.status(label, expanded=True) as status:
-            try:
-                with progress.watching(WritingBox()):  # the running step's text, as it is written
-                    run = work(step_shower(graph, seen, drawn))
-            except TrustRequired:
-                status.update(label="Nothing was run: it needs your grant", state="error", expanded=True)
-                if consent_for[0] is not None:
-                    ask_consent(*consent_for)
-                    st.rerun()
-                problem = "This run's flow version is gone, so there is nothing to grant. Nothing was run."
-            except (FlowCallError, ConfigError) as exc:
-                status.update(label="Could not run", state="error", expanded=True)
-                problem = md(exc)
-            else:
-                show_ended(status, run)
-    finally:
-        stop.empty()
-    if problem is not None:  # the reason in the open, not inside a box that may close
-        st.error(problem)
-        return None
-    made_here(run.id)
-    return run
-
-
-def step_shower(graph, seen: list[Step], drawn: Flow | None) -> Callable[[Step], None]:
-    """The engine's on_step for a run watched here: each ended step as a line of text in the
-    status box, and the run so far on the flow's graph."""
-
-    def on_step(step: Step) -> None:
-        made_here(step.run_id)  # a stopped run is still shown
-        st.text(describe_step(step))
-        seen.append(step)
-        partial = Run(
-            id=step.run_id, flow_name=drawn.name if drawn else "", question="", trace_id="", steps=seen
-        )
-        graph.image(svg_of_run(drawn, partial))
-
-    return on_step
-
-
-def show_ended(status, run: Run) -> None:
-    """The status box once the run ended: its status, steps and time, amber where the answer
-    has no tool result behind it or a part was not done, open unless it simply succeeded."""
-    warned = run.outcome is not None  # answered without tools, or partly done: amber, not green
-    state = {"succeeded": "error" if warned else "complete", "failed": "error", "cancelled": "error"}.get(
-        run.status.value, "running"
-    )
-    status.update(
-        label=f"Run {status_text(run)} · {len(run.steps)} steps · {run_seconds(run):.1f} s",
-        state=state,
-        expanded=run.status != RunStatus.SUCCEEDED or warned,
-    )
-
-
 def start(asked, flow_version_id: int, text: str) -> None:
-    """Run the flow here, watching it, or hand it to the workers (the run is shown below)."""
-    if not on_worker:
-        live(
-            "Running the flow…",
-            lambda on_step: app.run(asked, text, on_step=on_step),
-            (flow_version_id, text),
-            drawn=asked,
-        )
+    """Record the run and hand it to the runner; the page then follows it (below)."""
+    try:
+        runner.ready()  # a broker this store cannot use, or a key not set: refused before
+        app.check_settings(asked)  # anything is recorded
+        run = app.submit(app.prepare(asked), text)
+    except TrustRequired:  # revoked, or the flow changed, since the grant was checked
+        ask_consent(flow_version_id, text)
+        st.rerun()
+    except (FlowCallError, ConfigError) as exc:
+        st.error(f"Nothing was run: {md(exc)}")
         return
     try:
-        made_here(app.run_queued(asked, text).id)
-    except (FlowCallError, ConfigError) as exc:
+        runner.start(run.id)
+    except ConfigError as exc:  # the broker did not take it: say so on the run, and here
+        app.cancel(run.id, by=f"nobody: the broker did not take it ({exc})")
         st.error(md(exc))
+    made_here(run.id)
 
 
 if st.button("Run", type="primary", disabled=not question.strip()):
@@ -246,43 +172,7 @@ if consent := st.session_state.get("consent"):
     consent_panel(consent)
 
 
-if config.broker_url():
-    active = app.store.list_runs(status=RunStatus.QUEUED, limit=50) + app.store.list_runs(
-        status=RunStatus.RUNNING, limit=50
-    )
-    with st.expander(f"Queued and running runs ({len(active)})"):
-        if active:
-            watched = st.selectbox(
-                "Run",
-                [r.id for r in active],
-                key="active-run",
-                format_func=lambda i: run_line(next(r for r in active if r.id == i)),
-            )
-            if st.button("Watch it", key="watch-run"):
-                st.session_state["run_id"] = watched
-                st.rerun()  # shown under its own flow
-        else:
-            st.caption("None: every run has ended or waits for a person.")
-
-
-@st.fragment(run_every=1.0)
-def arriving(run_id: str) -> None:
-    """A run that a worker (or another process) executes: its steps as they are committed."""
-    run = app.store.get_run(run_id)
-    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
-        st.rerun()  # it ended, paused or was interrupted: the whole page shows it
-    where = "waits for a worker" if run.status == RunStatus.QUEUED else f"runs in {run.owner}"
-    st.info(md(f"Run {run.id[:8]} {where} · {len(run.steps)} steps so far"))
-    st.image(svg_of_run(flow_or_none(run), run))
-    for step in run.steps:
-        st.text(describe_step(step))
-
-
-def flow_or_none(run: Run) -> Flow | None:
-    try:
-        return app.flow_of(run)
-    except ConfigError:
-        return None
+show_active(app, runner, key="run-page", skip=st.session_state.get("run_id"))
 
 
 def cancel_button(run: Run, where=st) -> None:
@@ -295,94 +185,74 @@ def cancel_button(run: Run, where=st) -> None:
             st.rerun()
 
 
-if run_id := st.session_state.get("run_id"):
-    run = app.store.get_run(run_id)
-    st.query_params["run"] = st.session_state["run:linked"] = run.id  # the address opens this run, in any tab
-    st.caption(md(f"Run {run.id[:8]} of {run.flow_name}: {run.question}"))
-    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
-        arriving(run.id)
-        cancel_button(run)
-        st.stop()
-    if run.status == RunStatus.WAITING_APPROVAL:
-        st.warning("The run waits for you: these tool calls need a person's approval.")
-        with st.form("approval"):
-            choices: dict[str, tuple[str, str, str]] = {}
-            for step in waiting_calls(run):
-                st.markdown(f"**{md(step.name)}** (call {md(step.tool_call_id)})")
-                if step.note != "waiting for a person to approve, deny or edit":
-                    st.warning(md(step.note))  # e.g. it may have run already, before an interruption
-                action = st.radio(
-                    "Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}"
-                )
-                args = st.text_area(
-                    "Arguments (edit them, then choose edit)",
-                    as_json(step.arguments),
-                    key=f"args:{step.tool_call_id}",
-                )
-                reason = st.text_input(
-                    "Reason (told to the model when you deny)", key=f"why:{step.tool_call_id}"
-                )
-                choices[step.tool_call_id] = (action, args, reason)
-            go = st.form_submit_button("Continue the run", type="primary")
-        if go:
-            decisions, problems = {}, []
-            for call_id, (action, args, reason) in choices.items():
-                if action == "edit":
-                    try:
-                        edited = json.loads(args)
-                    except json.JSONDecodeError as exc:
-                        problems.append(
-                            f"call {call_id}: the arguments are not valid JSON ({exc.msg}, line {exc.lineno})"
-                        )
-                        continue
-                    if not isinstance(edited, dict):
-                        problems.append(f"call {call_id}: the arguments must be a JSON object")
-                        continue
-                    decisions[call_id] = Decision(action="edit", arguments=edited, reason=reason)
-                else:
-                    decisions[call_id] = Decision(action=action, reason=reason)
-            if problems:
-                st.error(
-                    "Nothing was sent: " + md("; ".join(problems)) + ". Fix the arguments and continue again."
-                )
-            else:
-                resumed = live(
-                    "Continuing the run…",
-                    lambda on_step: app.resume(
-                        run.id, approver=lambda call, tool: decisions.get(call.id), on_step=on_step
-                    ),
-                    (run.flow_version_id, None),
-                    drawn=flow_or_none(run),
-                    so_far=run,
-                )
-                if (
-                    resumed is not None
-                ):  # else keep the error on screen, e.g. another tab or the CLI took the run
-                    st.rerun()
-    elif run.status == RunStatus.INTERRUPTED:
-        done = sum(1 for s in run.steps if s.kind == StepKind.TOOL_CALL)
-        st.warning(
-            f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} "
-            f"steps ({done} tool calls). Resume goes on from its last committed step; a call that may have "
-            "run already, and changes something, waits for your approval first."
-        )
-        c1, c2, _ = st.columns([1, 1, 5])
-        if c1.button("Resume", type="primary", key=f"resume:{run.id}"):
-            resumed = live(
-                "Resuming the run…",
-                lambda on_step: app.resume(run.id, approver=None, on_step=on_step),
-                (run.flow_version_id, None),
-                drawn=flow_or_none(run),
-                so_far=run,
+def approval_form(run: Run) -> None:
+    """The calls that wait, each to approve, edit or deny; the run then goes on in the runner."""
+    st.warning("The run waits for you: these tool calls need a person's approval.")
+    with st.form("approval"):
+        choices: dict[str, tuple[str, str, str]] = {}
+        for step in waiting_calls(run):
+            st.markdown(f"**{md(step.name)}** (call {md(step.tool_call_id)})")
+            if step.note != "waiting for a person to approve, deny or edit":
+                st.warning(md(step.note))  # e.g. it may have run already, before an interruption
+            action = st.radio(
+                "Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}"
             )
-            if resumed is not None:
-                st.rerun()
-        cancel_button(run, c2)
-    elif run.status == RunStatus.CANCELLED:
-        st.warning(f"Run {md(run.id[:8])} was cancelled: {md(run.error or '')}")
-    else:
-        st.subheader("Answer")
-        show_answer(run)
+            args = st.text_area(
+                "Arguments (edit them, then choose edit)",
+                as_json(step.arguments),
+                key=f"args:{step.tool_call_id}",
+            )
+            reason = st.text_input("Reason (told to the model when you deny)", key=f"why:{step.tool_call_id}")
+            choices[step.tool_call_id] = (action, args, reason)
+        go = st.form_submit_button("Continue the run", type="primary")
+    if not go:
+        return
+    decisions, problems = decisions_from(choices)
+    if problems:
+        st.error("Nothing was sent: " + md("; ".join(problems)) + ". Fix the arguments and continue again.")
+        return
+    runner.continue_with(run.id, lambda call, tool: decisions.get(call.id))
+    st.rerun()
+
+
+def decisions_from(choices: dict[str, tuple[str, str, str]]) -> tuple[dict[str, Decision], list[str]]:
+    """The person's decisions by call id, and what is wrong with edited arguments."""
+    decisions, problems = {}, []
+    for call_id, (action, args, reason) in choices.items():
+        if action != "edit":
+            decisions[call_id] = Decision(action=action, reason=reason)
+            continue
+        try:
+            edited = json.loads(args)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                f"call {call_id}: the arguments are not valid JSON ({exc.msg}, line {exc.lineno})"
+            )
+            continue
+        if not isinstance(edited, dict):
+            problems.append(f"call {call_id}: the arguments must be a JSON object")
+            continue
+        decisions[call_id] = Decision(action="edit", arguments=edited, reason=reason)
+    return decisions, problems
+
+
+def interrupted(run: Run) -> None:
+    """A run whose process stopped: Resume hands it to the runner, from its last committed step."""
+    done = sum(1 for s in run.steps if s.kind == StepKind.TOOL_CALL)
+    st.warning(
+        f"Run {md(run.id[:8])} was interrupted: the process running it stopped after {len(run.steps)} "
+        f"steps ({done} tool calls). Resume goes on from its last committed step; a call that may have "
+        "run already, and changes something, waits for your approval first."
+    )
+    c1, c2, _ = st.columns([1, 1, 5])
+    if c1.button("Resume", type="primary", key=f"resume:{run.id}"):
+        runner.start(run.id)
+        st.rerun()
+    cancel_button(run, c2)
+
+
+def what_it_did(run: Run) -> None:
+    """The run on the flow's graph (click a node for its calls) and its steps."""
     st.subheader("What the run did")
     st.caption("Click a node to see its calls and to pick out its steps below.")
     graph_col, detail_col = st.columns([3, 2])
@@ -404,3 +274,24 @@ if run_id := st.session_state.get("run_id"):
         icon=":material/manage_search:",
         query_params={"run": run.id},
     )
+
+
+if run_id := st.session_state.get("run_id"):
+    run = app.store.get_run(run_id)
+    st.query_params["run"] = st.session_state["run:linked"] = run.id  # the address opens this run, in any tab
+    st.caption(md(f"Run {run.id[:8]} of {run.flow_name}: {run.question}"))
+    if going_on(runner, run):
+        show_going_on(app, runner, run.id)  # live, until it ends or waits for a person
+        st.stop()
+    if problem := runner.problems.get(run.id):  # what the runner could not do with it
+        st.error(f"The run could not go on: {md(problem)}")
+    if run.status == RunStatus.WAITING_APPROVAL:
+        approval_form(run)
+    elif run.status == RunStatus.INTERRUPTED:
+        interrupted(run)
+    elif run.status == RunStatus.CANCELLED:
+        st.warning(f"Run {md(run.id[:8])} was cancelled: {md(run.error or '')}")
+    else:
+        st.subheader("Answer")
+        show_answer(run)
+    what_it_did(run)

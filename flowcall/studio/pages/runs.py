@@ -14,12 +14,16 @@ from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.steps import RunStatus, StepKind, is_reused
 from flowcall.engine.compare import align, latency_ms, summary
 from flowcall.engine.rerun import RERUNNABLE
-from flowcall.rendering import describe_step, run_seconds, status_text, step_ref
+from flowcall.rendering import run_seconds, status_text, step_ref
+from flowcall.studio.active import going_on, show_active, show_going_on
 from flowcall.studio.graph import draw_run, node_detail, path_summary, run_flow, svg_of_run
 from flowcall.studio.shared import as_json, md, service, show_answer, show_step, step_label, steps_table
+from flowcall.workers.runner import runner_for
 
 app = service()
+runner = runner_for(app)  # the studio's runner: a re-run goes on there, whatever this page does
 st.title("Runs & inspector")
+show_active(app, runner, key="runs-page", always=True)  # live: every queued and running run, with Stop
 
 # ------------------------------------------------------------------ import
 with st.expander("Import a run (JSON exported from an inspector)"):
@@ -106,22 +110,23 @@ if run.context:
     with st.expander(f"The chat before the question ({len(run.context)} messages)"):
         for turn in run.context:
             st.markdown(f"**{turn.role}**: {md(turn.content)}")
-if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL, RunStatus.RUNNING):
+if going_on(runner, run):  # followed live until it ends or waits; then the inspector shows it
+    show_going_on(app, runner, run.id)
+    st.stop()
+if run.status in (RunStatus.INTERRUPTED, RunStatus.WAITING_APPROVAL):
     why = {
         RunStatus.INTERRUPTED: "was interrupted: the process running it stopped before it ended. It can go "
         "on from its last committed step.",
         RunStatus.WAITING_APPROVAL: "waits for a person to approve a tool call.",
-        RunStatus.RUNNING: "is running in another process or tab.",
     }[run.status]
     st.info(f"This run {why}")
     go, stop, _ = st.columns([2, 1, 4])
-    if run.status != RunStatus.RUNNING:  # a link: opens the run under its own flow, in this tab or a new one
-        go.page_link(
-            "pages/run.py",
-            label="Continue it on the Run page",
-            icon=":material/play_arrow:",
-            query_params={"run": run.id},
-        )
+    go.page_link(  # a link: opens the run under its own flow, in this tab or a new one
+        "pages/run.py",
+        label="Continue it on the Run page",
+        icon=":material/play_arrow:",
+        query_params={"run": run.id},
+    )
     if stop.button("Cancel the run", key=f"cancel:{run.id}"):
         try:
             app.cancel(run.id, by="studio")
@@ -213,22 +218,18 @@ with tab_timeline:
                             f"Nothing was run: {md(exc)}. Fix the arguments (a JSON object) and try again."
                         )
                     else:
-                        failed = None
-                        with st.status(f"Re-running from step {step.seq}…", expanded=True) as status:
-                            try:
-                                new = app.rerun_from(
-                                    run.id, step.seq, on_step=lambda s: st.text(describe_step(s)), **edits
-                                )
-                            except (FlowCallError, ConfigError) as exc:
-                                status.update(label="Could not re-run", state="error", expanded=True)
-                                failed = exc
-                            else:
-                                status.update(
-                                    label=f"New run {md(new.id[:8])}: {new.status.value}", state="complete"
-                                )
-                        if failed is not None:  # the reason in the open, not inside a box that may close
-                            st.error(md(failed))
-                        else:
+                        try:
+                            runner.ready()
+                            new = app.queue_rerun(run.id, step.seq, **edits)
+                        except (FlowCallError, ConfigError) as exc:
+                            st.error(f"Nothing was re-run: {md(exc)}")
+                            st.stop()
+                        try:
+                            runner.start(new.id)
+                        except ConfigError as exc:  # the broker did not take it
+                            app.cancel(new.id, by=f"nobody: the broker did not take it ({exc})")
+                            st.error(md(exc))
+                        else:  # the new run is followed here, live; then compared with this one
                             st.session_state["run_id"] = new.id
                             st.session_state["compare_with"] = run.id
                             st.rerun()
