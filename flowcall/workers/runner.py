@@ -23,10 +23,10 @@ it is written: the record of the step comes when it ends, as always.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -69,13 +69,36 @@ class _Recorder:
         self.table.pop(self.run_id, None)
 
 
+class _Lane:
+    """Jobs done in the order given, by `size` daemon threads. Not a ThreadPoolExecutor: its
+    threads hold the process up at exit until every job queued has run, so stopping the studio
+    would wait for each run in line. A daemon thread ends with the process; the run it held
+    then reads as interrupted (its owner is gone) and resumes from its last committed step."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple]] = queue.SimpleQueue()
+        for n in range(size):
+            threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True).start()
+
+    def submit(self, job: Callable[..., None], *args: object) -> None:
+        self.jobs.put((job, args))
+
+    def _work(self) -> None:
+        while True:
+            job, args = self.jobs.get()
+            try:
+                job(*args)  # Runner._run: it says what failed
+            except BaseException:  # noqa: BLE001 - a lane that dies would leave its line waiting
+                log.exception("a runner's job ended with an error")
+
+
 class Runner:
     """Runs handed over by id, on this process's threads (see the module's doc)."""
 
     def __init__(self, service: FlowCall, take_turns: tuple[str, ...] = TAKE_TURNS) -> None:
         self.service, self.take_turns = service, take_turns
-        self._local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowcall-local-run")
-        self._hosted = ThreadPoolExecutor(max_workers=HOSTED_AT_ONCE, thread_name_prefix="flowcall-run")
+        self._local = _Lane(1, "flowcall-local-run")
+        self._hosted = _Lane(HOSTED_AT_ONCE, "flowcall-run")
         self._lock = threading.Lock()
         self._line: list[str] = []  # runs on the embedded model, the one running first
         self._held: set[str] = set()  # every run handed here and not yet done with

@@ -146,6 +146,10 @@ def test_build_the_commute_flow_on_the_canvas_run_it_and_add_an_mcp_server(studi
     act()
     click(page, "Run")
     act()
+    # the run goes on in the studio's runner; the page shows the clickable graph as it goes,
+    # and the whole run once it has ended
+    expect(page.get_by_role("heading", name="What the run did")).to_be_visible(timeout=600_000)
+    settle(page)
     run = store.list_runs(flow_name="my-commute")[0]
     assert run.status.value in ("succeeded", "failed"), run.status
     graph = canvas(page, 0)

@@ -89,8 +89,9 @@ def test_create_run_inspect_compare_export_import(studio, page, shots, tmp_path,
     choose(page, "Flow", "e2e-lookup")
     for question in ("张三今年多大了?", "李四今年多大了?"):
         fill(page, "Question", question, area=True)
-        click(page, "Run")
-        expect(page.get_by_role("heading", name="Answer")).to_be_visible()
+        click(page, "Run")  # the run goes on in the studio's runner; the page follows it
+        expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=600_000)
+        settle(page)
     page.screenshot(path=shots / "run.png")
     runs = store.list_runs(flow_name="e2e-lookup")
     assert len(runs) == 2 and all(r.status.value == "succeeded" for r in runs)
@@ -175,11 +176,11 @@ def test_structured_answer_shows_as_a_card_beside_its_json(studio, page, shots, 
     expect(writing).to_be_visible(timeout=300_000)
     screenshot(page, shots / "run-writing.png", page.get_by_role("heading", name="Run a flow"))
     expect(
-        page.locator('[data-testid="stText"]', has_text="{").first
-    ).to_be_visible()  # the JSON being written
+        page.locator('[data-testid="stText"]:visible', has_text="{").first
+    ).to_be_visible(timeout=60_000)  # the JSON being written
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=600_000)
     settle(page)
     expect(writing).to_have_count(0)  # gone once the step's record is in
-    expect(page.get_by_role("heading", name="Answer")).to_be_visible()
     expect(text(page, "Raw JSON (valid against the polish schema)")).to_be_visible()
     expect(page.locator('[data-testid="stMetric"]').first).to_be_visible()
     screenshot(page, shots / "run-card.png", page.get_by_role("heading", name="Answer"))

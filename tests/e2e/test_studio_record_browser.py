@@ -70,3 +70,19 @@ def test_the_answer_card_tells_where_each_value_came_from(studio, page, service,
     expect(table).to_contain_text("no tool gave this")
     expect(table).to_contain_text("the question")
     screenshot(page, shots / "answer-provenance-table.png", table)
+
+
+def test_a_run_that_starts_waiting_elsewhere_shows_in_an_open_tab(studio, page, service, shots):
+    """A tab left open on the Flows page: a run paused meanwhile by another process shows in its
+    sidebar without a reload, and approving it from there continues it in the studio's runner."""
+    expect(page.get_by_text("Waiting for you", exact=False)).to_have_count(0)
+    run = paused_run(service)  # paused by this test's process: another tab, the CLI, a worker
+    waiting = page.get_by_role("link", name="git-tidy", exact=False)
+    expect(waiting).to_be_visible(timeout=30_000)  # the sidebar redraws itself
+    screenshot(page, shots / "waiting-in-an-open-tab.png")
+    waiting.click()
+    expect(page.get_by_text("The run waits for you", exact=False)).to_be_visible()
+    settle(page)
+    click(page, "Continue the run")
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=120_000)
+    assert service.store.get_run(run.id).status.value == "succeeded"
