@@ -175,9 +175,9 @@ def test_structured_answer_shows_as_a_card_beside_its_json(studio, page, shots, 
     writing = page.get_by_text(re.compile(r"^polish · .+ · writing$"))
     expect(writing).to_be_visible(timeout=300_000)
     screenshot(page, shots / "run-writing.png", page.get_by_role("heading", name="Run a flow"))
-    expect(
-        page.locator('[data-testid="stText"]:visible', has_text="{").first
-    ).to_be_visible(timeout=60_000)  # the JSON being written
+    expect(page.locator('[data-testid="stText"]:visible', has_text="{").first).to_be_visible(
+        timeout=60_000
+    )  # the JSON being written
     expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=600_000)
     settle(page)
     expect(writing).to_have_count(0)  # gone once the step's record is in
