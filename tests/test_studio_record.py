@@ -489,3 +489,28 @@ def test_the_answer_card_says_where_each_value_came_from(path):
     )
     table = next(e for e in app.get("table"))
     assert "no tool gave this" in str(table.proto) and "daily" in str(table.proto)
+
+
+# ------------------------------------------------------------------ issue 50: the Run page's rough edges
+
+
+def test_a_flow_without_a_description_shows_its_version_alone():
+    service = FlowCall.open()
+    service.seed_examples()
+    service.store.save_flow(Flow(name="bare", decision=DecisionConfig(provider="scripted", model="schema")))
+    app = page("pages/run.py")
+    widget(app.selectbox, "Flow").select("bare").run()
+    assert "version 1" in [shown(c.value) for c in app.caption]  # no dangling " ·"
+
+
+def test_run_with_an_empty_question_says_what_to_do_and_records_nothing():
+    service = FlowCall.open()
+    service.seed_examples()
+    service.store.save_flow(Flow(name="bare", decision=DecisionConfig(provider="scripted", model="schema")))
+    app = page("pages/run.py")
+    widget(app.selectbox, "Flow").select("bare").run()
+    assert widget(app.text_area, "Question").value == ""
+    widget(app.button, "Run").click().run()
+    assert not app.exception, app.exception
+    assert any("Type a question first" in w.value for w in app.warning)
+    assert service.store.list_runs(flow_name="bare") == []

@@ -90,7 +90,7 @@ if st.session_state.get("run:flow") not in names:
     st.session_state["run:flow"] = preferred if preferred in names else names[0]
 name = st.selectbox("Flow", names, key="run:flow", on_change=let_go)
 flow, version_id, version = app.store.get_flow(name)
-st.caption(md(f"version {version} · {flow.description}"))
+st.caption(md(" · ".join(part for part in (f"version {version}", flow.description) if part)))
 st.session_state.setdefault(f"question:{name}", EXAMPLE_QUESTIONS.get(name, ""))
 question = st.text_area("Question", height=80, key=f"question:{name}")
 
@@ -121,9 +121,13 @@ def start(asked, flow_version_id: int, text: str) -> None:
     made_here(run.id)
 
 
-if st.button("Run", type="primary", disabled=not question.strip()):
+# Never disabled: a question typed but not yet sent (no Ctrl+Enter, no click elsewhere) reaches
+# the page with this click, so a disabled button would swallow the person's first click.
+if st.button("Run", type="primary"):
     st.session_state.pop("consent", None)
-    if any(not granted for _, granted in app.trust_status(flow)):
+    if not question.strip():
+        st.warning("Type a question first, then press Run.")
+    elif any(not granted for _, granted in app.trust_status(flow)):
         ask_consent(version_id, question.strip())  # nothing starts before the person grants it
     else:
         start(flow, version_id, question.strip())

@@ -1,0 +1,29 @@
+"""The studio's rough edges a newcomer met in chromium, each driven as a person does."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from flowcall.core.spec import DecisionConfig, Flow
+from flowcall.service.front import FlowCall
+from tests.e2e.studio_ui import choose, fill, go
+
+pytestmark = [pytest.mark.browser]
+
+
+def test_the_first_click_on_run_runs_a_question_just_typed(studio, page):
+    """Typed, not yet sent (no Ctrl+Enter, no click elsewhere): the click on Run sends it and runs
+    it. A button disabled while the box looked empty swallowed that first click."""
+    go(page, studio.url, "/", "Flows")
+    store = FlowCall.open(studio.database_url).store
+    store.save_flow(Flow(name="no-example", decision=DecisionConfig(provider="scripted", model="schema")))
+    go(page, studio.url, "/ask", "Run a flow")
+    choose(page, "Flow", "no-example")
+    fill(page, "Question", "what is on today?", area=True, commit=False)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_url(re.compile(r"[?&]run=[0-9a-f-]{36}"))
+    expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=60_000)
+    assert [r.question for r in store.list_runs(flow_name="no-example")] == ["what is on today?"]
