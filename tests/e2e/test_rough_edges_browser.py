@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 
 from flowcall.core.spec import DecisionConfig, Flow
 from flowcall.service.front import FlowCall
-from tests.e2e.studio_ui import choose, fill, go
+from tests.e2e.studio_ui import choose, click, fill, go
+from tests.e2e.test_canvas_browser import canvas
 
 pytestmark = [pytest.mark.browser]
 
@@ -27,3 +28,15 @@ def test_the_first_click_on_run_runs_a_question_just_typed(studio, page):
     page.wait_for_url(re.compile(r"[?&]run=[0-9a-f-]{36}"))
     expect(page.get_by_role("heading", name="Answer")).to_be_visible(timeout=60_000)
     assert [r.question for r in store.list_runs(flow_name="no-example")] == ["what is on today?"]
+
+
+def test_the_new_flow_popover_closes_after_create(studio, page):
+    """After Create the new flow's canvas is in view, not under the form that made it."""
+    go(page, studio.url, "/", "Flows")
+    page.get_by_role("button", name="New flow").click()
+    expect(page.get_by_text("Start from")).to_be_visible()
+    fill(page, "Name", "popover-closes", commit=False)
+    click(page, "Create")
+    expect(page.get_by_role("combobox", name="Flow")).to_have_value(re.compile("popover-closes"))
+    expect(page.get_by_text("Start from")).to_be_hidden()
+    expect(canvas(page).locator('.react-flow__node[data-id="question"]')).to_be_visible()

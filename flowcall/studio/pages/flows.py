@@ -97,7 +97,11 @@ unsaved = [n for n, d in drafts.items() if d.get("new") and n not in saved]
 names = saved + unsaved
 wanted = st.query_params.get("flow") or st.session_state.get("flow")
 top = st.columns([3, 1, 1])
-with top[1].popover("New flow", use_container_width=True):
+# A popover stays open across reruns; one that has done its work is closed through its state,
+# before it is drawn (its key's state is the open flag, with on_change="rerun").
+for popover in st.session_state.pop("flows:close", []):
+    st.session_state[popover] = False
+with top[1].popover("New flow", use_container_width=True, key="flows:new", on_change="rerun"):
     with st.form("new_flow", clear_on_submit=True, border=False):
         new_name = st.text_input("Name", placeholder="my-flow")
         template = st.radio("Start from", [t.key for t in TEMPLATES], format_func=lambda k: BY_KEY[k].title)
@@ -130,10 +134,11 @@ with top[1].popover("New flow", use_container_width=True):
                     "new": True,
                 }
                 select(new_name)
+                st.session_state["flows:close"] = ["flows:new"]  # the new flow's canvas, uncovered
                 st.rerun()
             except ConfigError as exc:
                 st.error(f"{md(exc)}.")
-with top[2].popover("Import", use_container_width=True):
+with top[2].popover("Import", use_container_width=True, key="flows:import", on_change="rerun"):
     upload = st.file_uploader("A flow JSON file", type=["json"], key="import_flow")
     if upload is not None and upload.file_id != st.session_state.get("imported_file"):
         st.session_state["imported_file"] = upload.file_id  # import once, not on every rerun
@@ -145,6 +150,7 @@ with top[2].popover("Import", use_container_width=True):
             if adopted.note:
                 st.session_state["flow_warning"] = f"Stored under a new name: {adopted.note}."
             select(adopted.flow.name)
+            st.session_state["flows:close"] = ["flows:import"]
             st.rerun()
         except ConfigError as exc:
             st.error(f"{md(exc)}. Nothing was changed.")
