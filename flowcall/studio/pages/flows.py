@@ -401,7 +401,10 @@ def save_bar(problems: list[str]) -> None:
     current_state: fg.CanvasState = draft["state"]
     blockers = save_blockers(current_state, problems)
     for blocker in blockers:
-        st.error(md(blocker))
+        if blocker == NEXT_STEP:  # not a mistake: where a flow being built goes next
+            st.info(NEXT_STEP, icon=":material/arrow_forward:")
+        else:
+            st.error(md(blocker))
     reach_note(current_state)
     status = (
         "Not saved yet"
@@ -432,11 +435,17 @@ def save_bar(problems: list[str]) -> None:
         )
 
 
+NEXT_STEP = (
+    "Next: add a decision model from the palette (Models › Decision model); then the flow can be saved."
+)
+
+
 def save_blockers(current_state: fg.CanvasState, problems: list[str]) -> list[str]:
-    """What stops the flow from being saved, each said once: the panels' problems, then the flow's own."""
+    """What stops the flow from being saved, each said once: the panels' problems, then the
+    flow's own (NEXT_STEP where it has no decision model yet)."""
     blockers = list(problems)
     if current_state.node("decision") is None:
-        blockers.append("The flow has no decision model yet: add one from the palette.")
+        blockers.append(NEXT_STEP)
     else:
         try:
             fg.to_flow(current_state)
