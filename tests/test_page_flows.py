@@ -143,6 +143,9 @@ def test_duplicate_and_delete_with_confirmation():
     ).check().run()
     widget(app.button, "Delete flow").click().run()
     assert [f["name"] for f in service.store.list_flows()] == [n for n in names if n != "clock-2"]
+    # said once deleted, with what went and what stays
+    said = [shown(m.value) for m in app.success]
+    assert "Deleted 'clock-2' and its 1 version. Its 0 runs stay in Runs & inspector, for the record." in said
 
 
 def test_json_view_exports_the_flow_with_its_layout_and_an_svg_picture():

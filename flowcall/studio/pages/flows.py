@@ -681,8 +681,14 @@ else:
         md(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)"), key=key + "sure"
     )
     if st.button("Delete flow", disabled=not sure, key=key + "delete"):
+        versions = len(app.store.flow_versions(name))
+        runs = len(app.store.list_runs(flow_name=name, limit=10_000))
         app.store.delete_flow(name)
         drafts.pop(name, None)
         st.session_state.pop("flow", None)
         st.query_params.clear()
+        st.session_state["flow_message"] = (  # said on the flow shown next, so nobody wonders
+            f"Deleted {name!r} and its {versions} version{'s' * (versions != 1)}. Its {runs} "
+            f"run{'s' * (runs != 1)} stay in Runs & inspector, for the record."
+        )
         st.rerun()
