@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from flowcall.cli.main import ask_on_terminal
 from flowcall.core.spec import DecisionConfig, Flow
 from flowcall.core.steps import MemorySink, RunStatus, StepKind
-from flowcall.engine.approval import Decision, approve_all, needs_approval
+from flowcall.engine.approval import Decision, approve_all, needs_approval, why_approval
 from flowcall.engine.loop import Engine
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service.front import FlowCall
@@ -86,6 +86,21 @@ def test_which_calls_wait_for_a_person():
     assert needs_approval(mcp, FLOW)  # an untrusted server's destructive default holds
     assert not needs_approval(Tool(**{**vars(mcp), "trusted": True}), FLOW)
     assert needs_approval(plain, FLOW.model_copy(update={"needs_approval": ["x/v1/t"]}))
+
+
+def test_a_call_that_waits_says_why_so_the_person_can_change_it():
+    def tool(**kw) -> Tool:
+        return Tool(name="t", version="x/v1/t", description="", parameters={}, func=lambda: None, **kw)
+
+    read_only = ToolAnnotations(read_only=True)
+    untrusted = tool(source="mcp", annotations=read_only)
+    assert needs_approval(untrusted, FLOW)  # read-only says the server, which nobody trusted
+    assert "MCP server is not trusted" in why_approval(untrusted, FLOW)
+    assert "mark the server trusted on the Flows page" in why_approval(untrusted, FLOW)
+    listed = FLOW.model_copy(update={"needs_approval": ["x/v1/t"]})
+    assert "needs_approval" in why_approval(tool(), listed)
+    assert "definition changed" in why_approval(tool(), FLOW, frozenset({"x/v1/t"}))
+    assert "destructive" in why_approval(tool(annotations=ToolAnnotations(destructive=True)), FLOW)
 
 
 def test_approved_calls_run_and_read_only_ones_are_not_asked():

@@ -159,6 +159,8 @@ def test_continue_opens_the_paused_run_under_its_own_flow_in_a_fresh_tab():
     assert widget(app.text_area, "Question").value == run.question
     assert any("Adds a task for each branch" in shown(c.value) for c in app.caption)
     assert any("waits for you" in w.value for w in app.warning)
+    why = "Why it waits: this flow asks a person to approve each call of this tool"
+    assert any(shown(c.value).startswith(why) for c in app.caption)
     widget(app.button, "Continue the run").click().run()
     followed(app)  # it goes on in the studio's runner
     assert not app.exception, app.exception

@@ -66,6 +66,25 @@ MAYBE_RAN_NOTE = (
 WAITING_NOTE = f"{WAITING_PREFIX} to approve, deny or edit"
 
 
+def why_approval(tool: Tool, flow: Flow, changed: frozenset[str] = frozenset()) -> str:
+    """Why `needs_approval` holds for this tool, in a sentence a person can act on."""
+    if tool.name in flow.needs_approval or tool.version in flow.needs_approval:
+        return "this flow asks a person to approve each call of this tool (its needs_approval list)"
+    if tool.version in changed:
+        return "this tool's definition changed since it was first accepted; approving accepts it as it is now"
+    if tool.source == "mcp" and not tool.trusted:
+        return (
+            "its MCP server is not trusted in this flow, so even its read-only tools wait for a "
+            "person; mark the server trusted on the Flows page to skip this"
+        )
+    return "the tool says it changes or deletes something (its destructive hint)"
+
+
+def waiting_note(tool: Tool, flow: Flow, changed: frozenset[str], maybe_ran: bool) -> str:
+    """The note of a call that waits for a person: why it waits."""
+    return MAYBE_RAN_NOTE if maybe_ran else f"{WAITING_NOTE}: {why_approval(tool, flow, changed)}"
+
+
 def safe_to_repeat(tool: Tool) -> bool:
     """May a call whose result was lost run again unasked? Only a read-only tool whose
     read-only hint comes from code this machine trusts (a plugin, a trusted server): an

@@ -347,7 +347,9 @@ class Engine:
                         name=waiting.name,
                         tool_call_id=waiting.id,
                         arguments=waiting.arguments,
-                        note=approval.MAYBE_RAN_NOTE if maybe_ran(waiting) else approval.WAITING_NOTE,
+                        note=approval.waiting_note(
+                            tools[waiting.name], scope.flow, scope.changed, maybe_ran(waiting)
+                        ),
                     )
                 return Paused(state)
             decisions[call.id] = decision

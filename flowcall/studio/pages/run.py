@@ -15,7 +15,7 @@ import streamlit as st
 
 from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.steps import Run, RunStatus, StepKind, waiting_calls
-from flowcall.engine.approval import Decision
+from flowcall.engine.approval import MAYBE_RAN_NOTE, WAITING_NOTE, Decision
 from flowcall.studio.active import going_on, show_active, show_going_on
 from flowcall.studio.graph import draw_run, node_detail
 from flowcall.studio.shared import (
@@ -196,8 +196,10 @@ def approval_form(run: Run) -> None:
         choices: dict[str, tuple[str, str, str]] = {}
         for step in waiting_calls(run):
             st.markdown(f"**{md(step.name)}** (call {md(step.tool_call_id)})")
-            if step.note != "waiting for a person to approve, deny or edit":
-                st.warning(md(step.note))  # e.g. it may have run already, before an interruption
+            if step.note == MAYBE_RAN_NOTE:  # started before an interruption: it may have run already
+                st.warning(md(step.note))
+            elif step.note.startswith(f"{WAITING_NOTE}: "):  # why it waits, so the person can change that
+                st.caption(md("Why it waits: " + step.note.removeprefix(f"{WAITING_NOTE}: ")))
             action = st.radio(
                 "Decision", ["approve", "edit", "deny"], horizontal=True, key=f"act:{step.tool_call_id}"
             )
