@@ -58,7 +58,7 @@ def test_snippets_quote_the_flow_name_and_the_question():
     assert widget(at.text_input, "Server address").value == "http://127.0.0.1:8000"
     widget(at.selectbox, "Flow").select(FLOW).run()
     widget(at.text_input, "Question in the examples").input(QUESTION).run()
-    endpoints, curl_run, curl_chat, python = codes(at)[:4]
+    endpoints, curl_run, curl_chat, python = codes(at)[1:5]  # after the serve command
 
     url = "http://127.0.0.1:8000/v1/flows/my%20weather.%20flow-1/runs"
     assert f"POST {url}" in endpoints and "GET  http://127.0.0.1:8000/v1/models" in endpoints
@@ -89,11 +89,11 @@ def test_the_server_address_comes_from_the_environment_and_the_field(monkeypatch
     monkeypatch.setenv("FLOWCALL_API_URL", "https://flows.example.com/")
     at = open_page()
     assert (
-        "POST https://flows.example.com/v1/flows/lookup/runs" in codes(at)[0]
+        "POST https://flows.example.com/v1/flows/lookup/runs" in codes(at)[1]
     )  # flows by name: lookup first
     widget(at.text_input, "Server address").input("http://10.0.0.5:9000 ; id").run()
     assert (
-        "curl -X POST 'http://10.0.0.5:9000 ; id/v1/flows/" in codes(at)[1]
+        "curl -X POST 'http://10.0.0.5:9000 ; id/v1/flows/" in codes(at)[2]
     )  # quoted: one word, never a command
     assert not any("should start with http" in w.value for w in at.warning)
     widget(at.text_input, "Server address").input("flows.local:8000").run()
@@ -155,3 +155,23 @@ def test_a_name_of_dots_is_encoded_so_no_client_resolves_it_away():
     assert path_segment("..") == "%2E%2E" and path_segment(".") == "%2E"
     assert path_segment("v1.2 beta") == "v1.2%20beta" and path_segment("a/b?c#d") == "a%2Fb%3Fc%23d"
     assert runs_url("http://h:1/", "..") == "http://h:1/v1/flows/%2E%2E/runs"
+
+
+def test_the_server_address_stays_and_the_page_gives_the_exact_serve_command():
+    """Typed once, the address is still there after another page; the command to start the
+    server names this studio's own flowcall, its database, and the address's host and port."""
+    import sys
+
+    app = studio_page("pages/api.py")
+    widget(app.text_input, "Server address").input("http://127.0.0.1:9100").run()
+    app.switch_page("pages/models.py")
+    app.run()
+    app.switch_page("pages/api.py")
+    app.run()
+    assert widget(app.text_input, "Server address").value == "http://127.0.0.1:9100"
+    line = next(code for code in codes(app) if " serve " in code)
+    words = shlex.split(line)
+    database = FlowCall.open().store.engine.url.render_as_string(hide_password=True)
+    assert words[0] == f"FLOWCALL_DATABASE_URL={database}"
+    assert Path(words[1]).parent == Path(sys.executable).parent  # the venv's own program
+    assert words[-5:] == ["serve", "--host", "127.0.0.1", "--port", "9100"]

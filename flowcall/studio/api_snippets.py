@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from urllib.parse import quote
+import sys
+from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 BASE_URL_VARIABLE = "FLOWCALL_API_URL"
@@ -24,6 +26,26 @@ def default_base_url() -> str:
 def base_url(given: str) -> str:
     """The server address as typed, without the trailing slash the paths bring."""
     return given.strip().rstrip("/") or DEFAULT_BASE_URL
+
+
+def flowcall_program() -> list[str]:
+    """How to start this studio's own FlowCall: the `flowcall` beside this Python (its venv),
+    else this Python with the CLI module."""
+    beside = Path(sys.executable).with_name("flowcall")
+    return [str(beside)] if beside.is_file() else [sys.executable, "-m", "flowcall.cli.main"]
+
+
+def serve_line(given: str, database_url: str) -> str:
+    """The shell line that starts `flowcall serve` for this studio: its own program, its
+    database (a password in the URL left out, to be filled in), the address's host and port."""
+    address = urlsplit(base_url(given))
+    try:
+        port = address.port or (443 if address.scheme == "https" else 80)
+    except ValueError:  # a port that is not a number: the default one
+        port = urlsplit(DEFAULT_BASE_URL).port
+    host = address.hostname or "127.0.0.1"
+    command = [*flowcall_program(), "serve", "--host", host, "--port", str(port)]
+    return f"FLOWCALL_DATABASE_URL={shlex.quote(database_url)} " + shlex.join(command)
 
 
 def path_segment(name: str) -> str:

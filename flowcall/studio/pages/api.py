@@ -25,14 +25,20 @@ flow_names = [flow["name"] for flow in app.store.list_flows()]
 
 # --- a flow's endpoints and snippets ----------------------------------------------------------
 st.header("Calling a flow")
+# Kept apart from the widget's own state, which Streamlit drops when another page is opened.
+st.session_state.setdefault("api:base-kept", snippets.default_base_url())
 base = st.text_input(
     "Server address",
-    value=snippets.default_base_url(),
+    value=st.session_state["api:base-kept"],
     key="api:base",
     help=f"Where `flowcall serve` listens; set {snippets.BASE_URL_VARIABLE} to change the default.",
 )
+st.session_state["api:base-kept"] = base
 if not base.strip().lower().startswith(("http://", "https://")):
     st.warning("The server address should start with http:// or https://.")
+st.caption("Start the server for this studio's flows and keys, at that address:")
+database = app.store.engine.url.render_as_string(hide_password=True)  # "***": fill in the password
+st.code(snippets.serve_line(base, database), language="bash")
 if not flow_names:
     st.info("No saved flows yet: make one on the Flows page, or `flowcall flows import FILE`.")
 else:
