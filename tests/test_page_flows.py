@@ -47,6 +47,11 @@ def test_a_flow_built_from_a_blank_canvas_with_the_palette_and_side_panel():
     assert "my-commute" not in [f["name"] for f in store.list_flows()]  # a draft until saved
 
     widget(app.button, "+ Decision model").click().run()
+    # the panel says what the loop's settings mean for this flow, not only their names
+    meaning = [shown(c.value) for c in app.caption if shown(c.value).startswith("For this flow:")]
+    at_once = widget(app.checkbox, "Several calls at once").value
+    assert meaning and ("several calls at once" if at_once else "one call at a time") in meaning[0]
+    assert "up to 2 rounds of calling tools" in meaning[0]
     button(app, "add:weather/v1/get_day_weather").click().run()
     assert not widget(app.button, "Save").disabled
     widget(app.button, "+ Polish model").click().run()  # its settings open beside the canvas

@@ -165,6 +165,29 @@ def _loop_fields(c: dict[str, Any], state: CanvasState, key: str) -> None:
             help="How many wrong calls the model may correct",
         )
     )
+    st.caption(md(loop_summary(c)))
+
+
+def loop_summary(c: dict[str, Any]) -> str:
+    """What the loop settings mean for this flow, in a sentence (the node says them in short:
+    "rounds: 2 · one call at a time")."""
+    rounds, budget = int(c.get("max_rounds", 2)), int(c.get("retry_budget", 2))
+    choice = c.get("tool_choice", "auto")
+    calls = {
+        "auto": "decides whether to call a tool",
+        "required": "must call a tool",
+        "none": "may not call a tool, and answers from the question alone",
+    }.get(choice, f"must call {choice}")
+    at_once = (
+        "it may ask for several calls at once"
+        if c.get("parallel_tool_calls")
+        else "it asks for one call at a time, and reads its result before the next"
+    )
+    return (
+        f"For this flow: the decision model {calls}; {at_once}. It gets up to {rounds} "
+        f"round{'s' * (rounds != 1)} of calling tools and reading their results before the "
+        f"answer, and up to {budget} wrong call{'s' * (budget != 1)} are given back to it to correct."
+    )
 
 
 def schema_problem(text: str) -> tuple[dict[str, Any] | None, str | None]:
