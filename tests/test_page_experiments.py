@@ -358,3 +358,30 @@ def test_the_run_page_refuses_a_broker_with_sqlite(saved: FlowCall, monkeypatch:
     error = texts(app)
     assert "FLOWCALL_BROKER_URL" in error and "FLOWCALL_DATABASE_URL" in error
     assert saved.store.list_runs() == []
+
+
+def test_the_pass_rate_chart_names_every_expectation_and_shows_a_zero_rate() -> None:
+    """One row per expectation, so no label is hidden by its neighbour; each bar says its rate,
+    so a 0 % bar, which has no length, still shows."""
+    from flowcall.core.experiment_record import Summary
+    from flowcall.studio.experiments import in_words, pass_rate_chart
+
+    rates = {"succeeded": (4, 4), "expect_calls": (3, 4), "answer_schema": (0, 4), "grounded": (2, 4)}
+    rates["answer_contains"] = (1, 4)
+    summary = Summary(
+        runs=4,
+        passed=0,
+        failed=4,
+        not_run=0,
+        pass_rate=0.0,
+        by_expectation={name: {"passed": p, "total": t} for name, (p, t) in rates.items()},
+    )
+    spec = pass_rate_chart(summary).to_dict()
+    bars, labels = spec["layer"]
+    assert bars["mark"]["type"] == "bar" and labels["mark"]["type"] == "text"
+    assert labels["encoding"]["text"] == {"field": "pass rate", "format": ".0%", "type": "quantitative"}
+    assert bars["encoding"]["y"]["field"] == "expectation"  # one row each, across
+    assert bars["encoding"]["y"]["axis"]["labelOverlap"] is False
+    values = next(iter(spec["datasets"].values()))
+    assert [row["expectation"] for row in values] == [in_words(name) for name in rates]
+    assert [row["pass rate"] for row in values if row["expectation"] == in_words("answer_schema")] == [0.0]
