@@ -258,14 +258,14 @@ def pass_rate_chart(summary: Summary) -> alt.LayerChart | None:
     # Bars across, one row per expectation: every label has its own line (labels under upright
     # bars overlap, and Vega-Lite then hides some), and each bar says its rate in words, so a
     # 0 % bar, which has no length, still shows.
-    base = alt.Chart(data, title="Pass rate per expectation").encode(
+    base = alt.Chart(data).encode(
         y=alt.Y("expectation:N", sort=None, title=None, axis=alt.Axis(labelLimit=400, labelOverlap=False)),
         x=alt.X("pass rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
         tooltip=["expectation", alt.Tooltip("pass rate:Q", format=".0%"), "passed", "runs"],
     )
     bars = base.mark_bar()
     rates = base.mark_text(align="left", dx=4).encode(text=alt.Text("pass rate:Q", format=".0%"))
-    return (bars + rates).properties(height=alt.Step(28))
+    return (bars + rates).properties(title="Pass rate per expectation", height=alt.Step(28))
 
 
 def latency_chart(items: Sequence[ItemResult], texts: dict[str, RunText]) -> alt.Chart | None:
