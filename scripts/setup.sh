@@ -61,5 +61,7 @@ fi
 if [[ -z "${FLOWCALL_MODEL_PATH:-}" ]]; then
   step "fetching and verifying the embedded model"
   .venv/bin/flowcall model fetch
+else
+  step "FLOWCALL_MODEL_PATH is set: the embedded model is not fetched or checked; $FLOWCALL_MODEL_PATH is used as it is"
 fi
 step "FlowCall is set up"

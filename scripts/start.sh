@@ -3,9 +3,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+home=${FLOWCALL_HOME:-$HOME/.flowcall}
 if [[ -z "${FLOWCALL_MODEL_PATH:-}" ]]; then
-  # the example flows' fixed prompts, read once into the prompt cache: their first run is quick
-  .venv/bin/flowcall model warm || echo "(the warm-up failed; the first run will read its whole prompt)"
+  # The example flows' fixed prompts, read once into the prompt cache, in the background: the
+  # studio answers at once, and a run before the warm-up ends is only slower (the studio says so).
+  mkdir -p "$home"
+  nohup .venv/bin/flowcall model warm >"$home/warm-up.log" 2>&1 &
+  echo "Warming the embedded model's prompt cache in the background (log: $home/warm-up.log)."
+else
+  echo "FLOWCALL_MODEL_PATH is set: the studio uses $FLOWCALL_MODEL_PATH as it is. It is not fetched" \
+    "or checked, and its prompt cache is not warmed (run \`.venv/bin/flowcall model warm\` for that)."
 fi
 echo "Open http://${FLOWCALL_HOST:-127.0.0.1}:${FLOWCALL_PORT:-8501}"
 exec .venv/bin/streamlit run app.py --server.address "${FLOWCALL_HOST:-127.0.0.1}" \

@@ -46,3 +46,32 @@ def test_model_warm_reads_the_example_flows_by_default():
     result = CliRunner().invoke(cli, ["model", "warm"], obj={"service": scripted_service(provider)})
     assert result.exit_code == 0, result.output
     assert f"read the fixed prompts of {len(list(FLOWS.glob('*.json')))} flow(s)" in result.output
+
+
+def test_while_the_cache_is_warmed_the_studio_says_runs_are_slower(tmp_path, monkeypatch):
+    """`warm_up` says it is at work for as long as it works (start.sh runs it in the background
+    while the studio starts); the Models page and the Run page then say runs are slower; a
+    marker left by a process that died says nothing."""
+    import os
+
+    from flowcall.providers import warming
+    from tests.test_studio import page, shown
+
+    monkeypatch.setenv("FLOWCALL_HOME", str(tmp_path))
+    seen = []
+    service = scripted_service(ScriptedProvider(['{"answer": "?"}'] * 4))
+    service.warm_up(
+        [load_flow(FLOWS / "create_task.json")], on_flow=lambda f: seen.append(warming.in_progress())
+    )
+    assert seen == [True] and not warming.in_progress() and not warming.marker().exists()
+
+    warming.marker().parent.mkdir(parents=True, exist_ok=True)
+    warming.marker().write_text(str(os.getpid()))  # this process warms, as start.sh's does
+    models = page("pages/models.py")
+    assert any("prompt cache is being warmed" in shown(i.value) for i in models.info)
+    run = page("pages/run.py")
+    assert any("prompt cache is being warmed" in shown(c.value) for c in run.caption)
+
+    warming.marker().write_text("999999999")  # left by a process that is gone
+    assert not warming.in_progress()
+    assert not any("prompt cache is being warmed" in shown(i.value) for i in page("pages/models.py").info)

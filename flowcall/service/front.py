@@ -27,7 +27,7 @@ from flowcall.engine.loop import Engine
 from flowcall.engine.loop_state import LoopState
 from flowcall.engine.replay import replay_factory
 from flowcall.engine.rerun import checkpoint_before
-from flowcall.providers import HOSTED_PROVIDERS, provider_for
+from flowcall.providers import HOSTED_PROVIDERS, provider_for, warming
 from flowcall.providers.base import ProviderFactory
 from flowcall.providers.profiled import with_profiles
 from flowcall.store import Store, open_store
@@ -181,6 +181,14 @@ class FlowCall:
         from flowcall.core.steps import MemorySink
 
         engine = Engine(self.registry, self.provider_factory, MemorySink())
+        with warming.warming():  # the studio says runs are slower until this is done
+            return self._warm(engine, flows, on_flow)
+
+    def prompt_cache_warming(self) -> bool:
+        """Is the embedded model's prompt cache being warmed now (by `warm_up`, in any process)?"""
+        return warming.in_progress()
+
+    def _warm(self, engine: Engine, flows: list[Flow], on_flow: Callable[[Flow], None] | None) -> int:
         done = 0
         for flow in flows:
             if flow.decision.provider != "local" or flow.mcp_servers or flow.http_tools:

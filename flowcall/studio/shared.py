@@ -53,6 +53,12 @@ def md(value: Any) -> str:
     return _PUNCTUATION.sub(r"\\\1", text).replace("\n", "  \n")  # two spaces: keep the line break
 
 
+WARMING_NOTE = (
+    "The embedded model's prompt cache is being warmed in the background. Runs on it work "
+    "meanwhile; until it is done they read their whole prompt, so they are slower."
+)
+
+
 def mcp_commands_allowed() -> bool:
     return os.environ.get(MCP_COMMANDS_VARIABLE) == "1"
 

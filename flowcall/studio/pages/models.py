@@ -13,7 +13,7 @@ from flowcall.core.errors import ConfigError
 from flowcall.core.model_profile import Check, ModelProfile
 from flowcall.core.spec import ModelConfig
 from flowcall.providers import local_model
-from flowcall.studio.shared import md, service
+from flowcall.studio.shared import WARMING_NOTE, md, service
 
 # provider -> (its key's variable, its base URL's variable); flowcall/core/config.py lists them
 KEYED_PROVIDERS = {
@@ -82,6 +82,8 @@ st.caption(
 
 # --- the embedded model -----------------------------------------------------------------------
 st.header("Embedded model")
+if service().prompt_cache_warming():
+    st.info(WARMING_NOTE, icon=":material/hourglass_top:")
 summary = st.container()  # filled after the verify button, so it shows the outcome of a verification
 status = local_model.status()
 path = Path(status["path"])

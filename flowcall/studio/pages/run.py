@@ -20,6 +20,7 @@ from flowcall.studio.active import going_on, show_active, show_going_on
 from flowcall.studio.graph import draw_run, node_detail
 from flowcall.studio.shared import (
     EXAMPLE_QUESTIONS,
+    WARMING_NOTE,
     as_json,
     md,
     service,
@@ -93,6 +94,10 @@ flow, version_id, version = app.store.get_flow(name)
 st.caption(md(" · ".join(part for part in (f"version {version}", flow.description) if part)))
 st.session_state.setdefault(f"question:{name}", EXAMPLE_QUESTIONS.get(name, ""))
 question = st.text_area("Question", height=80, key=f"question:{name}")
+if "local" in {flow.decision.provider, flow.polish.provider if flow.polish else None} and (
+    app.prompt_cache_warming()
+):
+    st.caption(WARMING_NOTE)
 
 
 def ask_consent(flow_version_id: int, question: str | None) -> None:
