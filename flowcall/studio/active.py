@@ -17,7 +17,7 @@ from flowcall.core.errors import ConfigError
 from flowcall.core.steps import Run, RunStatus, utcnow
 from flowcall.rendering import describe_step, short
 from flowcall.service.front import FlowCall
-from flowcall.studio.graph import draw_run, node_detail
+from flowcall.studio.graph import RUN_GRAPH_PX, draw_run, node_detail
 from flowcall.studio.shared import md
 from flowcall.workers.runner import Runner
 
@@ -97,7 +97,7 @@ def show_going_on(app: FlowCall, runner: Runner, run_id: str) -> None:
         st.text(writing.text or "…")
     graph_col, detail_col = st.columns([3, 2])
     with graph_col:
-        node = draw_run(app, run, key=f"run-graph:{run.id}")
+        node = draw_run(app, run, key=f"run-graph:{run.id}", height=RUN_GRAPH_PX)
     with detail_col:
         if node:
             node_detail(app, run, node)

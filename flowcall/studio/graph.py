@@ -63,6 +63,10 @@ def svg_of_run(flow: Flow | None, run: Run) -> str:
     return fg.to_svg(state, marks)
 
 
+# The Run page's graph: tall enough that a flow of five nodes fits at a readable size.
+RUN_GRAPH_PX = 480
+
+
 def draw_run(app: FlowCall, run: Run, key: str, height: int = 340) -> str | None:
     """The run on its graph; returns the node the person last clicked (kept per run)."""
     state, marks = run_canvas(run_flow(app, run), run)

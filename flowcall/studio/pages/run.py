@@ -17,7 +17,7 @@ from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.steps import Run, RunStatus, StepKind, waiting_calls
 from flowcall.engine.approval import MAYBE_RAN_NOTE, WAITING_NOTE, Decision
 from flowcall.studio.active import going_on, show_active, show_going_on
-from flowcall.studio.graph import draw_run, node_detail
+from flowcall.studio.graph import RUN_GRAPH_PX, draw_run, node_detail
 from flowcall.studio.shared import (
     EXAMPLE_QUESTIONS,
     WARMING_NOTE,
@@ -268,7 +268,7 @@ def what_it_did(run: Run) -> None:
     st.caption("Click a node to see its calls and to pick out its steps below.")
     graph_col, detail_col = st.columns([3, 2])
     with graph_col:
-        node = draw_run(app, run, key=f"run-graph:{run.id}")
+        node = draw_run(app, run, key=f"run-graph:{run.id}", height=RUN_GRAPH_PX)
     with detail_col:
         only = node_detail(app, run, node) if node else []
     rows = steps_table(run)
