@@ -12,7 +12,6 @@ from streamlit.testing.v1 import AppTest
 
 from flowcall.core.spec import Flow
 from flowcall.service.front import FlowCall
-from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
 from flowcall.tools.trial import server_tools
 from tests.test_studio import shown
 from tests.tools.test_mcp_client import SERVER
@@ -24,8 +23,6 @@ WEATHER = "weather/v1/get_weather"
 @pytest.fixture(autouse=True)
 def _offline_weather(monkeypatch):
     monkeypatch.delenv("AMAP_API_KEY", raising=False)
-    # these tests start FlowCall's own test server from a command: the studio allows that only when asked
-    monkeypatch.setenv(MCP_COMMANDS_VARIABLE, "1")
 
 
 @pytest.fixture
@@ -40,10 +37,16 @@ def tab(app: AppTest, label: str):
     return next(t for t in app.tabs if t.label == label)
 
 
+GRANT = "mcp:b:grant"  # the consent panel's Grant (flowcall/studio/sources.py)
+
+
 def connect_own_server(app: AppTest) -> None:
+    """Connect to FlowCall's own test server by command: the consent panel first, then Grant."""
     app.text_input(key="mcp:name").input("own")
     app.text_input(key="mcp:command").input(shlex.join([sys.executable, SERVER, "stdio"]))
     app.button(key="mcp:connect").click().run()
+    assert not app.exception
+    app.button(key=GRANT).click().run()
     assert not app.exception
 
 
@@ -119,6 +122,8 @@ def test_a_command_that_does_not_exist_is_a_clear_error(app):
     app.text_input(key="mcp:name").input("ghost")
     app.text_input(key="mcp:command").input("/nonexistent/mcp-server --stdio")
     app.button(key="mcp:connect").click().run()
+    if [b for b in app.button if b.key == GRANT]:  # a program that cannot be found may still be asked
+        app.button(key=GRANT).click().run()
     view = tab(app, "Attach an MCP server")
     assert not app.exception and view.status[0].state == "error"
     assert "MCP server 'ghost' could not start (/nonexistent/mcp-server --stdio)" in shown(
@@ -152,3 +157,23 @@ def test_add_to_flow_saves_a_new_version_with_the_server_and_its_tools(app):
     app.selectbox(key="mcp:flow").select("clock")
     app.button(key="mcp:add").click().run()
     assert f"own/mcp/{sorted(destructive)[0]}" in store.get_flow("clock")[0].tools
+
+
+def test_a_server_by_command_starts_only_once_granted_the_grant_a_run_asks_for(app):
+    """The same rule as the Flows page and the Run page: the consent panel names the program;
+    Cancel starts nothing; Grant records the grant a flow's run would ask for, then connects."""
+    store = FlowCall.open().store
+    app.text_input(key="mcp:name").input("own")
+    app.text_input(key="mcp:command").input(shlex.join([sys.executable, SERVER, "stdio"]))
+    app.button(key="mcp:connect").click().run()
+    view = tab(app, "Attach an MCP server")
+    assert any("nobody on this machine has granted it" in w.value for w in view.warning)
+    assert not view.status and store.list_grants() == []  # nothing started, nothing granted
+    app.button(key="mcp:b:cancel").click().run()
+    assert any(
+        "nothing was granted, started or sent" in i.value for i in tab(app, "Attach an MCP server").info
+    )
+    assert store.list_grants() == []
+    connect_own_server(app)
+    assert tab(app, "Attach an MCP server").status[0].label == "Connected to 'own': 6 tools"
+    assert [g["kind"] for g in store.list_grants()] == ["mcp_command"]

@@ -299,15 +299,14 @@ def test_could_not_run_shows_its_reason_expanded(monkeypatch):
     assert service.store.list_runs(flow_name="remote") == []  # nothing recorded, nothing left failed
 
 
-def test_could_not_connect_shows_its_reason_expanded(monkeypatch):
-    from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
-
-    monkeypatch.setenv(MCP_COMMANDS_VARIABLE, "1")
+def test_could_not_connect_shows_its_reason_expanded():
     app = AppTest.from_file(str(ROOT / "pages" / "plugins.py"), default_timeout=120)
     app.run()
     app.text_input(key="mcp:name").input("ghost")
     app.text_input(key="mcp:command").input("/nonexistent/mcp-server --stdio")
     app.button(key="mcp:connect").click().run()
+    if [b for b in app.button if b.key == "mcp:b:grant"]:  # the consent panel, first
+        app.button(key="mcp:b:grant").click().run()
     assert not app.exception
     status = app.status[0]
     assert status.label.startswith("Could not connect") and status.proto.expanded and not status.error

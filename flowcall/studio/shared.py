@@ -5,7 +5,6 @@ is drawn. Pages stay thin; everything that is not drawing lives in the flowcall 
 from __future__ import annotations
 
 import json
-import os
 import re
 import string
 from dataclasses import dataclass
@@ -30,9 +29,6 @@ EXAMPLE_QUESTIONS = {
 }
 
 
-# Set to 1 to let the Plugins page start an MCP server from a typed command. Off by default:
-# whoever can open the page could otherwise run any program on this machine.
-MCP_COMMANDS_VARIABLE = "FLOWCALL_STUDIO_MCP_COMMANDS"
 # Where the API page keeps a key it just made, the one time it is shown: until the person hides
 # it, or opens another page (app.py drops it then).
 NEW_KEY_STATE = "api:new-key"
@@ -57,10 +53,6 @@ WARMING_NOTE = (
     "The embedded model's prompt cache is being warmed in the background. Runs on it work "
     "meanwhile; until it is done they read their whole prompt, so they are slower."
 )
-
-
-def mcp_commands_allowed() -> bool:
-    return os.environ.get(MCP_COMMANDS_VARIABLE) == "1"
 
 
 def service() -> FlowCall:

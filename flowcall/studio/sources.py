@@ -736,7 +736,7 @@ def _want_call(key: str, fingerprint: str, tool: dict[str, Any]) -> None:
     state[f"{key}:try:problem"] = f"{problem} Nothing was started."
 
 
-def _consent_panel(key: str, items: list[TrustItem]) -> str | None:
+def consent_panel(key: str, items: list[TrustItem]) -> str | None:
     """The Run page's consent, for one server or source: "grant", "cancel" or None (undecided).
     A grant covers exactly the items the person read: if what would run changed since the panel
     was drawn, the panel is drawn again instead."""
@@ -778,7 +778,7 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
     config = MODELS[kind].model_validate(value)
     missing = ungranted(app, kind, config)
     if missing:
-        answer = _consent_panel(key, missing)
+        answer = consent_panel(key, missing)
         if answer is None:
             return
         state.pop(f"{key}:want", None)

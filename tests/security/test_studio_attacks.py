@@ -19,7 +19,6 @@ import pytest
 from flowcall.core.spec import Flow, parse_flow
 from flowcall.service.front import FlowCall
 from flowcall.studio import flowgraph
-from flowcall.studio.shared import MCP_COMMANDS_VARIABLE
 from tests.support.studio import followed
 from tests.test_studio import ROOT, page, shown, widget
 from tests.tools.test_mcp_client import SERVER
@@ -246,27 +245,32 @@ def test_the_studio_listens_on_loopback_and_caps_uploads(attack):
 # ------------------------------------------------------------------ (d) starting a program
 
 
-def test_the_plugins_page_starts_no_command_unless_turned_on(attack, tmp_path, monkeypatch):
+def test_the_plugins_page_starts_no_command_before_its_grant(attack, tmp_path):
     attack.tried(
-        "the Plugins page's 'attach an MCP server by stdio command' with a command that creates "
-        "a file, FLOWCALL_STUDIO_MCP_COMMANDS unset (the box forced through the session too)",
-        expected="the form says how to turn it on; nothing starts; the file is not created",
+        "the Plugins page's 'attach an MCP server by stdio command' with a command that creates a file",
+        expected="the consent panel names the program; Cancel starts nothing; only Grant starts it "
+        "(the same grant the Flows page and a flow's run ask for)",
     )
-    monkeypatch.delenv(MCP_COMMANDS_VARIABLE, raising=False)
     marker = tmp_path / "started"
+    command = shlex.join([sys.executable, "-c", f"import pathlib; pathlib.Path({str(marker)!r}).touch()"])
     app = page("pages/plugins.py")
     app.text_input(key="mcp:name").input("evil")
-    # the box is disabled, so this is what a crafted browser message could still do: set its value
-    app.session_state["mcp:command"] = shlex.join(
-        [sys.executable, "-c", f"import pathlib; pathlib.Path({str(marker)!r}).touch()"]
-    )
+    app.text_input(key="mcp:command").input(command)
     app.button(key="mcp:connect").click().run()
     assert not app.exception, app.exception
-    attack.observed(f"file created: {marker.exists()}; errors: {[shown(e.value) for e in app.error]}")
-    assert not marker.exists()
-    assert any("Nothing was started" in e.value for e in app.error)
-    assert app.text_input(key="mcp:command").disabled
-    assert any(f"{MCP_COMMANDS_VARIABLE}=1" in shown(i.value) for i in app.info)  # how to turn it on
+    panel = "\n".join(shown(m.value) for m in [*app.markdown, *app.warning])
+    shown_first = marker.exists()
+    app.button(key="mcp:b:cancel").click().run()
+    cancelled = marker.exists(), len(FlowCall.open().store.list_grants())
+    app.button(key="mcp:connect").click().run()
+    app.button(key="mcp:b:grant").click().run()
+    attack.observed(
+        f"panel names the program: {sys.executable in panel}; file after the panel: {shown_first}; "
+        f"after Cancel: file {cancelled[0]}, grants {cancelled[1]}; after Grant: file {marker.exists()}"
+    )
+    assert "nobody on this machine has granted it" in panel and sys.executable in panel
+    assert shown_first is False and cancelled == (False, 0)
+    assert marker.exists()  # granted by the person: started, as the Flows page would
 
 
 # ------------------------------------------------------------------ (e) the diagram

@@ -1,8 +1,9 @@
 """Plugins: every tool FlowCall can attach, what it costs the model, trying one by hand, and
 attaching an MCP server's tools to a saved flow. Reaches tools and the database only through
 the service (flowcall/service/front.py). Tool names, descriptions and results come from plugins
-and MCP servers, so they are shown as text (`md`), never as Markdown. Starting a server from a
-typed command is off unless FLOWCALL_STUDIO_MCP_COMMANDS=1."""
+and MCP servers, so they are shown as text (`md`), never as Markdown. A server is started from a
+typed command (or reached at a URL) only after the consent panel's grant, the one a flow's run
+asks for."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from flowcall.core.errors import ConfigError
 from flowcall.core.spec import MCPServerConfig
 from flowcall.service.front import mcp_server, review_tool, server_tools, try_server_tool
 from flowcall.studio.schema_form import FormField, collect, form_fields
-from flowcall.studio.shared import MCP_COMMANDS_VARIABLE, mcp_commands_allowed, md, service
+from flowcall.studio.shared import md, service
+from flowcall.studio.sources import consent_panel, ungranted
 
 if TYPE_CHECKING:
     from flowcall.tools.base import Tool
@@ -161,20 +163,40 @@ def try_tab(tools: list[Tool]) -> None:
 
 
 def connect(name: str, command_line: str, url: str) -> None:
-    """Start the server, list its tools, stop it; keep the server and tools in the session."""
+    """Ask to start (or reach) the server: it is started only once it is granted, by the consent
+    panel the Flows page and the Run page show (the same grant)."""
     st.session_state.pop("mcp:server", None)
-    if command_line.strip() and not mcp_commands_allowed():
-        # checked here too, not only by the disabled box: nothing from the browser starts a program
-        st.error(
-            f"Nothing was started: starting a program from the studio is off. Start the studio with "
-            f"{MCP_COMMANDS_VARIABLE}=1 to allow it."
-        )
-        return
     try:
         server = mcp_server(name, command_line, url)
     except ConfigError as exc:
         st.error(md(exc))
         return
+    st.session_state["mcp:want"] = server
+
+
+def pending_connection() -> None:
+    """The server asked for: the consent panel while nobody here granted what it starts or
+    reaches; once granted, started, its tools listed, stopped."""
+    server = st.session_state.get("mcp:want")
+    if server is None:
+        return
+    app = service()
+    missing = ungranted(app, "mcp", server)
+    if missing:
+        answer = consent_panel("mcp", missing)
+        if answer is None:
+            return  # the panel waits for the person
+        if answer == "cancel":
+            st.session_state.pop("mcp:want", None)
+            st.info("Cancelled: nothing was granted, started or sent.")
+            return
+        app.store.grant(missing, by="studio")
+    st.session_state.pop("mcp:want", None)
+    list_tools(server)
+
+
+def list_tools(server: MCPServerConfig) -> None:
+    """Start the server, list its tools, stop it; keep the server and tools in the session."""
     with st.status(f"Connecting to {md(server.describe())}…", expanded=True) as status:
         try:
             tools = server_tools(server)
@@ -229,13 +251,10 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
 
 
 def mcp_tab() -> None:
-    allowed = mcp_commands_allowed()
-    if not allowed:
-        st.info(
-            f"Starting an MCP server from a command is off: it would run any program on this machine for "
-            f"whoever can open this page. To turn it on, start the studio with {MCP_COMMANDS_VARIABLE}=1 "
-            f"(e.g. `{MCP_COMMANDS_VARIABLE}=1 streamlit run app.py`). Servers by URL work as they are."
-        )
+    st.caption(
+        "A server by command is started on this machine, and one by URL is reached, only once you grant "
+        "it in the panel that shows exactly what would run: the same grant a flow's run asks for."
+    )
     with st.form("mcp:connect"):
         name = st.text_input(
             "Name",
@@ -247,15 +266,13 @@ def mcp_tab() -> None:
             "stdio command",
             key="mcp:command",
             placeholder="uvx mcp-server-time",
-            disabled=not allowed,
-            help="One line, quoted as in a shell"
-            if allowed
-            else f"Off: start the studio with {MCP_COMMANDS_VARIABLE}=1 to allow it",
+            help="One line, quoted as in a shell; nothing starts before you grant it",
         )
         url = st.text_input("or streamable HTTP URL", key="mcp:url", placeholder="http://127.0.0.1:8765/mcp")
         submitted = st.form_submit_button("Connect", key="mcp:connect")
     if submitted:
         connect(name, command_line or "", url)
+    pending_connection()
     if "mcp:server" not in st.session_state:
         return
     server, tools = st.session_state["mcp:server"]
