@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from flowcall.core.spec import DecisionConfig, Flow
 from flowcall.service.front import FlowCall
-from tests.e2e.studio_ui import choose, click, fill, go
+from tests.e2e.studio_ui import choose, click, fill, go, settle
 from tests.e2e.test_canvas_browser import canvas
 
 pytestmark = [pytest.mark.browser]
@@ -40,3 +40,15 @@ def test_the_new_flow_popover_closes_after_create(studio, page):
     expect(page.get_by_role("combobox", name="Flow")).to_have_value(re.compile("popover-closes"))
     expect(page.get_by_text("Start from")).to_be_hidden()
     expect(canvas(page).locator('.react-flow__node[data-id="question"]')).to_be_visible()
+
+
+def test_a_new_http_source_and_its_form_are_in_view(studio, page, shots):
+    """ "+ HTTP source" sits above the tool cards, and its form opens level with it, on screen."""
+    go(page, studio.url, "/?flow=commute-weather", "Flows")
+    add = page.get_by_role("button", name="+ HTTP source")
+    expect(add).to_be_in_viewport()
+    add.click()
+    settle(page)
+    field = page.get_by_role("textbox", name="OpenAPI document (a file path or an http(s) URL)")
+    expect(field).to_be_in_viewport()
+    page.screenshot(path=shots / "flows-new-http-source.png")

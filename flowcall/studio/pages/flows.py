@@ -217,6 +217,9 @@ TOOLS = known_tools()
 def palette() -> None:
     st.markdown("**Add to the flow**")
     model_buttons()
+    # Sources before the tool cards: after "+ HTTP source" its form opens at the top of the right
+    # column, level with this, where the eye is (below ten cards, both were out of sight).
+    tool_sources()
     query = (
         st.text_input("Search tools", key=key + "search", placeholder="weather, csv, git…").strip().lower()
     )
@@ -240,7 +243,6 @@ def palette() -> None:
         )
     for source_name, why_not in unlisted:
         st.caption(md(f"{source_name}: its tools show here once it is granted ({why_not})."))
-    tool_sources()
 
 
 def model_buttons() -> None:
