@@ -479,3 +479,41 @@ def test_an_http_source_sends_header_rows_and_a_literal_key_is_a_plain_sentence(
     assert problem is None
     assert value["headers"] == {"Authorization": "Bearer $THINGS_TOKEN", "X-Client": "flowcall"}
     assert HTTPToolSource.model_validate(value).headers == value["headers"]
+
+
+def test_a_service_on_this_machine_is_granted_in_one_consent(tmp_path):
+    """An OpenAPI document served on 127.0.0.1: the consent panel offers to allow the host for
+    this source, so one Grant loads it (the guard refused it after a first grant, and the
+    allowed host then needed a second)."""
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    (tmp_path / "openapi.json").write_text(json.dumps(OPENAPI), encoding="utf-8")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(tmp_path), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        app = form("http")
+        app.text_input(key="src:f:name").input("things")
+        app.text_input(key="src:f:openapi").input(f"http://127.0.0.1:{server.server_port}/openapi.json")
+        app.run()
+        app.button(key="src:b:list").click().run()
+        offer = [c for c in app.checkbox if c.key == "src:b:allow_internal"]
+        assert offer and offer[0].value is True and "127.0.0.1" in shown(offer[0].label)
+        app.button(key="src:b:grant").click().run()
+        assert not app.exception, app.exception
+        assert list(app.dataframe[0].value["reference"]) == [
+            "things/http/getThing",
+            "things/http/deleteThing",
+        ]
+        assert out(app)[0]["allow_hosts"] == ["127.0.0.1"]  # the form shows what was granted
+        assert not [b for b in app.button if b.key == "src:b:grant"]  # no second panel
+    finally:
+        server.shutdown()

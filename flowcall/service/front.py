@@ -11,7 +11,9 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from ipaddress import ip_address
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import ValidationError
@@ -34,7 +36,7 @@ from flowcall.store import Store, open_store
 from flowcall.tools import trial
 from flowcall.tools.attach import add_server_to_flow
 from flowcall.tools.base import Tool, ToolAnnotations
-from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest
+from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest, is_internal
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import ToolReview, injection_warnings, review
 from flowcall.tools.trial import TrialResult
@@ -653,6 +655,25 @@ def try_server_tool(server: MCPServerConfig, name: str, arguments: dict[str, Any
 def http_tools(source: HTTPToolSource) -> list[Tool]:
     """An HTTP source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
     return trial.http_tools(source)
+
+
+def internal_hosts(source: HTTPToolSource) -> list[str]:
+    """The hosts of the source's document URL and base URL that are this machine or a private
+    network (an address or "localhost"; a name is not looked up before a grant) and that its
+    allow_hosts leaves out: the guard would refuse them, so the consent panel offers them."""
+    allowed = {host.lower() for host in source.allow_hosts}
+    found = []
+    for url in (source.openapi, source.base_url or ""):
+        if not url.lower().startswith(("http://", "https://")):
+            continue
+        host = (urlsplit(url).hostname or "").lower()
+        try:
+            internal = host == "localhost" or is_internal(ip_address(host))
+        except ValueError:  # a name: only its lookup could tell
+            internal = False
+        if internal and host not in allowed and host not in found:
+            found.append(host)
+    return found
 
 
 def try_http_tool(source: HTTPToolSource, name: str, arguments: dict[str, Any]) -> TrialResult:

@@ -38,6 +38,7 @@ from flowcall.service.front import (
     SOURCE_ERRORS,
     FlowCall,
     http_tools,
+    internal_hosts,
     server_tools,
     try_http_tool,
     try_server_tool,
@@ -458,6 +459,8 @@ def _begin(key: str, kind: Kind, initial: dict[str, Any] | None) -> None:
     if f"{key}:loaded" not in st.session_state:
         _load(key, kind, initial or {})
         st.session_state[f"{key}:loaded"] = True
+    if hosts := st.session_state.pop(f"{key}:add_hosts", None):  # granted with the consent panel
+        _set_rows(key, "allow_hosts", [*(h for h in _row_values(key, "allow_hosts") if h.strip()), *hosts])
 
 
 # ------------------------------------------------------------------ the forms
@@ -736,7 +739,7 @@ def _want_call(key: str, fingerprint: str, tool: dict[str, Any]) -> None:
     state[f"{key}:try:problem"] = f"{problem} Nothing was started."
 
 
-def consent_panel(key: str, items: list[TrustItem]) -> str | None:
+def consent_panel(key: str, items: list[TrustItem], offer: list[str] | None = None) -> str | None:
     """The Run page's consent, for one server or source: "grant", "cancel" or None (undecided).
     A grant covers exactly the items the person read: if what would run changed since the panel
     was drawn, the panel is drawn again instead."""
@@ -750,6 +753,15 @@ def consent_panel(key: str, items: list[TrustItem]) -> str | None:
             "has been started or sent. Read it; grant only what you expect."
         )
         show_trust_items(items)
+        if offer:  # else the guard refuses the document after the grant, and a second grant follows
+            st.checkbox(
+                md(
+                    f"This service is on this machine or your network ({', '.join(offer)}): allow "
+                    f"{'it' if len(offer) == 1 else 'them'} for this source (its allowed internal hosts)"
+                ),
+                value=True,
+                key=_b(key, "allow_internal"),
+            )
         st.caption(
             "The grant is the one a flow's run asks for, kept with the others (`flowcall trust --list`). "
             "Running a server's tools without asking (trusted) is asked for before a flow's first run."
@@ -765,6 +777,17 @@ def consent_panel(key: str, items: list[TrustItem]) -> str | None:
     return "grant" if grant else "cancel" if cancel else None
 
 
+def _grant_with_hosts(key: str, kind: Kind, value: dict[str, Any], hosts: list[str], want: dict) -> None:
+    """Grant the source with `hosts` added to its allowed internal hosts, in one grant, and
+    have the form show them (its rows are set before its widgets are drawn again, `_begin`);
+    what was asked for goes on with the source as it now is."""
+    widened = {**value, "allow_hosts": [*value.get("allow_hosts", []), *hosts]}
+    app = service()
+    app.store.grant(ungranted(app, kind, MODELS[kind].model_validate(widened)), by="studio")
+    st.session_state[f"{key}:add_hosts"] = hosts
+    st.session_state[f"{key}:want"] = {**want, "config": json.dumps(widened, sort_keys=True)}
+
+
 def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: str | None) -> None:
     """What List tools or Try a tool asked for: the consent panel while it is ungranted, then done once."""
     state = st.session_state
@@ -778,13 +801,17 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
     config = MODELS[kind].model_validate(value)
     missing = ungranted(app, kind, config)
     if missing:
-        answer = consent_panel(key, missing)
+        offer = internal_hosts(config) if isinstance(config, HTTPToolSource) else []
+        answer = consent_panel(key, missing, offer)
         if answer is None:
             return
         state.pop(f"{key}:want", None)
         if answer == "cancel":
             st.info("Cancelled: nothing was granted, started or sent.")
             return
+        if offer and state.get(_b(key, "allow_internal")):
+            _grant_with_hosts(key, kind, value, offer, want)  # one grant, the form gets the hosts
+            st.rerun()
         app.store.grant(missing, by="studio")
     state.pop(f"{key}:want", None)
     state.pop(f"{key}:consent:shown", None)
