@@ -30,6 +30,24 @@ def short(value: Any, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+# a run of text in one script: CJK characters (with their punctuation), or anything else
+_SCRIPT_RUNS = re.compile(
+    r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]+[^A-Za-z]*|[^\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]+"
+)
+
+
+def in_language(text: str, language: str = "en") -> str:
+    """A description written in two languages (the example plugins': Chinese, then English),
+    cut to the part in `language` ("en" or "zh"); text in one language only, as it is."""
+    runs = [run.strip() for run in _SCRIPT_RUNS.findall(text) if run.strip()]
+    chinese = [run for run in runs if _CJK.search(run)]
+    other = [run for run in runs if not _CJK.search(run) and re.search(r"[A-Za-z]{2}", run)]
+    if not chinese or not other:
+        return text.strip()
+    return " ".join(chinese if language == "zh" else other)
+
+
 def reused_from(step: Step) -> str | None:
     """The run a re-run took this step over from (its id's first 8 characters), else None."""
     if not is_reused(step):

@@ -6,6 +6,7 @@ dragging and clicking nodes, is driven in a real browser in tests/e2e/test_canva
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -161,3 +162,19 @@ def test_json_view_exports_the_flow_with_its_layout_and_an_svg_picture():
     assert exported["name"] == "commute-weather" and "decision" in exported
     downloads = app.get("download_button")
     assert {d.proto.label for d in downloads} >= {"Export as JSON", "Picture (SVG)", "Picture (PNG)"}
+
+
+def test_the_palette_says_what_each_tool_does_in_the_studios_language_and_which_look_alike(monkeypatch):
+    """The example plugins describe themselves in Chinese, then English: the palette shows the
+    studio's language in full (English by default), and says which names look alike."""
+    monkeypatch.delenv("FLOWCALL_LANGUAGE", raising=False)
+    app = page("pages/flows.py")
+    widget(app.selectbox, "Flow").select("commute-weather").run()
+    captions = [shown(c.value) for c in app.caption]
+    day = next(c for c in captions if c.startswith("Get a city's weather for one day"))
+    assert "today's includes the current conditions" in day and not re.search(r"[\u4e00-\u9fff]", day)
+    assert "Not the same as get_weather: compare what each does." in captions
+    assert "Not the same as get_day_weather: compare what each does." in captions
+    monkeypatch.setenv("FLOWCALL_LANGUAGE", "zh")
+    app.run()
+    assert any(shown(c.value).startswith("获取城市某一天的天气预报") for c in app.caption)

@@ -18,6 +18,7 @@ FLOWCALL_QUEUE         the queue's name on that broker (default flowcall)
 FLOWCALL_REDELIVERY_S  a queued run taken by a worker that died goes to another after this long (default 300)
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
+FLOWCALL_LANGUAGE      the studio's language for text written in two languages: en (default) or zh
 OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
 DASHSCOPE_API_KEY, DASHSCOPE_BASE_URL the dashscope provider (and its compatible mode)
 OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY   any OpenAI-compatible server; the key is
@@ -40,6 +41,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]  # a clone's root; in an install
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE_FLOWS = EXAMPLES / "flows"
 EMBEDDED_MODEL_FILE = embedded_models.MODELS[embedded_models.DEFAULT].file
+
+
+def studio_language() -> str:
+    """FLOWCALL_LANGUAGE: which part of a two-language description the studio shows (en, zh)."""
+    return "zh" if os.environ.get("FLOWCALL_LANGUAGE", "").strip().lower().startswith("zh") else "en"
 
 
 def home() -> Path:

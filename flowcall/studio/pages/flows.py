@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from flowcall.core.config import model_label
+from flowcall.core.config import model_label, studio_language
 from flowcall.core.errors import ConfigError, NotFoundError
 from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
+from flowcall.rendering import in_language
 from flowcall.service.front import listed_tool
 from flowcall.studio import flowgraph as fg
 from flowcall.studio.canvas import canvas
@@ -234,9 +235,10 @@ def palette() -> None:
         if not items:
             continue
         st.caption(title)
+        names = [i["name"] for i in items]
         for item in sorted(items, key=lambda i: i["ref"])[:40]:
             shown += 1
-            tool_card(item, added=item["ref"] in on_canvas)
+            tool_card(item, added=item["ref"] in on_canvas, alike=alike_names(item["name"], names))
     if not shown:
         st.caption(
             "No tool matches." if query else "No tools yet: add a plugin, an MCP server or an HTTP source."
@@ -267,8 +269,22 @@ def model_buttons() -> None:
         st.rerun()
 
 
-def tool_card(item: dict[str, Any], *, added: bool) -> None:
-    """One tool in the palette: its name, source, what it costs, and a button that puts it on the canvas."""
+def alike_names(name: str, names: list[str]) -> list[str]:
+    """The other tools whose names are made of the same words, or of these words and more
+    (get_weather, get_day_weather): easy to mix up in a list."""
+    words = set(name.lower().split("_"))
+    return [
+        other
+        for other in names
+        if other != name
+        and (words <= set(other.lower().split("_")) or set(other.lower().split("_")) <= words)
+    ]
+
+
+def tool_card(item: dict[str, Any], *, added: bool, alike: list[str] | None = None) -> None:
+    """One tool in the palette: its name, source, what it does (in the studio's language), how it
+    differs from a tool named alike, what it costs, and a button that puts it on the canvas."""
+    said = in_language(item["description"], studio_language())
     with st.container(border=True):
         st.markdown(
             f"{'⚠️ ' if item['warnings'] else ''}**{md(item['name'])}** · {md(item['ref'].rsplit('/', 1)[0])}",
@@ -276,11 +292,13 @@ def tool_card(item: dict[str, Any], *, added: bool) -> None:
         )
         st.caption(
             md(
-                (fg._cut(item["description"], 90) + " · " if item["description"] else "")
+                (fg._cut(said, 160) + " · " if said else "")
                 + " · ".join(item["annotations"])
                 + f" · {item['tokens']} tokens"
             )
         )
+        if alike:  # the descriptions above say the difference; this says to read them
+            st.caption(md(f"Not the same as {', '.join(alike)}: compare what each does."))
         if st.button(
             "On the canvas" if added else "Add",
             key=key + "add:" + item["ref"],
