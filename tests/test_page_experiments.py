@@ -80,6 +80,8 @@ def test_an_experiment_runs_from_the_page_and_shows_its_results(saved: FlowCall)
 
     # a row per item: its question, the answer, the verdict and the expectation it missed, in words
     table = app.dataframe[0].value
+    widths = {name: c.get("width") for name, c in json.loads(app.dataframe[0].proto.columns).items()}
+    assert "large" not in widths.values(), widths  # every column fits the page, none cut at its edge
     assert list(table.columns) == [
         "item",
         "id",

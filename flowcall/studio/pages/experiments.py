@@ -109,10 +109,11 @@ def show_results(experiment: Experiment) -> None:
                 help="passed: every expectation met; failed: one was not; error: the run itself "
                 "did not succeed",
             ),
+            # medium, not large: every column fits the page's width, so none is cut off at its edge
             "failed expectations": st.column_config.TextColumn(
-                width="large", help="Each expectation the run did not meet, and why"
+                width="medium", help="Each expectation the run did not meet, and why (hover to read it all)"
             ),
-            "answer": st.column_config.TextColumn(width="large"),
+            "answer": st.column_config.TextColumn(width="medium"),
             "seconds": st.column_config.NumberColumn(format="%.2f", help="How long the run took"),
         },
     )
