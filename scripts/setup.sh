@@ -49,13 +49,30 @@ if [[ -z "${CMAKE_ARGS:-}" && $(uname -m) == x86_64 ]]; then
   done
   export CMAKE_ARGS
 fi
-step "installing Python packages (the first time, llama-cpp-python compiles: ~12 min on 2 cores)"
-.venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
-.venv/bin/python -m pip install --disable-pip-version-check --progress-bar on -r requirements.txt
+# pip's whole output goes to $PIP_LOG; the screen gets a line per package as it is fetched, built
+# and installed (build backends' warning blocks stay in the log), and the log's end if pip fails.
+PIP_LOG=.venv/pip.log
+pip_install() {
+  local status
+  set +e
+  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off "$@" 2>&1 \
+    | tee -a "$PIP_LOG" | grep --line-buffered -E '^(Collecting|ERROR)|^ *Building wheel for|^Successfully installed'
+  status=${PIPESTATUS[0]}
+  set -e
+  if ((status)); then
+    tail -n 30 "$PIP_LOG"
+    echo "error: pip install failed (exit $status); its whole output is in $PIP_LOG"
+    exit "$status"
+  fi
+}
+step "installing Python packages (the first time, llama-cpp-python compiles: ~12 min on 2 cores; log: $PIP_LOG)"
+: >"$PIP_LOG"
+pip_install -q --upgrade pip
+pip_install -r requirements.txt
 if ((WITH_TEST)); then
-  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar on -r requirements-dev.txt
+  pip_install -r requirements-dev.txt
 fi
-.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps -e .
+pip_install -q --no-deps -e .
 
 # --- the embedded model ----------------------------------------------------------------
 if [[ -z "${FLOWCALL_MODEL_PATH:-}" ]]; then
