@@ -18,7 +18,8 @@ from typing import Protocol
 
 class Watcher(Protocol):
     def started(self, kind: str, label: str) -> None:
-        """A step began: kind is model_call, polish or tool_call; label names the model or tools."""
+        """A step began: kind is model_call, polish or tool_call; label names the model or tools.
+        Heard again, without `ended` between, when a model call starts over (`restart`)."""
 
     def text(self, piece: str) -> None:
         """More of the text the running model step is writing."""
@@ -28,6 +29,7 @@ class Watcher(Protocol):
 
 
 _watcher: ContextVar[Watcher | None] = ContextVar("flowcall_watcher", default=None)
+_running: ContextVar[tuple[str, str] | None] = ContextVar("flowcall_running_step", default=None)
 
 
 @contextmanager
@@ -44,11 +46,13 @@ def watching(watcher: Watcher | None) -> Iterator[None]:
 def step(kind: str, label: str) -> Iterator[None]:
     """Used by the engine around one model call or one round of tool calls."""
     watcher = _watcher.get()
+    running = _running.set((kind, label))
     if watcher is not None:
         watcher.started(kind, label)
     try:
         yield
     finally:
+        _running.reset(running)
         if watcher is not None:
             watcher.ended()
 
@@ -58,6 +62,14 @@ def text(piece: str) -> None:
     watcher = _watcher.get()
     if watcher is not None and piece:
         watcher.text(piece)
+
+
+def restart() -> None:
+    """Used by a provider whose call starts over after some of its text was passed on (a stream
+    that broke off, tried again): the watcher hears the step start again, and drops that text."""
+    watcher, running = _watcher.get(), _running.get()
+    if watcher is not None and running is not None:
+        watcher.started(*running)
 
 
 def watched() -> bool:

@@ -5,6 +5,10 @@ Unlike the OpenAI SDK, DashScope does not raise on HTTP errors: it returns a res
 failures do raise (the SDK uses `requests`). The conversions are pure functions so they can be
 tested against recorded payloads; `call` is injectable so tests need no network.
 
+While someone watches the run, the call is streamed (`stream=True, incremental_output=True`):
+its text is shown as it comes, and the chunks are put together as the response the same call
+answers unstreamed (streamed.py), so the step recorded is the same.
+
 The SDK reads DASHSCOPE_HTTP_BASE_URL itself (e.g. https://dashscope-intl.aliyuncs.com/api/v1
 for the international region); `base_url` overrides it per provider.
 """
@@ -20,12 +24,14 @@ import dashscope
 import requests
 from dashscope.common.error import DashScopeException, TimeoutException
 
+from flowcall.core import progress
 from flowcall.core.errors import ErrorCode, ProviderError
 from flowcall.core.messages import ModelRequest, ModelTurn, Usage
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
 from flowcall.providers.openai_compat import message_to_wire, parse_tool_call, tool_choice_to_wire
 from flowcall.providers.retry import with_retries
+from flowcall.providers.streamed import Shown, dashscope_from_chunks, finish_reason
 
 StructuredMode = Literal["json_schema", "json_object"]
 
@@ -176,34 +182,27 @@ class DashScopeProvider:
         self._call = call or dashscope.Generation.call
 
     def complete(self, request: ModelRequest) -> ModelTurn:
+        """One call; streamed while someone watches the run (its text is passed on as it comes),
+        and recorded the same either way, but for `stream` and `incremental_output`."""
         wire = build_request(request, self.model, self.structured)
+        if progress.watched():
+            wire.update(stream=True, incremental_output=True)
         extra: dict[str, Any] = {"api_key": self._api_key, "request_timeout": self.timeout_s}
         if self.base_url:
             extra["base_address"] = self.base_url
         # recorded and shown without user:password (DASHSCOPE_HTTP_BASE_URL may hold them)
         recorded = {**redact(wire), "base_url": redact_url(self.base_url or dashscope.base_http_api_url)}
         retries: list[dict[str, Any]] = []
-        latency_ms = 0.0
+        latency_ms, shown = 0.0, Shown()
 
         def attempt() -> dict[str, Any]:
             nonlocal latency_ms
+            shown.again()
             started = time.perf_counter()
             try:
-                response = self._call(**wire, **extra)
-            except (requests.exceptions.RequestException, TimeoutException) as exc:
-                raise ProviderError(
-                    f"could not reach DashScope at {recorded['base_url']} ({redact_text(str(exc))})",
-                    transient=True,
-                ) from exc
-            except DashScopeException as exc:
-                message = f"the DashScope SDK refused the call: {type(exc).__name__}: {redact_text(str(exc))}"
-                raise ProviderError(message) from exc
+                return self._request({**wire, **extra}, shown.show, recorded["base_url"])
             finally:
                 latency_ms = (time.perf_counter() - started) * 1000
-            data = response_to_dict(response)
-            if data.get("status_code") != 200:
-                raise error_from_response(data, model=self.model)
-            return data
 
         try:
             data = with_retries(attempt, retries)
@@ -215,3 +214,78 @@ class DashScopeProvider:
         turn.latency_ms = round(latency_ms, 1)
         turn.retries = retries
         return turn
+
+    def _request(
+        self, arguments: dict[str, Any], show: Callable[[str], None], base_url: str
+    ) -> dict[str, Any]:
+        """One request: the response's data (put together from its chunks when streamed), or a
+        ProviderError: the SDK's network errors are transient, a non-200 answer is mapped."""
+        try:
+            if arguments.get("stream"):
+                data = self._streamed(arguments, show, base_url)
+            else:
+                data = response_to_dict(self._call(**arguments))
+        except (requests.exceptions.RequestException, TimeoutException) as exc:
+            raise ProviderError(
+                f"could not reach DashScope at {base_url} ({redact_text(str(exc))})", transient=True
+            ) from exc
+        except DashScopeException as exc:
+            message = f"the DashScope SDK refused the call: {type(exc).__name__}: {redact_text(str(exc))}"
+            raise ProviderError(message) from exc
+        if data.get("status_code") != 200:
+            raise error_from_response(data, model=self.model)
+        return data
+
+    def _streamed(
+        self, arguments: dict[str, Any], show: Callable[[str], None], base_url: str
+    ) -> dict[str, Any]:
+        """A streamed request (the SDK sends the request when its generator is first read): each
+        piece of text shown as it comes, the chunks put together as the unstreamed response
+        (streamed.py). A first answer that is an error is returned as it is, to be mapped as an
+        unstreamed one; an error or a broken connection after the first chunk is a ProviderError
+        saying how far the stream came (transient when trying again may help)."""
+        chunks: list[dict[str, Any]] = []
+        written = 0
+        try:
+            for response in self._call(**arguments):
+                data = response_to_dict(response)
+                if data.get("status_code") != 200:
+                    if not chunks:
+                        return data
+                    raise _stopped(error_from_response(data, model=self.model), len(chunks), written)
+                chunks.append(data)
+                piece = chunk_text(data)
+                written += len(piece)
+                show(piece)
+        except (requests.exceptions.RequestException, TimeoutException) as exc:
+            if not chunks:
+                raise
+            broken = ProviderError(f"the connection broke off ({redact_text(str(exc))})", transient=True)
+            raise _stopped(broken, len(chunks), written) from exc
+        if not chunks:
+            raise ProviderError(
+                f"DashScope at {base_url} answered a streamed request with no chunk", transient=True
+            )
+        data = dashscope_from_chunks(chunks)
+        if finish_reason(data) is None:
+            raise _stopped(ProviderError("no finish reason came", transient=True), len(chunks), written)
+        return data
+
+
+def chunk_text(data: dict[str, Any]) -> str:
+    """The text one incremental chunk adds (result_format="message")."""
+    choices = (data.get("output") or {}).get("choices") or [{}]
+    content = (choices[0].get("message") or {}).get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _stopped(error: ProviderError, chunks: int, written: int) -> ProviderError:
+    """`error`, said of a stream that stopped after `chunks` chunks."""
+    return ProviderError(
+        f"DashScope stopped in the middle of its answer, after {chunks} chunks ({written} characters "
+        f"of text): {error.message}",
+        code=error.code,
+        transient=error.transient,
+        status=error.status,
+        request_id=error.request_id,
+    )

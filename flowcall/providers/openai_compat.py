@@ -12,16 +12,18 @@ import functools
 import json
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import openai
 
-from flowcall.core import config
+from flowcall.core import config, progress
 from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.providers import NotConfigured
 from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
+from flowcall.providers.openai_stream import streamed_completion
 from flowcall.providers.retry import with_retries
+from flowcall.providers.streamed import Shown
 
 DASHSCOPE_COMPATIBLE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 DEFAULT_TIMEOUT_S = 60.0
@@ -287,6 +289,7 @@ class OpenAICompatibleProvider:
         self.model = model
         self.name = name
         self.no_key_reason = no_key_reason  # why a key that is set was not sent: told on a 401
+        self.stream_options = True  # ask for the usage at a stream's end, until the server refuses
         self.capabilities = capabilities or FULL_CAPABILITIES.model_copy(deep=True)
         if client is None:
             try:
@@ -301,45 +304,63 @@ class OpenAICompatibleProvider:
         self.base_url = redact_url(str(getattr(client, "base_url", base_url) or "").rstrip("/")) or ""
 
     def complete(self, request: ModelRequest) -> ModelTurn:
+        """One call; streamed while someone watches the run (its text is passed on as it comes),
+        and recorded the same either way, but for `stream` in the request."""
         wire = build_request(request, self.model)
-        recorded = {**redact(wire), "base_url": self.base_url}
+        if progress.watched():
+            wire["stream"] = True
+            if self.stream_options:
+                wire["stream_options"] = {"include_usage": True}
         retries: list[dict[str, Any]] = []
-        latency_ms = 0.0
+        latency_ms, shown = 0.0, Shown()
 
-        def attempt() -> Any:
+        def attempt() -> tuple[dict[str, Any], str | None]:
             nonlocal latency_ms
+            shown.again()
             started = time.perf_counter()
             try:
-                response = self.client.chat.completions.create(**wire)
-            except openai.OpenAIError as exc:
-                raise error_from_exception(
-                    exc,
-                    provider=self.name,
-                    model=self.model,
-                    base_url=self.base_url,
-                    no_key_reason=self.no_key_reason,
-                ) from exc
-            except ValueError as exc:  # json.JSONDecodeError: a 200 whose JSON body is broken
-                raise ProviderError(
-                    f"{self.name} at {self.base_url} answered with a body that is not valid JSON ({exc}); "
-                    "is it an OpenAI-compatible server, and does the base URL end in /v1?"
-                ) from exc
+                return self._call(wire, shown.show)
             finally:
                 latency_ms = (time.perf_counter() - started) * 1000
-            return _completion_data(response, self.name, self.base_url)
 
         try:
-            response = with_retries(attempt, retries)
-        except ProviderError as exc:
-            exc.details.update(wire_request=recorded, retries=retries)  # so the failed step keeps them
+            data, request_id = with_retries(attempt, retries)
+        except ProviderError as exc:  # so the failed step keeps what was sent and tried
+            exc.details.update(wire_request={**redact(wire), "base_url": self.base_url}, retries=retries)
             raise
-        data, request_id = response
         turn = parse_response(data)
-        turn.wire_request = recorded
+        turn.wire_request = {**redact(wire), "base_url": self.base_url}
         turn.request_id = request_id or turn.request_id
         turn.latency_ms = round(latency_ms, 1)
         turn.retries = retries
         return turn
+
+    def _call(self, wire: dict[str, Any], show: Callable[[str], None]) -> tuple[dict[str, Any], str | None]:
+        """One request: the completion's data and its request id, or a ProviderError. A
+        streamed request that the server answers unstreamed is made again unstreamed."""
+        create = self.client.chat.completions.create
+        try:
+            if wire.get("stream"):
+                streamed = streamed_completion(create, wire, show, self.name, self.base_url)
+                self.stream_options = self.stream_options and "stream_options" in wire
+                if streamed is not None:
+                    return streamed
+                wire.pop("stream", None)
+            response = create(**wire)
+        except openai.OpenAIError as exc:
+            raise error_from_exception(
+                exc,
+                provider=self.name,
+                model=self.model,
+                base_url=self.base_url,
+                no_key_reason=self.no_key_reason,
+            ) from exc
+        except ValueError as exc:  # json.JSONDecodeError: a 200 whose JSON body is broken
+            raise ProviderError(
+                f"{self.name} at {self.base_url} answered with a body that is not valid JSON ({exc}); "
+                "is it an OpenAI-compatible server, and does the base URL end in /v1?"
+            ) from exc
+        return _completion_data(response, self.name, self.base_url)
 
 
 # ---------------------------------------------------------------- factories

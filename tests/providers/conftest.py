@@ -1,4 +1,5 @@
-"""Shared test helpers for providers: recorded payloads, a neutral request, a fake HTTP server."""
+"""Shared test helpers for providers: recorded payloads, a neutral request, a fake HTTP server
+(which answers with JSON, or with a stream of Server-Sent Events that may break off)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from flowcall.core.messages import Message, ModelRequest, ToolCall, ToolSpec
+from flowcall.testing.fake_server import send_events
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -77,6 +79,15 @@ def weather_request() -> ModelRequest:
 
 
 @dataclass
+class Streamed:
+    """A scripted answer sent as a text/event-stream: each event's raw text, an HTTP chunk each;
+    with `drop_after`, the connection is cut after that many events."""
+
+    events: list[str]
+    drop_after: int | None = None
+
+
+@dataclass
 class FakeServer:
     """Answers POSTs from a script of (status, json body, headers); the last entry repeats.
     Every request is kept (path, lower-cased headers, parsed body) so tests can check what was sent."""
@@ -104,6 +115,9 @@ def fake_server() -> Iterator[FakeServer]:
             body = json.loads(raw or b"null")
             server.requests.append({"path": self.path, "headers": sent_headers, "body": body})
             status, answer, headers = server.next_response()
+            if isinstance(answer, Streamed):
+                send_events(self, answer.events, drop_after=answer.drop_after)
+                return
             payload = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
