@@ -4,8 +4,9 @@ a chat completion, so any OpenAI client can use a flow.
 The flow's own tools run inside FlowCall; they are never returned as `tool_calls`. The run's
 id comes back in the X-FlowCall-Run-Id header, to open it in the inspector.
 
-With `stream: true` the answer comes as `chat.completion.chunk` events once the polish model
-has written it (the steps before it show as SSE comments, which clients skip)."""
+With `stream: true` the answer comes as `chat.completion.chunk` events: a text answer from the
+polish model as the model writes it, any other answer when the run ends (LiveAnswer says why).
+The steps show as SSE comments, which clients skip."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from starlette.responses import JSONResponse, StreamingResponse
 from flowcall.api.access import Caller
 from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, INVALID_ARGUMENT, ApiError, error_body
-from flowcall.api.running import steps_then_run, wait_for
+from flowcall.api.running import Written, steps_then_run, wait_for
 from flowcall.api.runs import _startable
 from flowcall.core.steps import ChatTurn, Run, RunStatus, Step
+from flowcall.engine.final_answer import settled_text
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 RUN_ID_HEADER = "X-FlowCall-Run-Id"
@@ -83,8 +85,9 @@ async def chat_completions(
             run_id=run_id,
             context=context,
         )
+        live = LiveAnswer(flow.polish is not None and not flow.polish.output_schema)
         return StreamingResponse(
-            _chunks(api, who, work, body.model, run_id),
+            _chunks(api, who, work, body.model, run_id, live),
             media_type="text/event-stream",
             headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -213,12 +216,49 @@ def _chunk(run_id: str, model: str, delta: dict[str, Any], finish: str | None = 
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: str) -> Any:
+class LiveAnswer:
+    """Which of the text a run's models write is its answer, sent as content as it comes.
+
+    Only a text answer from the polish model (`live`) is sent while it is written: that text
+    becomes the answer with FlowCall's internal labels taken out and maybe a line added at its
+    end, and final_answer.settled_text says how much of it is sure so far. All else waits for
+    the run's end: a decision model's text may turn out to be a call (the embedded model's
+    <tool_call> markup, or words before a native call) and, with no polish model, is the
+    answer only once the run ends without another tool call; a structured answer is parsed,
+    checked against its schema (asked again if it fails) and written out anew. What was not
+    sent by the run's end is sent then, so the content sent adds up to the answer exactly."""
+
+    def __init__(self, live: bool) -> None:
+        self.live, self.sent, self.written, self.step = live, "", "", 0
+
+    def piece(self, item: Written) -> str:
+        """The content to send now for this piece of text ("" for none yet)."""
+        if not self.live or item.kind != "polish":
+            return ""
+        if item.again or item.step != self.step:  # a call that started over, or another step
+            self.written, self.step = "", item.step
+        self.written += item.text
+        settled = settled_text(self.written)
+        if len(settled) <= len(self.sent) or not settled.startswith(self.sent):
+            return ""
+        new, self.sent = settled[len(self.sent) :], settled
+        return new
+
+    def rest(self, answer: str) -> str | None:
+        """What is left to send of the run's answer; None if what was sent is not how it
+        begins (a call that started over and wrote something else: it cannot be taken back)."""
+        return answer[len(self.sent) :] if answer.startswith(self.sent) else None
+
+
+async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: str, live: LiveAnswer) -> Any:
     try:
         yield _chunk(run_id, model, {"role": "assistant", "content": ""})
         run = None
-        async for item in steps_then_run(work):
-            if item is None or isinstance(item, Step):
+        async for item in steps_then_run(work, written=True):
+            if isinstance(item, Written):
+                if content := live.piece(item):
+                    yield _chunk(run_id, model, {"content": content})
+            elif item is None or isinstance(item, Step):
                 yield f": {'step ' + str(item.seq) + ' ' + str(item.kind) if item else 'keep-alive'}\n\n"
             else:
                 run = item
@@ -227,9 +267,16 @@ async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: s
         except ApiError as exc:
             yield f"data: {json.dumps(error_body(exc.code, exc.message, run_id=run_id))}\n\n"
             return
-        text = answer_text(run)
-        for start in range(0, len(text), 200):
-            yield _chunk(run_id, model, {"content": text[start : start + 200]})
+        rest = live.rest(answer_text(run))
+        if rest is None:
+            message = (
+                "the model started its answer over after part of it was sent, and wrote it "
+                f"otherwise; read the whole answer with GET /v1/runs/{run_id}"
+            )
+            yield f"data: {json.dumps(error_body('STREAM_DIVERGED', message, run_id=run_id))}\n\n"
+            return
+        for start in range(0, len(rest), 200):
+            yield _chunk(run_id, model, {"content": rest[start : start + 200]})
         yield _chunk(run_id, model, {}, "stop")
         yield "data: [DONE]\n\n"
     except Exception as exc:  # noqa: BLE001 - the stream has started: the error goes in it

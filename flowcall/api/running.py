@@ -1,5 +1,6 @@
 """Runs started from a request: the run goes on in a thread of its own (a model call blocks),
-and the request waits for it, streams its steps, or answers with its id once it waits too long.
+and the request waits for it, streams its steps (and the text its models write, as they write
+it), or answers with its id once it waits too long.
 A run never depends on its request: a client that goes away leaves a run that ends as it would
 have, recorded, to read with GET /v1/runs/{id}."""
 
@@ -8,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
 
+from flowcall.core import progress
 from flowcall.core.steps import Run, RunStatus, Step, waiting_calls
 
 _RUNS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="flowcall-api-run")
@@ -30,14 +33,60 @@ async def wait_for(work: Callable[[], Run], wait_s: float) -> Run | None:
         return None
 
 
-async def steps_then_run(work: Callable[[Callable[[Step], None]], Run]) -> AsyncIterator[Step | Run | None]:
+@dataclass(frozen=True)
+class Written:
+    """A piece of the text a model step is writing, as it comes: `step` is the number its
+    record will have, `kind` model_call or polish. `again`: the step's call started over (a
+    stream that broke off, tried again), so the text it had so far is void."""
+
+    step: int
+    kind: str
+    text: str
+    again: bool = False
+
+
+class Relay:
+    """A progress.Watcher in the run's thread: each piece of a model step's text, and each step
+    record, handed to `post` in the order they happen."""
+
+    def __init__(self, post: Callable[[Any], None]) -> None:
+        self.post, self.last_seq, self.kind, self.open = post, 0, "", False
+
+    def recorded(self, step: Step) -> None:
+        self.last_seq = step.seq
+        self.post(step)
+
+    def started(self, kind: str, label: str) -> None:
+        if self.open and kind == self.kind:  # the call started over (progress.restart)
+            self.post(Written(self.last_seq + 1, kind, "", again=True))
+        self.kind, self.open = kind, True
+
+    def text(self, piece: str) -> None:
+        self.post(Written(self.last_seq + 1, self.kind, piece))
+
+    def ended(self) -> None:
+        self.open = False
+
+
+async def steps_then_run(
+    work: Callable[[Callable[[Step], None]], Run], *, written: bool = False
+) -> AsyncIterator[Step | Run | Written | None]:
     """Each step as `work` commits it, then the run; None now and then while nothing happens
-    (for a keep-alive). An exception from `work` is raised here."""
+    (for a keep-alive). With `written`, the run is watched, and the text its models write
+    comes too, piece by piece (Written), before the step's record. An exception from `work`
+    is raised here."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Step] = asyncio.Queue()
-    future = loop.run_in_executor(
-        _RUNS, lambda: work(lambda step: loop.call_soon_threadsafe(queue.put_nowait, step))
-    )
+    queue: asyncio.Queue[Step | Written] = asyncio.Queue()
+
+    def post(item: Step | Written) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def watched() -> Run:
+        relay = Relay(post)
+        with progress.watching(relay):
+            return work(relay.recorded)
+
+    future = loop.run_in_executor(_RUNS, watched if written else lambda: work(post))
     while True:
         getter = asyncio.ensure_future(queue.get())
         done, _ = await asyncio.wait(

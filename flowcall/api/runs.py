@@ -1,5 +1,6 @@
 """Flows and runs over REST: list, export and import flows; start a run (waiting for it,
-streaming its steps as Server-Sent Events, or on the workers); read, resume and cancel runs."""
+streaming its steps and its models' text as Server-Sent Events, or on the workers); read,
+resume and cancel runs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from flowcall.api.access import Caller
 from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, FORBIDDEN, ApiError
-from flowcall.api.running import in_thread, run_summary, sse, status_code, steps_then_run, wait_for
+from flowcall.api.running import Written, in_thread, run_summary, sse, status_code, steps_then_run, wait_for
 from flowcall.core.errors import ConfigError
 from flowcall.core.spec import parse_flow
 from flowcall.core.steps import Run, Step
@@ -29,7 +30,9 @@ class RunRequest(BaseModel):
     question: str = Field(min_length=1, max_length=20_000)
     version: int | None = Field(default=None, ge=1, description="A version of the flow; default: the latest.")
     stream: bool = Field(
-        default=False, description="Server-Sent Events: each step as it commits, then the run."
+        default=False,
+        description="Server-Sent Events: the text each model writes as it writes it, each step as "
+        "it commits, then the run.",
     )
     queue: bool = Field(default=False, description="Hand the run to the workers (a broker must be set).")
 
@@ -213,11 +216,19 @@ async def _answer(
     return JSONResponse(run_summary(run), status_code=status_code(run))
 
 
+def _again(written: Written) -> dict[str, bool]:
+    return {"again": True} if written.again else {}
+
+
 async def _events(api: ApiContext, who: Caller, work: Any) -> Any:
+    """The run's events: `text` as a model writes (from this server's own runs; a run on the
+    workers sends its steps only), `step` as each step commits, then `run`; or `error`."""
     try:
-        async for item in steps_then_run(work):
+        async for item in steps_then_run(work, written=True):
             if item is None:
                 yield ": keep-alive\n\n"
+            elif isinstance(item, Written):
+                yield sse("text", {"step": item.step, "kind": item.kind, "text": item.text, **_again(item)})
             elif isinstance(item, Step):
                 yield sse("step", item.model_dump(mode="json"))
             else:

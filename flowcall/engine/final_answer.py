@@ -227,6 +227,25 @@ def _without_labels(text: str) -> str:
     return cleaned.strip() if cleaned != text else text
 
 
+def settled_text(written: str) -> str:
+    """The part of a polish model's text, as written so far, that the run's text answer surely
+    begins with, whatever the model writes next: labels taken out as `_without_labels` takes
+    them out, less what may still change. Held back are a tail that may be the start of a
+    label, and white space at the end (the answer's end is stripped before a line is added).
+    A text that begins with white space is held whole: it is stripped only if a label comes."""
+    if not written or written[0].isspace():
+        return ""
+    cleaned = written
+    for label in INTERNAL_LABELS:
+        cleaned = re.sub(re.escape(label) + r"\s*", "", cleaned, flags=re.IGNORECASE)
+    lower = cleaned.lower()
+    begun = max(
+        (n for label in INTERNAL_LABELS for n in range(1, len(label)) if lower.endswith(label[:n].lower())),
+        default=0,
+    )
+    return cleaned[: len(cleaned) - begun].rstrip()
+
+
 def without_labels(value: Any) -> Any:
     """A structured answer with no internal label left in its strings."""
     if isinstance(value, str):

@@ -4,9 +4,10 @@ beside the other test doubles (testing.py) so both use the same one.
 
 It is a pure function of the request, like the schema-driven model: offered tools and no tool
 result yet, it calls the first tool with arguments made from its schema (each string argument
-is the question), after a `preamble` if it has one; otherwise it answers with the last tool
-result it saw. Any number of requests are served at once, each in its own thread, so N workers
-waiting on it wait in parallel.
+is the question), after a `preamble` if it has one; asked for JSON against a schema, it
+answers with a value made from the schema; otherwise with the last tool result it saw. Any
+number of requests are served at once, each in its own thread, so N workers waiting on it
+wait in parallel.
 
 Asked to `stream`, it sends the same completion as Server-Sent Events, as OpenAI does
 (completion_chunks): the text a word a chunk, each call's arguments in pieces, the usage last
@@ -55,6 +56,9 @@ def answer(body: dict[str, Any], preamble: str | None = None) -> dict[str, Any]:
         ]
         message["content"] = preamble
         finish = "tool_calls"
+    elif schema := ((body.get("response_format") or {}).get("json_schema") or {}).get("schema"):
+        message["content"] = json.dumps(example_for(schema), ensure_ascii=False)
+        finish = "stop"
     else:
         message["content"] = f"answer: {results[-1]}" if results else f"answer to: {question}"
         finish = "stop"
@@ -71,9 +75,9 @@ def answer(body: dict[str, Any], preamble: str | None = None) -> dict[str, Any]:
 
 def completion_chunks(completion: dict[str, Any], *, usage: bool = True) -> list[dict[str, Any]]:
     """A chat completion as OpenAI streams it (`chat.completion.chunk`s): the role (with content
-    null before calls), the content a word a chunk, each tool call's id and name with the first piece of its arguments and the
-    rest 8 characters a chunk, the finish reason, and with `usage` a last chunk with the usage
-    and no choice (what `stream_options: {"include_usage": true}` asks for)."""
+    null before calls), the content a word a chunk, each tool call's id and name with the first
+    piece of its arguments and the rest 8 characters a chunk, the finish reason, and with
+    `usage` a last chunk with the usage and no choice (`stream_options.include_usage`)."""
     head = {key: completion[key] for key in ("id", "created", "model") if key in completion}
     choice = completion["choices"][0]
     message = choice.get("message") or {}
