@@ -45,6 +45,8 @@ INTERNAL_LABELS = (
     "Parts of the question no tool did:",
     "Actions done by tools: none.",
 )
+CALL_TAG = "<tool_call>"  # a call the embedded model writes as text: the answer is the text before it
+LONGEST_REPEAT = 400  # characters of a block written back to back that a streamed answer holds back
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 # how an undone part's reason reads, in the words the answer's last line uses
@@ -230,20 +232,47 @@ def _without_labels(text: str) -> str:
 def settled_text(written: str) -> str:
     """The part of a polish model's text, as written so far, that the run's text answer surely
     begins with, whatever the model writes next: labels taken out as `_without_labels` takes
-    them out, less what may still change. Held back are a tail that may be the start of a
-    label, and white space at the end (the answer's end is stripped before a line is added).
-    A text that begins with white space is held whole: it is stripped only if a label comes."""
+    them out, less all that may still change (_before, _unechoed). A text that begins with
+    white space is held whole: it is stripped only if a label comes."""
     if not written or written[0].isspace():
         return ""
-    cleaned = written
+    cleaned = _unechoed(_before(written, CALL_TAG))
     for label in INTERNAL_LABELS:
         cleaned = re.sub(re.escape(label) + r"\s*", "", cleaned, flags=re.IGNORECASE)
-    lower = cleaned.lower()
-    begun = max(
-        (n for label in INTERNAL_LABELS for n in range(1, len(label)) if lower.endswith(label[:n].lower())),
-        default=0,
-    )
-    return cleaned[: len(cleaned) - begun].rstrip()
+    return _before(cleaned, *INTERNAL_LABELS).rstrip()  # the end is stripped before a line is added
+
+
+def _before(text: str, *marks: str) -> str:
+    """`text` up to the first of `marks`, less a tail that may be the start of one."""
+    for mark in marks:
+        text = re.split(re.escape(mark), text, flags=re.IGNORECASE)[0]
+    tail = text[-max(map(len, marks)) :].lower()
+    begun = max((n for m in marks for n in range(1, len(m)) if tail.endswith(m[:n].lower())), default=0)
+    return text[: len(text) - begun]
+
+
+def _unechoed(text: str) -> str:
+    """`text` less a tail that repeats what stands a block before it: the embedded model,
+    stopped in a loop, keeps the first copy of the block and drops the rest (repetition.py)."""
+    echoed = 0
+    for block in range(1, min(LONGEST_REPEAT, len(text) - 1) + 1):
+        if len(text) - block <= echoed:
+            break
+        echoed = max(echoed, _echo(text, block))
+    return text[: len(text) - echoed]
+
+
+def _echo(text: str, block: int) -> int:
+    """How many characters at the end of `text` are the same as those `block` before them."""
+    n, same = len(text), 0
+    while (
+        same + 2 * block <= n
+        and text[n - same - block : n - same] == text[n - same - 2 * block : n - same - block]
+    ):
+        same += block
+    while same + block < n and text[n - 1 - same] == text[n - 1 - same - block]:
+        same += 1
+    return same
 
 
 def without_labels(value: Any) -> Any:
