@@ -27,16 +27,19 @@ def streamed_completion(
     base_url: str,
 ) -> tuple[dict[str, Any], str | None] | None:
     """The completion's data and request id, from a request with `stream` in `wire`. A server
-    that rejects stream_options (HTTP 400 or 422) is asked again without it, and it is taken
-    out of `wire` (so the record says what was sent). None when the server answered with no
+    that rejects stream_options (HTTP 400 or 422) is asked again without it; if that works, it
+    is taken out of `wire` (so the record says what was sent). None when the server answered with no
     chunk at all (it ignores `stream`): then the request is to be made unstreamed."""
     try:
         stream = create(**wire)
     except openai.APIStatusError as exc:
         if exc.status_code not in (400, 422) or "stream_options" not in wire:
             raise
-        del wire["stream_options"]  # a server that knows no stream_options: no usage, maybe
-        stream = create(**wire)
+        try:  # a server that knows no stream_options (it then may send no usage)
+            stream = create(**{key: value for key, value in wire.items() if key != "stream_options"})
+        except openai.APIStatusError:
+            raise exc from None  # refused without it too: the error of the request as recorded
+        del wire["stream_options"]
     chunks = read_stream(stream, show, provider, base_url)
     if not chunks:
         wire.pop("stream_options", None)

@@ -164,6 +164,16 @@ def test_a_server_that_refuses_stream_options_is_asked_without(fake_server, reco
     assert "stream_options" not in fake_server.requests[2]["body"]
 
 
+def test_a_request_refused_for_another_reason_keeps_its_own_error(fake_server, recorded, weather_request):
+    fake_server.answer((400, recorded("openai_error_400")))
+    provider = openai_provider(fake_server)
+    with pytest.raises(ProviderError) as caught:
+        watched(provider, weather_request)
+    assert caught.value.status == 400 and "does not exist" in caught.value.message
+    assert [("stream_options" in r["body"]) for r in fake_server.requests] == [True, False]
+    assert "stream_options" in caught.value.details["wire_request"] and provider.stream_options
+
+
 def test_a_server_that_does_not_stream_is_asked_again_unstreamed(fake_server, recorded, weather_request):
     fake_server.answer((200, recorded("openai_plain_content")))  # JSON, even to a streamed request
     turn, watcher = watched(openai_provider(fake_server), weather_request)
