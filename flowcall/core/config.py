@@ -189,6 +189,19 @@ def local_timeout_s() -> float:
     return seconds
 
 
+def decoding() -> str:
+    """FLOWCALL_DECODING: how the local model writes at temperature 0. "fast" (the default)
+    appends the tokens a JSON Schema forces without a choice of the model's (providers/
+    fast_decoding.py); "draft" also guesses copied tokens from the prompt and checks them in one
+    pass; "plain" writes one token per pass, as llama-cpp-python does."""
+    value = os.environ.get("FLOWCALL_DECODING", "").strip().lower() or "fast"
+    if value not in ("fast", "draft", "plain"):
+        from flowcall.core.errors import ConfigError
+
+        raise ConfigError(f"FLOWCALL_DECODING must be fast, draft or plain, not {value!r}")
+    return value
+
+
 def plugin_dirs() -> list[Path]:
     dirs = [EXAMPLES / "plugins"]
     extra = os.environ.get("FLOWCALL_PLUGIN_DIRS", "")

@@ -12,7 +12,9 @@ the full schema (tools/execute.py, engine._structured) before anything uses it:
   `^1\\d{10}$` (a phone number) became the literal `1\\d1\\d…`, which llama.cpp cannot parse,
   and `^\\d{4}-\\d{2}$` a grammar that forces wrong text. `\\d` and `\\w` are rewritten as the
   character classes they stand for, an escaped punctuation mark as a one-character class;
-  a pattern with any other escape is left out of the grammar.
+  a pattern with any other escape is left out of the grammar;
+- groups that open with `(?` (non-capturing groups, lookarounds, flags): the converter stops
+  on them with an AssertionError, so such a pattern is left out of the grammar too.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ _QUANTIFIER = re.compile(r"\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
 
 def grammar_pattern(pattern: str) -> str | None:
     """`pattern` as llama.cpp's converter reads it right, or None where it cannot."""
+    if "(?" in pattern:  # groups with flags, lookarounds, (?:…): the converter asserts on them
+        return None
     out, inside, i = [], False, 0
     while i < len(pattern):
         char = pattern[i]

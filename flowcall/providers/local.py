@@ -22,8 +22,10 @@ from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, U
 from flowcall.core.tool_calls import new_call_id, parse_tool_calls
 from flowcall.providers import local_model
 from flowcall.providers.base import Capabilities
+from flowcall.providers.fast_decoding import FastDecoder, completion
 from flowcall.providers.grammar_gate import GreedyGrammar
 from flowcall.providers.grammar_schema import grammar_schema
+from flowcall.providers.json_constraint import ConstraintUnavailable, JsonConstraint
 from flowcall.providers.prefix_cache import CHUNK, DiskStates, PrefixCache
 from flowcall.providers.repetition import LoopStop
 
@@ -240,7 +242,8 @@ class LocalProvider:
         prompt = self.render(request) + (request.assistant_prefix or "")
         if request.score_options:
             return self._score(request, prompt)
-        grammar, gate = self._grammar(request)
+        fast, constraint, fallback = self._fast_way(request)
+        grammar, gate = (None, None) if fast else self._grammar(request)
         wire = {
             **asked(request),
             "prompt": prompt,
@@ -248,17 +251,33 @@ class LocalProvider:
             "temperature": request.temperature,
             "seed": request.seed,
             "stop": _STOP,
+            "decoding": config.decoding() if fast else "plain",
             "grammar_from_json_schema": request.response_format.json_schema
             if request.response_format
             else None,
         }
         started = time.perf_counter()
         try:
-            out, looping = self._generate(request, prompt, grammar, gate)
+            out, looping = self._generate(request, prompt, grammar, gate, constraint if fast else None, fast)
+            if fallback:
+                out["decoding"] = {"way": "plain", "why": fallback}
         finally:
             if gate:
                 gate.close()
         return self._turn(request, prompt, wire, out, looping, (time.perf_counter() - started) * 1000)
+
+    def _fast_way(self, request: ModelRequest) -> tuple[bool, JsonConstraint | None, str | None]:
+        """Whether this call is written by fast_decoding (greedy calls only: a draft or a forced
+        span is the greedy pick, not a sample), with its schema's constraint; and, when a
+        schema keeps it on the plain path, why (the step's record says so)."""
+        if config.decoding() == "plain" or request.temperature:
+            return False, None, None
+        if request.response_format is None:
+            return True, None, None
+        try:
+            return True, JsonConstraint(self.llm, request.response_format.json_schema), None
+        except ConstraintUnavailable as exc:
+            return False, None, f"written one token per pass with llama.cpp's grammar: {exc}"
 
     def _grammar(self, request: ModelRequest) -> tuple[Any, Any]:
         """The response_format's grammar, and the gate that applies it greedily (or None)."""
@@ -280,7 +299,9 @@ class LocalProvider:
                 code=ErrorCode.PROVIDER_ERROR,
             ) from exc
 
-    def _generate(self, request: ModelRequest, prompt: str, grammar: Any, gate: Any) -> tuple[dict, LoopStop]:
+    def _generate(
+        self, request: ModelRequest, prompt: str, grammar: Any, gate: Any, constraint: Any, fast: bool
+    ) -> tuple[dict, LoopStop]:
         """The completion, bounded by FLOWCALL_LOCAL_TIMEOUT_S (counted from when the model is
         ours, not while queued) and stopped when it loops."""
         import llama_cpp
@@ -304,17 +325,11 @@ class LocalProvider:
                 )  # a loaded state brings its own
                 looping = LoopStop(len(tokens), prompt, self._text)
                 watch = [too_long, looping] + ([self._streamer(len(tokens))] if progress.watched() else [])
-                out = self.llm.create_completion(
-                    prompt=tokens,
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    seed=request.seed,
-                    stop=_STOP,
-                    grammar=None if gate else grammar,
-                    logits_processor=[gate] if gate else None,
-                    repeat_penalty=1.0,
-                    stopping_criteria=llama_cpp.StoppingCriteriaList(watch),
-                )
+                watching = llama_cpp.StoppingCriteriaList(watch)
+                if fast:
+                    out = self._write_fast(tokens, request.max_tokens, constraint, watching)
+                else:
+                    out = self._write_plain(request, tokens, grammar, gate, watching)
                 out["timings"] = self._timings()
         except ValueError as exc:  # e.g. the prompt is longer than the context window
             raise ProviderError(
@@ -329,6 +344,31 @@ class LocalProvider:
                 code=ErrorCode.PROVIDER_ERROR,
             )
         return out, looping
+
+    def _write_plain(
+        self, request: ModelRequest, tokens: list[int], grammar: Any, gate: Any, watch: Any
+    ) -> dict:
+        """One token per pass, by llama-cpp-python (sampling, FLOWCALL_DECODING=plain)."""
+        return self.llm.create_completion(
+            prompt=tokens,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            seed=request.seed,
+            stop=_STOP,
+            grammar=None if gate else grammar,
+            logits_processor=[gate] if gate else None,
+            repeat_penalty=1.0,
+            stopping_criteria=watch,
+        )
+
+    def _write_fast(self, tokens: list[int], max_tokens: int | None, constraint: Any, watch: Any) -> dict:
+        way = config.decoding()
+        decoded = FastDecoder(self.llm, constraint=constraint, draft=way == "draft").decode(
+            tokens, max_tokens, watch
+        )
+        out = completion(self.llm, tokens, decoded, str(self.path))
+        out["decoding"] = {"way": way, "schema": constraint is not None, **decoded.counts.as_record()}
+        return out
 
     @staticmethod
     def _turn(

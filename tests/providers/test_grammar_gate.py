@@ -216,6 +216,7 @@ def test_a_grammar_llama_cpp_refuses_fails_the_step_by_name(monkeypatch):
         raise ValueError("llama.cpp could not parse the grammar built from the JSON schema")
 
     monkeypatch.setattr(local, "GreedyGrammar", refuse)
+    monkeypatch.setenv("FLOWCALL_DECODING", "plain")  # the grammar of the plain way
     provider = local.LocalProvider.__new__(local.LocalProvider)  # no model is needed to build the request
     provider.render, provider.llm = (lambda request: "prompt"), None
     with pytest.raises(ProviderError) as caught:
