@@ -6,9 +6,11 @@ draft of what may follow, copied from the context (drafting.py). The model's pic
 draft's positions are compared with the draft: kept as far as they agree, the rest of the
 batch is dropped from the context. A pass thus writes at least one token and often many.
 
-The picks are the model's own greedy picks under the same constraint, so a draft never changes
-what is written; reading tokens in a batch instead of one by one changes the arithmetic in
-the last bits only (llama.cpp sums in another order), which can turn a near tie the other way.
+The picks are the model's own greedy picks under the same constraint, so a draft is kept only
+where the model agrees with it; but reading tokens in a batch instead of one by one moves the
+logits a little (up to 0.6 on the embedded 1.5B: llama.cpp computes a batch another way), which
+can turn a near tie the other way. So drafts are asked for (FLOWCALL_DECODING=draft), not the
+default, and where a schema forces tokens the answer is the same JSON, not always the same text.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ class FastDecoder:
         llm, out = self.llm, Decoded()
         limit = max_tokens if max_tokens and max_tokens > 0 else llm.n_ctx() - len(prompt)
         llm.n_tokens = min(llm.n_tokens, len(prompt) - 1)
+        while len(prompt) - llm.n_tokens > self.room:  # only when the caller read no prefix
+            self._read(prompt[llm.n_tokens : llm.n_tokens + self.room], self.room - 1)
         tail = prompt[llm.n_tokens :]
         logits = self._read(tail, len(tail) - 1)[0]  # one batch, as plain decoding reads it
         out.counts.passes += 1
