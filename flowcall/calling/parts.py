@@ -6,10 +6,11 @@ a request with two needs, the answer splits between the tools, and often no tool
 although each need alone would pass it for its own tool (docs/research/multi-part.md). Where
 the whole request finds no tool, the message is split into parts by its punctuation and its
 joining words, and one more model call matches every part to a listed tool or to "none" (a
-grammar holds each answer to those names). A tool that only reads fits the part it is matched
-to; a tool that changes something must also pass the gate's own question on that part, against
-the same bar as a whole request: a wrong match there would do what nobody asked for. A request
-of one part is asked about exactly as before.
+grammar holds each answer to those names). A tool known to only read fits the part it is
+matched to; any other tool (one that changes something, or one whose description does not say,
+like a dataset's bare function) must also pass the gate's own question on that part, against
+the same bar as a whole request: the match names some tool for nearly every part, and a wrong
+one there would do what nobody asked for. A request of one part is asked about exactly as before.
 
 The split is grammar, not meaning: "Beijing and Shanghai" splits into "Beijing" and "Shanghai",
 which costs nothing more (the parts share one question) and cannot make a call on its own.
@@ -29,9 +30,10 @@ if TYPE_CHECKING:
 
 # A part ends at a sentence's end, a comma or semicolon, or before a word that joins two asks.
 # A full stop counts only before a space or the end (not in "3.5" or "e.g."); ":" never ends a
-# part ("add a task: buy milk" is one ask).
+# part ("add a task: buy milk" is one ask); " + " only between words ("weather + time"), not
+# between a sum's terms ("x^2 + 2x + 1").
 _BREAK = re.compile(
-    r"(?<!\be\.g)(?<!\bi\.e)[.](?=\s|$)|[?!;,，、；？！。]|\s\+\s"
+    r"(?<!\be\.g)(?<!\bi\.e)[.](?=\s|$)|[?!;,，、；？！。]|(?<=[^\W\d_]{2})\s\+\s(?=[^\W\d_]{2})"
     r"|\s(?:and then|and also|and|also|then|plus)\s"
     r"|然后|顺便|另外|还有|并且|同时|再(?=[帮给告看查加列记问算说])",
     re.IGNORECASE,
@@ -100,12 +102,18 @@ def read_matches(content: str | None, parts: list[str], tools: list[ToolSpec]) -
     return [by_name.get(str(value.get(str(i)))) for i in range(1, len(parts) + 1)]
 
 
+def checked_on_its_part(tool: ToolSpec) -> bool:
+    """Whether a tool matched to a part must also pass the gate's question on it: all but a tool
+    known to only read (a tool that says nothing of itself is not taken to be harmless)."""
+    return tool.read_only is not True
+
+
 def matches_note(parts: list[str], matched: list[ToolSpec | None]) -> str:
     """A match step's note, read back by relevance.reading_from_notes: a tool that changes
     something is only a candidate, which the gate's own question on that part must confirm."""
     said = [
         f"part {i} ({part}) "
-        + (NONE if tool is None else tool.name + (", to be checked" if tool.read_only is False else ""))
+        + (NONE if tool is None else tool.name + (", to be checked" if checked_on_its_part(tool) else ""))
         for i, (part, tool) in enumerate(zip(parts, matched), 1)
     ]
     return f"{MATCH_LABEL}: " + "; ".join(said)

@@ -17,7 +17,7 @@ import json_repair
 from flowcall.calling import shortlist
 from flowcall.calling.base import ModelCall, SingleCallWay, honour_choice
 from flowcall.calling.grounding import ground_calls
-from flowcall.calling.parts import match_parts, request_parts
+from flowcall.calling.parts import checked_on_its_part, match_parts, request_parts
 from flowcall.calling.prompt import as_text, render_tools
 from flowcall.calling.relevance import has_tool_results, last_user_text, reading, score_tools, tool_margin
 from flowcall.core.embedded_models import DecisionTuning
@@ -365,8 +365,8 @@ def relevant_tools(
     overflow a small model's context. With them, what the gate read (kept with the decision).
 
     Where no tool fits the whole request and it has several parts (parts.py), one more call
-    matches each part to a tool: a tool that only reads fits the part it is matched to, one
-    that changes something must also pass the gate's question on that part."""
+    matches each part to a tool: a tool known to only read fits the part it is matched to, any
+    other must also pass the gate's question on that part (parts.checked_on_its_part)."""
     text = last_user_text(request.messages)
     scored, pieces = (
         score_tools(request, call, way, tuning.relevance_with_examples, tuning.call_margin),
@@ -382,7 +382,7 @@ def relevant_tools(
     ):
         if tool is None:
             continue
-        if tool.read_only is not False:
+        if not checked_on_its_part(tool):
             matched[part] = tool.name
             continue
         ask = lambda asked, label, interpret=None: call(way, asked, interpret, label)  # noqa: E731

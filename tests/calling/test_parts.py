@@ -44,6 +44,8 @@ def test_a_request_splits_at_its_punctuation_and_joining_words(text, parts):
     [
         "Tell me a joke",
         "2+2 等于几",
+        "Solve x^2 + 2x + 1 = 0 for x",
+        "What is 3 + 4",
         "把这句话翻译成英文:明天北京会下雨",
         "Is 3.5 km far e.g. for a walk",
         "再见",
@@ -210,3 +212,31 @@ def test_a_tool_that_changes_something_is_owed_a_call_once_its_part_says_yes():
     assert [s.name for s in result.steps if s.kind == StepKind.TOOL_CALL] == ["add_task", "get_forecast"]
     read = reading_from_notes([s.note or "" for s in result.steps if s.kind == StepKind.MODEL_CALL])
     assert read.matched == {"加个待办:带伞": "add_task", "上海天气怎么样": "get_forecast"}
+
+
+def test_a_tool_that_says_nothing_of_itself_matched_to_a_part_must_pass_the_gate_on_that_part():
+    """A dataset's bare function (no read-only flag either way) is not taken to be harmless: the
+    match names some tool for nearly every part, so its part's own question has a say."""
+    from flowcall.calling.schema import relevant_tools
+    from flowcall.core.messages import Message, ModelRequest, ToolSpec
+
+    bare = ToolSpec(
+        name="math_sum",
+        description="Add numbers.",
+        parameters={"type": "object", "properties": {"numbers": {"type": "array"}}},
+    )
+    assert bare.read_only is None
+    provider = ScriptedProvider([NO, '{"1": "math_sum", "2": "math_sum"}', NO, NO], capabilities=SCORING_CAPS)
+
+    def call(way, asked, interpret, label):
+        turn = provider.complete(asked)
+        return interpret(turn) if interpret else turn
+
+    request = ModelRequest(
+        messages=[Message(role="user", content="Solve x^2 + 2x + 1 = 0, and then plot it")], tools=[bare]
+    )
+    fitting, gate = relevant_tools(request, ONE_BY_ONE, call, "schema")
+    assert fitting == [] and gate.matched == {}
+    asked = [r.messages[-1].content for r in provider.requests if r.score_options == ["yes", "no"]]
+    assert len(asked) == 3 and "User request: Solve x^2 + 2x + 1 = 0\n" in asked[1]
+    assert "User request: plot it\n" in asked[2]
