@@ -13,6 +13,38 @@ from flowcall.providers import local_model
 os.environ["FLOWCALL_PROMPT_CACHE_DISK_MB"] = "0"
 
 
+# Tests that run the embedded model (two threads of its own), drive a browser or start worker
+# processes run one at a time after the rest (scripts/test.sh): two model processes on two
+# cores are many times slower than one after the other.
+SERIAL = ("model", "browser", "workers")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "model_path" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("model"):
+            item.add_marker(pytest.mark.model)
+
+
+@pytest.fixture(autouse=True)
+def _model_only_where_marked(request, monkeypatch):
+    """A test that loads the embedded model must say so (@pytest.mark.model), or it would run
+    beside another model test; loading just the tokenizer (vocab_only) is fine anywhere."""
+    if any(request.node.get_closest_marker(name) for name in SERIAL):
+        return
+    import llama_cpp
+
+    real = llama_cpp.Llama
+
+    def refuse(*args, **kwargs):
+        if kwargs.get("vocab_only"):
+            return real(*args, **kwargs)
+        pytest.fail(
+            f"{request.node.nodeid} loads the embedded model: mark it @pytest.mark.model", pytrace=False
+        )
+
+    monkeypatch.setattr(llama_cpp, "Llama", refuse)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_database(tmp_path, monkeypatch):
     monkeypatch.setenv("FLOWCALL_DATABASE_URL", f"sqlite:///{tmp_path / 'flowcall.db'}")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
 def settle(page: Page, timeout_ms: int = 300_000) -> None:
     """Wait until the script run that the last action started has finished."""
-    page.wait_for_timeout(400)  # the run starts a moment after the action
-    page.locator('[data-testid="stApp"][data-test-script-state="running"]').wait_for(
-        state="detached", timeout=timeout_ms
-    )
+    running = page.locator('[data-testid="stApp"][data-test-script-state="running"]')
+    try:  # the run starts a moment after the action: on until it shows, for 400 ms at most
+        running.wait_for(state="attached", timeout=400)
+    except PlaywrightTimeout:
+        pass  # it ended before it was seen, or the action started none
+    running.wait_for(state="detached", timeout=timeout_ms)
     page.wait_for_timeout(200)
 
 
