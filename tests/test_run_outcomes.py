@@ -301,5 +301,44 @@ def test_only_a_tool_that_changes_something_backs_a_claim():
     made = CallOutcome(ToolCall(id="1", name="create_loan", arguments={}), loan, result={"loan_id": 7})
     looked = CallOutcome(ToolCall(id="2", name="list_books", arguments={}), books, result=[])
     text = {"message": "Kindred has been lent to alice."}
-    assert undone_claims(text, [made]) == []
-    assert [c.words for c in undone_claims(text, [looked])] == ["lent"]
+    assert undone_claims(text, [made], [loan, books]) == []
+    assert [c.words for c in undone_claims(text, [looked], [loan, books])] == ["lent"]
+
+
+def drop_missing(table: str) -> dict:
+    """Drop the rows with missing values."""
+    return {"rows": 11, "rows_dropped": 1}
+
+
+def read_csv(path: str) -> dict:
+    """Load a CSV file."""
+    return {"rows": 12}
+
+
+def test_only_the_kinds_of_action_the_flow_offers_a_tool_for_are_checked():
+    dropper = build_tool(drop_missing, "data/v1/drop_missing")
+    reader = build_tool(read_csv, "data/v1/read_csv", annotations=READ)
+    read = CallOutcome(ToolCall(id="1", name="read_csv", arguments={}), reader, result={"rows": 12})
+    said = "The file had 12 rows; 1 row with missing values was dropped and 11 rows are left."
+    assert [c.words for c in undone_claims(said, [read], [reader, dropper])] == ["dropped"]
+    # a flow that only looks things up: its answer's verbs claim nothing
+    assert undone_claims("The sky has cleared over Beijing.", [read], [reader]) == []
+    # nor does a kind of action no offered tool does ("cleared" is deleting; a loan tool lends)
+    loan = build_tool(create_loan, "lib/v1/create_loan")
+    assert (
+        undone_claims("The sky has cleared; Kindred was lent to bob.", [read], [reader, loan])[0].words
+        == "lent"
+    )
+    assert len(undone_claims("The sky has cleared; Kindred was lent to bob.", [read], [reader, loan])) == 1
+
+
+def test_a_weather_answer_saying_the_sky_has_cleared_is_a_plain_success():
+    script = [
+        scores(2.0),
+        scores(-1.0),
+        calls_json(("get_weather", {"location": "北京"})),
+        '{"answer": "北京晴"}',
+    ]
+    answer = "The sky has cleared over Beijing: sunny, 21°C."
+    result, _ = run(flow(polish=True, parallel_tool_calls=False), script, [answer], question="北京天气")
+    assert result.outcome is None and result.final_answer == answer

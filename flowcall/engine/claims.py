@@ -10,6 +10,10 @@ A claim is backed when a tool that changes something (not read-only) gave a resu
 and its name says that kind of action (create_loan for "lent"), or says no kind this module knows
 (a tool named `do_it` may have done it: benefit of the doubt, never a false alarm on a real
 action). Read-only tools never back a claim: looking up is not doing.
+
+Only the kinds of action the flow offers a tool for are checked: a weather report saying "the sky
+has cleared" claims nothing in a flow whose tools only look things up, and a flow that can drop
+rows is the one where "3 rows were dropped" must be backed by a call.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from flowcall.tools.base import Tool
 from flowcall.tools.execute import CallOutcome
 
 # kind of action -> (English finished forms, Chinese verbs, stems a tool's name has for it)
@@ -56,7 +61,7 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         ("send", "email", "mail", "message", "sms", "notify", "post"),
     ),
     "delete": (
-        ("deleted", "removed", "cleared", "erased"),
+        ("deleted", "removed", "cleared", "erased", "dropped"),
         ("删除", "移除", "清除", "删掉"),
         ("delete", "remove", "clear", "drop", "purge", "erase"),
     ),
@@ -164,13 +169,20 @@ def _kinds_of(tool_name: str) -> set[str]:
     return {kind for kind, (_, _, stems) in KINDS.items() if any(stem in name for stem in stems)}
 
 
-def undone_claims(answer: Any, done: list[CallOutcome]) -> list[Claim]:
-    """The claims of `answer` that no call of the run backs (see the module doc)."""
+def undone_claims(answer: Any, done: list[CallOutcome], offered: Iterable[Tool]) -> list[Claim]:
+    """The claims of `answer` that no call of the run backs (see the module doc), of the kinds
+    the `offered` tools that change something could do: "the sky has cleared" claims nothing of
+    a flow whose tools only look things up."""
     performed = [_kinds_of(o.call.name) for o in actions_done(done)]
     if any(not kinds for kinds in performed):
         return []  # a tool that changed something in a way we cannot name: it may be what was claimed
     backed = set().union(*performed) if performed else set()
-    return [claim for claim in claims(answer) if claim.kind not in backed]
+    possible = [_kinds_of(t.name) for t in offered if not t.annotations.read_only]
+    if not possible:
+        return []
+    # an offered action of a kind we cannot name may be any kind
+    checked = set(KINDS) if any(not kinds for kinds in possible) else set().union(*possible)
+    return [claim for claim in claims(answer) if claim.kind in checked and claim.kind not in backed]
 
 
 def undone_reason(claim: Claim) -> str:

@@ -28,7 +28,7 @@ def judged(run: Run, state: LoopState, gaps: Gaps, answer: Any, tools: dict[str,
     """The run's outcome and reasons set from the gaps and the actions the answer claims; a text
     answer that claims one no tool did ends with a line saying so (its words are kept in
     state.claims, to be marked on the answer's values)."""
-    said = undone_claims(answer, state.done) if tools else []
+    said = undone_claims(answer, state.done, tools.values())
     claimed = [undone_reason(c) for c in said]
     state.claims = [c.words for c in said]
     if isinstance(answer, str):
