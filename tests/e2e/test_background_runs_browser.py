@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from flowcall.core.steps import RunStatus, StepKind
 from flowcall.service.front import FlowCall
+from flowcall.studio.shared import EXAMPLE_QUESTIONS
 from tests.e2e.conftest import launched
 from tests.e2e.studio_ui import choose, fill, go
 from tests.e2e.test_canvas_browser import canvas, node
@@ -30,14 +31,24 @@ def opened(page: Page, url: str, path: str, title: str) -> None:
     go(page, url, path, title)
 
 
-def ask(page: Page, url: str, question: str) -> str:
-    """Start a run of FLOW on the Run page; its id, from the address the page gives it."""
+def prepared(page: Page, url: str, question: str, flow: str = FLOW) -> None:
+    """The Run page with `flow` chosen and the question typed, not run yet."""
     opened(page, url, "/ask", "Run a flow")
-    choose(page, "Flow", FLOW)
+    choose(page, "Flow", flow)
     fill(page, "Question", question, area=True)
+
+
+def started(page: Page) -> str:
+    """Run what the page holds; the run's id, from the address the page gives it."""
     page.get_by_role("button", name="Run", exact=True).click()
     page.wait_for_url(re.compile(r"[?&]run=[0-9a-f-]{36}"))
     return parse_qs(urlparse(page.url).query)["run"][0]
+
+
+def ask(page: Page, url: str, question: str) -> str:
+    """Start a run of FLOW on the Run page; its id."""
+    prepared(page, url, question)
+    return started(page)
 
 
 def answered(page: Page) -> None:
@@ -64,8 +75,12 @@ def test_two_tabs_each_run_the_second_waits_its_turn(studio, page, shots, model_
     store = FlowCall.open(studio.database_url).store
     other = page.context.new_page()  # a second tab: its own session
     other.set_default_timeout(60_000)
-    first = ask(page, studio.url, "张三今年多大了?")
-    second = ask(other, studio.url, "李四今年多大了?")
+    # both tabs ready before either runs, and the first asks for the longer commute card: the
+    # second run starts while the first still holds the model, on a fast machine too
+    prepared(page, studio.url, EXAMPLE_QUESTIONS["commute-weather"], "commute-weather")
+    prepared(other, studio.url, "李四今年多大了?")
+    first = started(page)
+    second = started(other)
     expect(other.get_by_text("1st in line for the embedded model", exact=False)).to_be_visible()
     other.screenshot(path=shots / "run-in-line.png")
     answered(page)
