@@ -3,7 +3,7 @@
 Every test in tests/security/ tries one attack (a hostile flow file, MCP server, OpenAPI
 document, run export, web page or caller) and proves it had no effect. This runs them all and
 prints, per attack, what FlowCall must do and what was observed. A test that fails or errors is
-an escape. The last line is `attacks tried: N, escapes: E`.
+an escape. The last line is `attacks N, escapes E`.
 
     .venv/bin/python benchmarks/security_report.py [--no-model] [extra pytest args]
 """
@@ -74,7 +74,7 @@ def main() -> None:
     print_table(rows)
     escapes = sum(row["outcome"] != "passed" for row in rows)
     print()
-    print(f"attacks tried: {len(rows)}, escapes: {escapes}")
+    print(f"attacks {len(rows)}, escapes {escapes}")
 
 
 if __name__ == "__main__":
