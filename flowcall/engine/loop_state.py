@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from flowcall.calling.said import DOC_CHECK_PREFIX
 from flowcall.core import artifacts as artifact_codec
+from flowcall.core.call_ids import repeated
 from flowcall.core.errors import ConfigError, ErrorCode
 from flowcall.core.messages import GateReading, Message, ToolCall
 from flowcall.core.spec import Flow
@@ -221,7 +222,7 @@ class LoopState:
                 f"version {FORMAT} only; resume it with the FlowCall version that saved it"
             )
         try:
-            return cls(
+            state = cls(
                 messages=_with_origins(data["messages"]),
                 budget=data["budget"],
                 seen=set(data["seen"]),
@@ -245,6 +246,20 @@ class LoopState:
                 f"the run's saved state is incomplete or malformed ({type(exc).__name__}: {exc}); "
                 "it cannot be resumed"
             ) from exc
+        _one_id_each(state.pending)
+        return state
+
+
+def _one_id_each(pending: list[ToolCall]) -> None:
+    """A person decides each pending call by its id: two that share one (a state saved by an
+    older FlowCall, or edited) would share a decision, so such a state is not resumed."""
+    shared = repeated(c.id for c in pending)
+    if shared:
+        names = " and ".join(repr(c.name) for c in pending if c.id == shared[0])
+        raise ConfigError(
+            f"the run's saved state has calls {names} with one id, {shared[0][:40]!r}: a decision "
+            "could not tell them apart, so it cannot be resumed; ask its question again"
+        )
 
 
 def _source(tool: Tool) -> str:

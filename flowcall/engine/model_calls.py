@@ -11,6 +11,7 @@ from flowcall.calling import make_way, vetting
 from flowcall.calling.base import CallingWay
 from flowcall.calling.router import Rule
 from flowcall.core import progress
+from flowcall.core.call_ids import unique_ids
 from flowcall.core.errors import ErrorCode, FlowCallError, ProviderError
 from flowcall.core.messages import ModelRequest, ModelTurn
 from flowcall.core.spec import Flow
@@ -37,8 +38,11 @@ class ModelCaller:
         sent: ModelRequest,
         interpret: Callable[[ModelTurn], ModelTurn] | None = None,
         note: str | None = None,
+        taken: frozenset[str] = frozenset(),
     ) -> ModelTurn:
-        """One provider call, recorded as one step (also when it fails, then re-raised)."""
+        """One provider call, recorded as one step (also when it fails, then re-raised). Its
+        calls are recorded with an id each of their own, none of the `taken` ones (the run's
+        earlier calls): a person's decision binds one call by its id (core/call_ids.py)."""
         provider = self.provider
         started_at, t0 = utcnow(), time.perf_counter()
         common = dict(
@@ -56,6 +60,8 @@ class ModelCaller:
             raise
         if interpret:
             turn = interpret(turn)
+        if turn.tool_calls:
+            turn = turn.model_copy(update={"tool_calls": unique_ids(turn.tool_calls, taken)})
         if turn.verdict:  # what a check found replaces what it asked, before why the way was chosen
             rest = [part for part in (note or "").split("; ") if part and not turn.verdict.startswith(part)]
             common["note"] = "; ".join([turn.verdict, *rest])
@@ -65,6 +71,7 @@ class ModelCaller:
     def decide(self, request: ModelRequest, round_no: int) -> ModelTurn:
         """One decision in the calling way, its model calls recorded; a provider's failure ends the run."""
         assert self.way is not None, "only the decision model decides"
+        taken = frozenset(c.id for m in request.messages for c in m.tool_calls)  # the earlier rounds'
 
         def call(
             way_name: str,
@@ -72,7 +79,7 @@ class ModelCaller:
             interpret: Callable[[ModelTurn], ModelTurn] | None = None,
             note: str | None = None,
         ) -> ModelTurn:
-            return self.call(StepKind.MODEL_CALL, round_no, way_name, sent, interpret, note)
+            return self.call(StepKind.MODEL_CALL, round_no, way_name, sent, interpret, note, taken)
 
         try:
             return self.way.decide(request, self.provider.capabilities, call)

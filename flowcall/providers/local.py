@@ -1,8 +1,9 @@
 """The embedded default: a GGUF model run in-process by llama-cpp-python.
 
 The prompt is rendered with the model's own chat template (read from the GGUF), so the
-step records the exact text the transformer read. Qwen's template lists the tools and asks
-for <tool_call> tags; those are parsed here, as an OpenAI-compatible server would.
+step records the exact text the transformer read; only the template's own role markers are
+read as special tokens, never a marker a message spells (chat_prompt.py). Qwen's template lists
+the tools and asks for <tool_call> tags; those are parsed here, as an OpenAI-compatible server would.
 Structured output is enforced with a grammar built from the JSON Schema.
 """
 
@@ -18,10 +19,11 @@ from typing import Any
 from flowcall.core import config, progress
 from flowcall.core.embedded_models import TUNING, tuning_for
 from flowcall.core.errors import ErrorCode, ProviderError
-from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.core.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from flowcall.core.tool_calls import new_call_id, parse_tool_calls
 from flowcall.providers import local_model
 from flowcall.providers.base import Capabilities
+from flowcall.providers.chat_prompt import ChatPrompt, PromptRenderer
 from flowcall.providers.fast_decoding import FastDecoder, completion
 from flowcall.providers.grammar_gate import GreedyGrammar
 from flowcall.providers.grammar_schema import grammar_schema
@@ -50,30 +52,6 @@ def asked(request: ModelRequest) -> dict[str, Any]:
     )
 
 
-def template_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Neutral messages in the shape HF chat templates expect (arguments as objects)."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        item: dict[str, Any] = {"role": m.role, "content": m.content or ""}
-        if m.tool_calls:
-            item["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {
-                        "name": c.name,
-                        "arguments": c.arguments if c.arguments is not None else c.raw_arguments,
-                    },
-                }
-                for c in m.tool_calls
-            ]
-        if m.role == "tool":
-            item["tool_call_id"] = m.tool_call_id
-            item["name"] = m.name
-        out.append(item)
-    return out
-
-
 class LocalProvider:
     name = "local"
     capabilities = CAPABILITIES
@@ -83,7 +61,6 @@ class LocalProvider:
 
     def __init__(self, model_path: Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None):
         from llama_cpp import Llama  # imported late: loading the library is not free
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         self.path = local_model.require(model_path or config.model_path())
         self.model = self.path.stem
@@ -106,13 +83,7 @@ class LocalProvider:
         self.prefix = PrefixCache(
             self.llm, config.prompt_cache_mb() * 2**20, disk=self._disk_states(n_ctx, threads)
         )
-        template = self.llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise ProviderError(f"{self.path} has no chat template in its metadata; use a chat/instruct GGUF")
-        detok = lambda tid: self.llm.detokenize([tid], special=True).decode("utf-8", "replace")  # noqa: E731
-        self.formatter = Jinja2ChatFormatter(
-            template=template, eos_token=detok(self.llm.token_eos()), bos_token=detok(self.llm.token_bos())
-        )
+        self.prompts = PromptRenderer(self.llm, str(self.path))  # message text never becomes a role marker
 
     def _disk_states(self, n_ctx: int, threads: int) -> DiskStates | None:
         """Kept states on disk, for this model file, build and settings only."""
@@ -139,10 +110,8 @@ class LocalProvider:
             return cls._shared[path]
 
     def render(self, request: ModelRequest) -> str:
-        tools = None
-        if request.tools and request.tool_choice != "none":
-            tools = [{"type": "function", "function": t.model_dump()} for t in request.tools]
-        return self.formatter(messages=template_messages(request.messages), tools=tools).prompt
+        """The prompt's text, as the model reads it (chat_prompt.py says how it is tokenized)."""
+        return self.prompts.render(request).text
 
     def _timings(self) -> dict[str, float | int]:
         """Where the time of the last call went: reading the prompt vs generating. Tokens of a
@@ -176,10 +145,9 @@ class LocalProvider:
     def _text(self, ids: list[int]) -> str:
         return self.llm.detokenize(ids).decode("utf-8", errors="replace")
 
-    def _first_token(self, prompt: str, option: str) -> int:
+    def _first_token(self, prompt: ChatPrompt, option: str) -> int:
         """The token the model would produce first when it continues `prompt` with `option`."""
-        head = self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        full = self.llm.tokenize((prompt + option).encode(), add_bos=False, special=True)
+        head, full = prompt.tokens(self.llm), (prompt + option).tokens(self.llm)
         if full[: len(head)] == head and len(full) > len(head):
             return full[len(head)]
         return self.llm.tokenize(option.encode(), add_bos=False, special=False)[0]
@@ -195,7 +163,7 @@ class LocalProvider:
                 code=ErrorCode.PROVIDER_ERROR,
             )
 
-    def _score(self, request: ModelRequest, prompt: str) -> ModelTurn:
+    def _score(self, request: ModelRequest, prompt: ChatPrompt) -> ModelTurn:
         """Log-probabilities of each option's first token after the prompt: one forward pass,
         no sampling, so the decision does not hinge on a greedy first token."""
         import llama_cpp
@@ -231,22 +199,22 @@ class LocalProvider:
             scores=scores,
             finish_reason="scored",
             usage=Usage(input_tokens=out["usage"]["prompt_tokens"], output_tokens=0),
-            wire_request={**asked(request), "prompt": prompt, "score_options": request.score_options},
+            wire_request={**asked(request), "prompt": prompt.text, "score_options": request.score_options},
             wire_response=out,
-            rendered_prompt=prompt,
+            rendered_prompt=prompt.text,
             request_id=out.get("id"),
             latency_ms=(time.perf_counter() - started) * 1000,
         )
 
     def complete(self, request: ModelRequest) -> ModelTurn:
-        prompt = self.render(request) + (request.assistant_prefix or "")
+        prompt = self.prompts.render(request) + (request.assistant_prefix or "")
         if request.score_options:
             return self._score(request, prompt)
         fast, constraint, fallback = self._fast_way(request)
         grammar, gate = (None, None) if fast else self._grammar(request)
         wire = {
             **asked(request),
-            "prompt": prompt,
+            "prompt": prompt.text,
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "seed": request.seed,
@@ -264,7 +232,7 @@ class LocalProvider:
         finally:
             if gate:
                 gate.close()
-        return self._turn(request, prompt, wire, out, looping, (time.perf_counter() - started) * 1000)
+        return self._turn(request, prompt.text, wire, out, looping, (time.perf_counter() - started) * 1000)
 
     def _fast_way(self, request: ModelRequest) -> tuple[bool, JsonConstraint | None, str | None]:
         """Whether this call is written by fast_decoding (greedy calls only: a draft or a forced
@@ -300,7 +268,7 @@ class LocalProvider:
             ) from exc
 
     def _generate(
-        self, request: ModelRequest, prompt: str, grammar: Any, gate: Any, constraint: Any, fast: bool
+        self, request: ModelRequest, prompt: ChatPrompt, grammar: Any, gate: Any, constraint: Any, fast: bool
     ) -> tuple[dict, LoopStop]:
         """The completion, bounded by FLOWCALL_LOCAL_TIMEOUT_S (counted from when the model is
         ours, not while queued) and stopped when it loops."""
@@ -323,7 +291,7 @@ class LocalProvider:
                 self.llm.set_seed(
                     request.seed if request.seed is not None else 42
                 )  # a loaded state brings its own
-                looping = LoopStop(len(tokens), prompt, self._text)
+                looping = LoopStop(len(tokens), prompt.text, self._text)
                 watch = [too_long, looping] + ([self._streamer(len(tokens))] if progress.watched() else [])
                 watching = llama_cpp.StoppingCriteriaList(watch)
                 if fast:

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from flowcall.providers.chat_prompt import ChatPrompt
+
 CHUNK = 64  # tokens per aligned chunk: a reused prefix is a multiple of it
 
 
@@ -169,10 +171,14 @@ class PrefixCache:
         self.read_as_prompt = 0  # how many of the context's tokens were read as a prompt, aligned
         self.hits = self.reused_tokens = 0
 
-    def tokens(self, prompt: str) -> list[int]:
-        """The prompt's tokens exactly as create_completion makes them from the text."""
+    def tokens(self, prompt: str | ChatPrompt) -> list[int]:
+        """The prompt's tokens, with the BOS create_completion would add. A rendered prompt
+        reads the markers its messages spell as plain text (chat_prompt.py); a string is
+        template text only, every marker in it read as one."""
         llm = self.llm
         bos = [llm.token_bos()] if llm._model.add_bos_token() and llm.token_bos() != -1 else []
+        if isinstance(prompt, ChatPrompt):
+            return bos + prompt.tokens(llm)
         return bos + llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def prepare(self, tokens: list[int]) -> int:
