@@ -15,5 +15,5 @@ else
     "or checked, and its prompt cache is not warmed (run \`.venv/bin/flowcall model warm\` for that)."
 fi
 echo "Open http://${FLOWCALL_HOST:-127.0.0.1}:${FLOWCALL_PORT:-8501}"
-exec .venv/bin/streamlit run app.py --server.address "${FLOWCALL_HOST:-127.0.0.1}" \
-  --server.port "${FLOWCALL_PORT:-8501}" --server.headless true --browser.gatherUsageStats false
+# `flowcall studio`: the studio behind its server guard, with its settings (as the installed wheel)
+exec .venv/bin/flowcall studio --host "${FLOWCALL_HOST:-127.0.0.1}" --port "${FLOWCALL_PORT:-8501}"

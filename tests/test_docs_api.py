@@ -105,7 +105,7 @@ def test_the_shell_examples_run_as_written(server: Server, path: Path) -> None:
 
 
 AWKWARD = {
-    name: {"name": name, "tools": [], "decision": SCHEMA_MODEL} for name in ("报告 v1.2", "..", "a -b")
+    name: {"name": name, "tools": [], "decision": SCHEMA_MODEL} for name in ("报告 v1.2", "a..b", "a -b")
 }
 
 
@@ -136,3 +136,30 @@ def test_the_api_pages_snippets_work_when_pasted(awkward_server: Server, flow: s
         awkward_server, [sys.executable, "-c"], with_key(api_snippets.openai_python(base, flow, question))
     )
     assert printed.rstrip("\n") == expected
+
+
+SLOW = {"provider": "openai-compatible", "model": "fake"}  # the fake model server, 1.5 s a call
+
+
+def approval_section(path: Path) -> str:
+    """The shell blocks of the guide's "When a call waits for a person", in order."""
+    text = path.read_text(encoding="utf-8")
+    section = text.split("## When a call waits for a person", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(re.findall(r"```bash\n(.*?)```", section, flags=re.S))
+
+
+def test_the_approval_example_waits_for_the_run_on_a_slow_model(tmp_path: Path) -> None:
+    """The server answers before the run waits (a model call takes longer than `--wait`): the
+    guide's example still waits for the call to wait, approves it, and waits for the answer."""
+    from flowcall.testing.fake_server import FakeModelServer
+
+    flows = {"create-task": {**FLOWS["create-task"], "decision": SLOW}}
+    with FakeModelServer(delay_s=1.5) as model:
+        env = {"OPENAI_COMPATIBLE_BASE_URL": model.base_url, "NO_PROXY": "127.0.0.1,localhost"}
+        with api_server(tmp_path, "--wait", "1", env=env, flows=flows) as slow:
+            out = run(slow, ["bash", "-euo", "pipefail", "-c"], approval_section(DOCS[1])).replace(" ", "")
+            runs = [slow.app.store.get_run(r.id) for r in slow.app.store.list_runs("create-task", limit=10)]
+    waiting, approved = out.index('"status":"waiting_approval"'), out.rindex('"status":"succeeded"')
+    assert waiting < approved and '"answer":"answer:' in out[approved:]
+    assert len(runs) == 1 and runs[0].status == "succeeded"
+    assert [s.name for s in runs[0].steps if s.kind == "tool_call"] == ["add_task"]

@@ -1,6 +1,7 @@
 """The studio's entry: the navigation, the example flows on a first start, and the runs that wait
-for a person on every page. `flowcall studio` runs this file with Streamlit; at a clone's root,
-`streamlit run app.py` runs it too, with the page files in pages/ (each hands over to its page here).
+for a person on every page. `flowcall studio` serves this file with Streamlit behind the studio's
+server guard (served_app.py); at a clone's root, `streamlit run app.py` does the same, with the
+page files in pages/ (each hands over to its page here). Started any other way, it draws nothing.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from flowcall.studio.server_guard import guarding
 from flowcall.studio.shared import NEW_KEY_STATE, service
 from flowcall.studio.waiting import waiting_in_sidebar
 
@@ -32,6 +34,13 @@ NAVIGATION = [
 def main(pages_dir: Path = PAGES) -> None:
     """Draw the studio around the page the person opened; `pages_dir` holds one file per page."""
     st.set_page_config(page_title="FlowCall", page_icon="🛠️", layout="wide")
+    if not guarding():  # started some other way: no guard checks who is asking, so do nothing
+        st.error(
+            "This studio was started without its server guard, so any web page could drive it. "
+            "Start it with `flowcall studio` (or `bash scripts/start.sh`, or `streamlit run app.py` "
+            "in the FlowCall folder)."
+        )
+        st.stop()
     if "seeded" not in st.session_state:  # once per session: an empty database gets the examples
         st.session_state["seeded"] = service().seed_examples()
     pages = [

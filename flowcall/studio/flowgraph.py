@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Literal
 from xml.sax.saxutils import escape as xml_escape
 
 from pydantic import BaseModel, Field
 
 from flowcall.core.errors import ConfigError
+from flowcall.core.inert import inert
 from flowcall.core.spec import Flow, FlowLayout, parse_flow
 from flowcall.core.steps import Run, RunStatus, StepKind
 
@@ -502,6 +504,17 @@ _SVG_COLORS = {
 }
 
 
+# what XML 1.0 does not allow at all, beyond what `inert` writes out: lone surrogates, U+FFFE, U+FFFF
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _svg_text(text: str) -> str:
+    """A label as SVG text: markup escaped; control characters (which XML forbids: one makes the
+    whole picture unreadable), bidi overrides and zero-width characters written as `\\u001b`."""
+    shown = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", inert(text, one_line=True))
+    return xml_escape(shown)
+
+
 def _svg_box(v: dict[str, Any], x: float, y: float, w: int, h: int) -> list[str]:
     """One node in the SVG: a box with its group's color down the left, and up to four lines of text."""
     color = _SVG_COLORS.get(v.get("group") or v["kind"], "#8a8f9c")
@@ -518,7 +531,7 @@ def _svg_box(v: dict[str, Any], x: float, y: float, w: int, h: int) -> list[str]
     for i, text in enumerate(t for t in texts if t):
         weight = ' font-weight="bold"' if i == 1 else ""
         parts.append(
-            f'<text x="{x + 14:.0f}" y="{y + 18 + i * 16:.0f}"{weight}>{xml_escape(_cut(text, 32))}</text>'
+            f'<text x="{x + 14:.0f}" y="{y + 18 + i * 16:.0f}"{weight}>{_svg_text(_cut(text, 32))}</text>'
         )
     return parts
 

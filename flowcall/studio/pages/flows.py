@@ -149,7 +149,9 @@ with top[2].popover("Import", use_container_width=True, key="flows:import", on_c
             adopted = app.adopt(imported)  # never a new version of a saved flow someone else's file names
             st.session_state["flow_message"] = f"Imported {adopted.flow.name!r} as version {adopted.version}."
             if adopted.note:
-                st.session_state["flow_warning"] = f"Stored under a new name: {adopted.note}."
+                renamed = adopted.flow.name != imported.name  # else: its name looks like a saved one's
+                head = "Stored under a new name" if renamed else "Note"
+                st.session_state["flow_warning"] = f"{head}: {adopted.note}."
             select(adopted.flow.name)
             st.session_state["flows:close"] = ["flows:import"]
             st.rerun()
