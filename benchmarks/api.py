@@ -16,7 +16,7 @@ The flow is `plain`: no tools, decided by the deterministic scripted model
 and its answer. Of the flows tests/api/server.py saves it is the cleanest for the overhead: a run
 costs ~1 ms in process (a tool flow such as `clock`, with time/v1/get_current_time, costs ~8 ms
 with three steps to record, and varies more), so what the API adds is not lost in the run's own
-time and noise. The limits are set far above the load (--rate/--burst/--concurrent 10^6): the
+time and noise. The limits are set far above the load (--rate/--burst/--concurrent/--concurrent-all 10^6): the
 figures are the server's, never the limiter's 429s.
 
 Overhead per request = the API's p50 sequential (1 client) - the in-process p50. Sequential on
@@ -61,7 +61,10 @@ from flowcall.service.front import FlowCall  # noqa: E402
 from tests.api.server import FLOWS, Server, api_server, save_flows  # noqa: E402
 
 FLOW = "plain"
-UNLIMITED = ("--rate", "1000000", "--burst", "1000000", "--concurrent", "1000000")
+UNLIMITED = (
+    *("--rate", "1000000", "--burst", "1000000"),
+    *("--concurrent", "1000000", "--concurrent-all", "1000000"),
+)
 WARM_UP = 20  # runs before any timing, per side: imports, the plugin registry, the pools
 CHECK_LIMIT = 1_000_000  # list_runs' limit when reading every run back
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
 
 from flowcall.api import chat, errors, runs
-from flowcall.api.access import Limits
-from flowcall.api.context import ApiContext, Settings
+from flowcall.api.access import Limits, Quota
+from flowcall.api.context import ApiContext, Settings, authenticate
 from flowcall.api.guard import Guard
 
 SETTINGS_VARIABLE = "FLOWCALL_API_SETTINGS"  # how `serve --workers N` hands its settings to each worker
@@ -24,7 +25,9 @@ def create_app(service: Any, settings: Settings) -> Any:
         summary="Run FlowCall flows over HTTP",
         description="Every request needs `Authorization: Bearer <key>` (`flowcall keys create NAME`).",
     )
-    app.state.api = ApiContext(service, settings, Limits(settings.rate, settings.burst, settings.concurrent))
+    limits = Limits(settings.rate, settings.burst, settings.concurrent, settings.concurrent_all)
+    api = ApiContext(service, settings, limits, Quota(settings.quota_runs, settings.quota_flows))
+    app.state.api = api
     errors.install(app)
     app.include_router(runs.router)
     app.include_router(chat.router)
@@ -32,6 +35,7 @@ def create_app(service: Any, settings: Settings) -> Any:
         app,
         host=settings.host,
         max_body=settings.max_body,
+        authenticate=partial(authenticate, api),
         allow_hosts=settings.allow_hosts,
         allow_origins=settings.allow_origins,
     )

@@ -23,8 +23,8 @@ from starlette.responses import JSONResponse, StreamingResponse
 from flowcall.api.access import Caller
 from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, INVALID_ARGUMENT, ApiError, error_body
-from flowcall.api.running import Written, steps_then_run, wait_for
-from flowcall.api.runs import _startable
+from flowcall.api.running import Going, Written, data_line, launch, steps_then_run, wait_for
+from flowcall.api.runs import _startable, take_slot
 from flowcall.core.steps import ChatTurn, Run, RunStatus, Step
 from flowcall.engine.final_answer import settled_text
 
@@ -70,33 +70,27 @@ def list_models(who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
 async def chat_completions(
     body: ChatRequest, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
 ) -> Any:
-    who.require(body.model)
     question = last_user_text(body.messages)
-    flow = await run_in_threadpool(_startable, api, body.model, None)
+    flow = await run_in_threadpool(_startable, api, who, body.model, None)
     context = earlier_turns(body.messages) if flow.conversation else None
     run_id = str(uuid.uuid4())
     headers = {RUN_ID_HEADER: run_id}
-    api.limits.start_run(who)
+    slot = await run_in_threadpool(take_slot, api, who)
+    going = launch(
+        lambda on_step: api.service.run(
+            flow, question, on_step=on_step, run_id=run_id, context=context, api_key=who.api_key
+        ),
+        slot,
+        watched=body.stream,
+    )
     if body.stream:
-        work = lambda on_step: api.service.run(  # noqa: E731
-            flow,
-            question,
-            on_step=on_step,
-            run_id=run_id,
-            context=context,
-        )
         live = LiveAnswer(flow.polish is not None and not flow.polish.output_schema)
         return StreamingResponse(
-            _chunks(api, who, work, body.model, run_id, live),
+            _chunks(going, body.model, run_id, live),
             media_type="text/event-stream",
             headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    try:
-        run = await wait_for(
-            lambda: api.service.run(flow, question, run_id=run_id, context=context), api.settings.wait_s
-        )
-    finally:
-        api.limits.end_run(who)
+    run = await wait_for(going, api.settings.wait_s)
     if run is None:
         raise ApiError(
             504,
@@ -213,7 +207,7 @@ def _chunk(run_id: str, model: str, delta: dict[str, Any], finish: str | None = 
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+    return data_line(body)
 
 
 class LiveAnswer:
@@ -250,11 +244,11 @@ class LiveAnswer:
         return answer[len(self.sent) :] if answer.startswith(self.sent) else None
 
 
-async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: str, live: LiveAnswer) -> Any:
+async def _chunks(going: Going, model: str, run_id: str, live: LiveAnswer) -> Any:
     try:
         yield _chunk(run_id, model, {"role": "assistant", "content": ""})
         run = None
-        async for item in steps_then_run(work, written=True):
+        async for item in steps_then_run(going):
             if isinstance(item, Written):
                 if content := live.piece(item):
                     yield _chunk(run_id, model, {"content": content})
@@ -265,7 +259,7 @@ async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: s
         try:
             _check_answered(run, {})
         except ApiError as exc:
-            yield f"data: {json.dumps(error_body(exc.code, exc.message, run_id=run_id))}\n\n"
+            yield data_line(error_body(exc.code, exc.message, run_id=run_id))
             return
         rest = live.rest(answer_text(run))
         if rest is None:
@@ -273,7 +267,7 @@ async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: s
                 "the model started its answer over after part of it was sent, and wrote it "
                 f"otherwise; read the whole answer with GET /v1/runs/{run_id}"
             )
-            yield f"data: {json.dumps(error_body('STREAM_DIVERGED', message, run_id=run_id))}\n\n"
+            yield data_line(error_body("STREAM_DIVERGED", message, run_id=run_id))
             return
         for start in range(0, len(rest), 200):
             yield _chunk(run_id, model, {"content": rest[start : start + 200]})
@@ -281,6 +275,4 @@ async def _chunks(api: ApiContext, who: Caller, work: Any, model: str, run_id: s
         yield "data: [DONE]\n\n"
     except Exception as exc:  # noqa: BLE001 - the stream has started: the error goes in it
         failed = error_body("INTERNAL", f"the run could not go on ({type(exc).__name__})")
-        yield f"data: {json.dumps(failed)}\n\n"
-    finally:
-        api.limits.end_run(who)
+        yield data_line(failed)

@@ -70,12 +70,31 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {401: UNAUTHORIZED, 403: FORBIDDEN, 404: NOT_FOUND, 405: INVALID_ARGUMENT}.get(
-            exc.status_code, CONFLICT
-        )
-        return error_response(exc.status_code, code, str(exc.detail))
+        return error_response(exc.status_code, http_code(exc.status_code), http_message(exc))
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("API request failed")  # the server's log has the traceback; the client never does
         return error_response(500, INTERNAL, "the server failed on this request; its log says why")
+
+
+def http_code(status: int) -> str:
+    """The code for a status the framework answers by itself: a client's mistake is
+    INVALID_ARGUMENT unless a code says more; only 409 is a conflict."""
+    named = {401: UNAUTHORIZED, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT, 413: TOO_LARGE}
+    return named.get(
+        status, RATE_LIMITED if status == 429 else INVALID_ARGUMENT if status < 500 else INTERNAL
+    )
+
+
+def http_message(exc: StarletteHTTPException) -> str:
+    """The framework's message, or what was wrong with a body it could not parse (FastAPI
+    raises 400 from the decoding error)."""
+    if exc.status_code != 400 or exc.__cause__ is None:
+        return str(exc.detail)
+    if isinstance(exc.__cause__, UnicodeDecodeError):
+        return "the request body is not UTF-8; send JSON encoded as UTF-8"
+    return (
+        "the request body could not be read as JSON (a number over 4300 digits, or nesting too deep); "
+        "send plain JSON"
+    )

@@ -28,7 +28,7 @@ from flowcall.core.errors import ConfigError
 from flowcall.core.spec import Flow
 from flowcall.core.steps import Run, RunStatus
 from flowcall.service.front import FlowCall
-from flowcall.trust.exposure import allowed_names, is_loopback
+from flowcall.trust.exposure import allowed_names, is_loopback, origin_of, same_origin
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +180,35 @@ def transport_security(host: str, allow_hosts: Iterable[str] = (), allow_origins
     )
 
 
+class SameOrigin:
+    """ASGI wrapper: a request from a page (it carries an Origin) is taken only from this server's
+    own origin, port included, or an --allow-origin. The SDK's check above takes any port of
+    this server's names, and a page on another local port is another site."""
+
+    def __init__(self, app: Any, host: str, allow_hosts: Iterable[str], allow_origins: Iterable[str]) -> None:
+        self.app, self.names = app, [name.lower() for name in allowed_names(host, allow_hosts)]
+        self.extra = [o for o in (origin_of(text) for text in allow_origins) if o is not None]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            from starlette.datastructures import Headers
+            from starlette.responses import Response
+
+            headers = Headers(scope=scope)
+            origin, scheme = (
+                headers.get("origin"),
+                "https" if scope.get("scheme") in ("https", "wss") else "http",
+            )
+            if origin is not None and not same_origin(
+                origin, scheme, headers.get("host", ""), self.names, self.extra
+            ):
+                await Response("requests from a page on another site are refused", status_code=403)(
+                    scope, receive, send
+                )
+                return
+        await self.app(scope, receive, send)
+
+
 class BearerAuth:
     """ASGI wrapper: every HTTP request must carry `Authorization: Bearer <token>`, else 401 with
     no detail. Compared in constant time, so the token cannot be guessed byte by byte."""
@@ -221,6 +250,7 @@ def http_app(
     app = server.streamable_http_app(
         host=host, transport_security=transport_security(host, allow_hosts, allow_origins)
     )
+    app = SameOrigin(app, host, allow_hosts, allow_origins)
     return BearerAuth(app, token) if token else app
 
 

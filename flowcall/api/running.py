@@ -2,7 +2,8 @@
 and the request waits for it, streams its steps (and the text its models write, as they write
 it), or answers with its id once it waits too long.
 A run never depends on its request: a client that goes away leaves a run that ends as it would
-have, recorded, to read with GET /v1/runs/{id}."""
+have, recorded, to read with GET /v1/runs/{id}. So the run, not the request, holds its place
+in the limits (access.Slot): the thread that runs it gives it back when it ends."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable
 
+from flowcall.api.access import Slot
 from flowcall.core import progress
 from flowcall.core.steps import Run, RunStatus, Step, waiting_calls
 
@@ -24,11 +26,58 @@ async def in_thread(work: Callable[[], Any]) -> Any:
     return await asyncio.get_running_loop().run_in_executor(_RUNS, work)
 
 
-async def wait_for(work: Callable[[], Run], wait_s: float) -> Run | None:
-    """The run `work` returns, or None when it takes longer than `wait_s` (it goes on)."""
-    future = asyncio.get_running_loop().run_in_executor(_RUNS, work)
+# A run's work: given a callback for each step it commits (None: nobody watches), the run.
+Work = Callable[[Callable[[Step], None] | None], Run]
+
+
+@dataclass(frozen=True)
+class Going:
+    """A run going on in its own thread (launch): its end, and what it posts as it goes."""
+
+    future: asyncio.Future[Run]
+    queue: asyncio.Queue[Step | Written]
+
+
+def launch(work: Work, slot: Slot, *, watched: bool = False) -> Going:
+    """Start `work` in a thread now, holding `slot` until it returns or raises: the thread gives
+    it back, so a client that hangs up or a request that stops waiting leaves the run counted
+    for as long as it goes. `watched` (a stream): each step, and each piece of the text its
+    models write (Written), is posted to the queue as it happens."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Step | Written] = asyncio.Queue()
+
+    def post(item: Step | Written) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def held() -> Run:
+        try:
+            if not watched:
+                return work(None)
+            relay = Relay(post)
+            with progress.watching(relay):
+                return work(relay.recorded)
+        finally:
+            slot.release()
+
     try:
-        return await asyncio.wait_for(asyncio.shield(future), wait_s)
+        future = loop.run_in_executor(_RUNS, held)
+    except BaseException:
+        slot.release()
+        raise
+    future.add_done_callback(_retrieved)  # nobody may be left to read its error: no warning then
+    return Going(future, queue)
+
+
+def _retrieved(future: asyncio.Future[Run]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+async def wait_for(going: Going, wait_s: float) -> Run | None:
+    """The run, or None when it takes longer than `wait_s` (it goes on). An exception from its
+    work is raised here."""
+    try:
+        return await asyncio.wait_for(asyncio.shield(going.future), wait_s)
     except asyncio.TimeoutError:
         return None
 
@@ -68,25 +117,11 @@ class Relay:
         self.open = False
 
 
-async def steps_then_run(
-    work: Callable[[Callable[[Step], None]], Run], *, written: bool = False
-) -> AsyncIterator[Step | Run | Written | None]:
-    """Each step as `work` commits it, then the run; None now and then while nothing happens
-    (for a keep-alive). With `written`, the run is watched, and the text its models write
-    comes too, piece by piece (Written), before the step's record. An exception from `work`
-    is raised here."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Step | Written] = asyncio.Queue()
-
-    def post(item: Step | Written) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, item)
-
-    def watched() -> Run:
-        relay = Relay(post)
-        with progress.watching(relay):
-            return work(relay.recorded)
-
-    future = loop.run_in_executor(_RUNS, watched if written else lambda: work(post))
+async def steps_then_run(going: Going) -> AsyncIterator[Step | Run | Written | None]:
+    """Each step of a watched run (launch) as it commits, and the text its models write, piece
+    by piece (Written), before the step's record; then the run. None now and then while
+    nothing happens (for a keep-alive). An exception from its work is raised here."""
+    future, queue = going.future, going.queue
     while True:
         getter = asyncio.ensure_future(queue.get())
         done, _ = await asyncio.wait(
@@ -152,7 +187,20 @@ def status_code(run: Run) -> int:
     return 200 if run.status in ENDED else 202
 
 
+# Every character some client ends a line on (str.splitlines, JavaScript's line readers),
+# as a JSON escape. json.dumps escapes the control characters but leaves U+0085, U+2028 and
+# U+2029 raw; without indent it writes none of these outside a string, and inside one the
+# escape means the same character.
+_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def data_line(data: Any) -> str:
+    """The `data:` line that ends a Server-Sent Event: `data` as JSON with no line break in it
+    for any client, so outside text can never cut the line, end the event or forge another."""
+    text = json.dumps(data, ensure_ascii=False, default=str).translate(_LINE_BREAKS)
+    return f"data: {text}\n\n"
+
+
 def sse(event: str, data: Any) -> str:
-    """One Server-Sent Event. The data is JSON on one line: a newline in a question or an answer
-    is escaped, so outside text can never end the event or forge another."""
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+    """One Server-Sent Event (data_line)."""
+    return f"event: {event}\n{data_line(data)}"

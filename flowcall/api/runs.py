@@ -14,21 +14,36 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
-from flowcall.api.access import Caller
+from flowcall.api.access import Caller, Slot, no_flow, no_run
 from flowcall.api.context import ApiContext, api_of, caller
 from flowcall.api.errors import CONFLICT, FORBIDDEN, ApiError
-from flowcall.api.running import Written, in_thread, run_summary, sse, status_code, steps_then_run, wait_for
-from flowcall.core.errors import ConfigError
+from flowcall.api.running import (
+    Going,
+    Written,
+    in_thread,
+    launch,
+    run_summary,
+    sse,
+    status_code,
+    steps_then_run,
+    wait_for,
+    waiting,
+)
+from flowcall.core.errors import ConfigError, NotFoundError
 from flowcall.core.spec import parse_flow
-from flowcall.core.steps import Run, Step
+from flowcall.core.steps import Run, RunStatus, Step
 from flowcall.engine.approval import Decision
+from flowcall.trust.approval_floor import ApprovalsLowered, check_approvals_kept
 
 router = APIRouter(prefix="/v1", tags=["flows and runs"])
+MAX_VERSION = 2**31 - 1  # a version is a 32-bit integer in the store (PostgreSQL INTEGER)
 
 
 class RunRequest(BaseModel):
     question: str = Field(min_length=1, max_length=20_000)
-    version: int | None = Field(default=None, ge=1, description="A version of the flow; default: the latest.")
+    version: int | None = Field(
+        default=None, ge=1, le=MAX_VERSION, description="A version of the flow; default: the latest."
+    )
     stream: bool = Field(
         default=False,
         description="Server-Sent Events: the text each model writes as it writes it, each step as "
@@ -65,14 +80,12 @@ def list_flows(who: Caller = Depends(caller), api: ApiContext = Depends(api_of))
 @router.get("/flows/{name}")
 def export_flow(
     name: str,
-    version: int | None = Query(default=None, ge=1),
+    version: int | None = Query(default=None, ge=1, le=MAX_VERSION),
     who: Caller = Depends(caller),
     api: ApiContext = Depends(api_of),
 ) -> dict[str, Any]:
     """The flow's JSON, as `flowcall flows export` writes it."""
-    who.require(name)
-    flow, _, _ = api.service.store.get_flow(name, version)
-    return json.loads(flow.to_json())
+    return json.loads(_flow_for(api, who, name, version).to_json())
 
 
 @router.post("/flows", status_code=201)
@@ -80,12 +93,17 @@ def import_flow(
     body: dict[str, Any] = Body(...), who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
 ) -> dict[str, Any]:
     """Save a flow, as `flowcall flows import` does: a name taken by a different flow gets a new
-    one (NAME-imported); a saved flow is never changed."""
+    one (NAME-imported); a saved flow is never changed. Refused (403) when it would call,
+    without asking, a tool that a saved flow asks a person about."""
     if who.flows is not None:
         raise ApiError(403, FORBIDDEN, "a key limited to some flows may not import flows")
     flow = parse_flow(json.dumps(body), source="the request body")
     api.service.registry.resolve(flow.plugin_refs())
-    adopted = api.service.adopt(flow)
+    api.quota.check_flows(api.service, who)
+    try:
+        adopted = api.service.import_for_key(flow, who.api_key)
+    except ApprovalsLowered as exc:
+        raise ApiError(403, FORBIDDEN, str(exc)) from None
     pending = [item.summary for item, granted in api.service.trust_status(adopted.flow) if not granted]
     return {
         "name": adopted.flow.name,
@@ -101,28 +119,25 @@ async def start_run(
 ) -> Any:
     """Run the flow on a question. Without `stream`, the answer comes when the run ends (200),
     or 202 with the run's id when it waits for a person or takes longer than the server waits."""
-    who.require(name)
-    flow = await run_in_threadpool(_startable, api, name, body.version)
-    service = api.service
+    flow = await run_in_threadpool(_startable, api, who, name, body.version)
+    slot = await run_in_threadpool(take_slot, api, who)
+    service, key = api.service, who.api_key
     if body.queue:
-        run = await in_thread(lambda: service.run_queued(flow, body.question))
-        return await _answer(
-            api,
-            who,
-            lambda on_step: service.follow(run.id, on_step=on_step),
-            body.stream,
-            lambda: service.follow(run.id, timeout_s=api.settings.wait_s),
-            run.id,
-        )
+        try:
+            run = await in_thread(lambda: service.run_queued(flow, body.question, api_key=key))
+        except BaseException:
+            slot.release()
+            raise
+        # the run goes on in a worker: this thread follows it to its end, holding its slot
+        going = launch(lambda on_step: service.follow(run.id, on_step=on_step), slot, watched=body.stream)
+        return await _answer(api, going, body.stream, run.id)
     run_id = str(uuid.uuid4())
-    return await _answer(
-        api,
-        who,
-        lambda on_step: service.run(flow, body.question, on_step=on_step, run_id=run_id),
-        body.stream,
-        lambda: service.run(flow, body.question, run_id=run_id),
-        run_id,
+    going = launch(
+        lambda on_step: service.run(flow, body.question, on_step=on_step, run_id=run_id, api_key=key),
+        slot,
+        watched=body.stream,
     )
+    return await _answer(api, going, body.stream, run_id)
 
 
 @router.get("/runs")
@@ -137,19 +152,24 @@ def list_runs(
     who: Caller = Depends(caller),
     api: ApiContext = Depends(api_of),
 ) -> list[dict[str, Any]]:
-    """Newest first, with the filters of `flowcall runs list`."""
-    if flow is not None:
-        who.require(flow)
-    runs = api.service.store.list_runs(flow, status, limit, since=since, until=until, model=model, text=text)
+    """Newest first, with the filters of `flowcall runs list`: the runs this key started."""
+    if flow is not None and not who.allows(flow):
+        return []  # as for a flow with no runs
+    runs = api.service.store.list_runs(
+        flow, status, limit, since=since, until=until, model=model, text=text, api_key=who.api_key
+    )
     return [run_summary(r, steps=False) for r in runs if who.allows(r.flow_name)]
 
 
 @router.get("/runs/{run_id}")
 def get_run(run_id: str, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> dict[str, Any]:
-    """The run with every step, as the inspector shows it."""
-    run = api.service.store.get_run(run_id)
-    who.require(run.flow_name)
-    return run.model_dump(mode="json")
+    """The run with every step, as the inspector shows it; `waiting` too, while a call waits
+    for a person (what a client that polls decides on)."""
+    run = _run_for(api, who, run_id)
+    body = run.model_dump(mode="json")
+    if run.status == RunStatus.WAITING_APPROVAL:
+        body["waiting"] = waiting(run)
+    return body
 
 
 @router.post("/runs/{run_id}/resume", responses={202: {"description": "The run waits again, or goes on"}})
@@ -158,8 +178,7 @@ async def resume_run(
 ) -> Any:
     """Go on with a run that waits for a person: approve, deny (with a reason) or edit each
     waiting call by its id. A call left out keeps waiting."""
-    run = await run_in_threadpool(api.service.store.get_run, run_id)
-    who.require(run.flow_name)
+    run = await run_in_threadpool(_run_for, api, who, run_id)
     decided = {
         d.call_id: Decision(action=d.action, arguments=d.arguments, reason=d.reason, by=f"API key {who.name}")
         for d in body.decisions
@@ -171,44 +190,77 @@ async def resume_run(
         except ConfigError as exc:  # not waiting, or another resumer has it
             raise ApiError(409, CONFLICT, str(exc)) from None
 
-    return await _answer(api, who, None, False, resume, run.id)
+    slot = await run_in_threadpool(take_slot, api, who, stores=False)
+    return await _answer(api, launch(lambda _: resume(), slot), False, run.id)
 
 
 @router.post("/runs/{run_id}/cancel")
 def cancel_run(
     run_id: str, who: Caller = Depends(caller), api: ApiContext = Depends(api_of)
 ) -> dict[str, Any]:
-    run = api.service.store.get_run(run_id)
-    who.require(run.flow_name)
+    run = _run_for(api, who, run_id)
     return run_summary(api.service.cancel(run.id, by=f"API key {who.name}"))
 
 
-def _startable(api: ApiContext, name: str, version: int | None) -> Any:
+def _flow_for(api: ApiContext, who: Caller, name: str, version: int | None) -> Any:
+    """The saved flow, if the caller may use it: a flow it may not use is answered exactly as
+    one that does not exist (no_flow), and neither lists the flows there are."""
+    who.require(name)
+    try:
+        flow, _, _ = api.service.store.get_flow(name)
+    except NotFoundError:
+        raise no_flow(name) from None
+    if version is not None:  # the caller may see this flow, so its versions too
+        flow, _, _ = api.service.store.get_flow(name, version)
+    return flow
+
+
+def _run_for(api: ApiContext, who: Caller, run_id: str) -> Run:
+    """The run with exactly this id (never a prefix: it would be an oracle), if the caller
+    started it (a key sees its own runs; the no-auth caller every run): else no_run, the same
+    answer as for an id no run has."""
+    run = api.service.store.find_run(run_id, api_key=who.api_key)
+    if run is None or not who.allows(run.flow_name):
+        raise no_run(run_id)
+    return run
+
+
+def _startable(api: ApiContext, who: Caller, name: str, version: int | None) -> Any:
     """The saved flow, refused (409) before anything starts when it would start or reach
-    something nobody granted, exactly as `flowcall run` refuses it."""
-    flow, _, _ = api.service.store.get_flow(name, version)
+    something nobody granted, exactly as `flowcall run` refuses it; an older version, refused
+    (403) when it would call without asking a tool the latest asks a person about."""
+    flow = _flow_for(api, who, name, version)
+    if version is not None:
+        latest = api.service.store.get_flow(name)[0]
+        advice = f"run the latest version of {name!r}, which asks"
+        try:
+            check_approvals_kept(flow, [latest], advice=advice)
+        except ApprovalsLowered as exc:
+            raise ApiError(403, FORBIDDEN, str(exc)) from None
     api.service.registry.resolve(flow.plugin_refs())
     api.service.require_trust(flow)
     return flow
 
 
-async def _answer(
-    api: ApiContext, who: Caller, streamed: Any, stream: bool, blocking: Any, run_id: str | None = None
-) -> Any:
+def take_slot(api: ApiContext, who: Caller, *, stores: bool = True) -> Slot:
+    """A place for one more run of this caller (429 past the key's or the server's limit),
+    after its storage quota (429) when the run `stores` a new one."""
+    if stores:
+        api.quota.check_runs(api.service, who)
+    return api.limits.start_run(who)
+
+
+async def _answer(api: ApiContext, going: Going, stream: bool, run_id: str) -> Any:
     """The run as the request asked for it: a stream of its steps, or its summary when it ends
-    (202 with its id when it waits longer than the server waits). The key's concurrency limit
-    holds while the run goes on."""
-    api.limits.start_run(who)
+    (202 with its id when it waits longer than the server waits). Either way the run holds its
+    place in the limits until it ends (running.launch)."""
     if stream:
         return StreamingResponse(
-            _events(api, who, streamed),
+            _events(going),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    try:
-        run = await wait_for(blocking, api.settings.wait_s)
-    finally:
-        api.limits.end_run(who)
+    run = await wait_for(going, api.settings.wait_s)
     if run is None:
         return JSONResponse(
             {"id": run_id, "status": "running", "follow": f"/v1/runs/{run_id}"}, status_code=202
@@ -220,11 +272,11 @@ def _again(written: Written) -> dict[str, bool]:
     return {"again": True} if written.again else {}
 
 
-async def _events(api: ApiContext, who: Caller, work: Any) -> Any:
+async def _events(going: Going) -> Any:
     """The run's events: `text` as a model writes (from this server's own runs; a run on the
     workers sends its steps only), `step` as each step commits, then `run`; or `error`."""
     try:
-        async for item in steps_then_run(work, written=True):
+        async for item in steps_then_run(going):
             if item is None:
                 yield ": keep-alive\n\n"
             elif isinstance(item, Written):
@@ -237,5 +289,3 @@ async def _events(api: ApiContext, who: Caller, work: Any) -> Any:
         yield sse("error", {"code": exc.code, "message": exc.message})
     except Exception as exc:  # noqa: BLE001 - the stream has started: the error goes in it
         yield sse("error", {"code": "INTERNAL", "message": f"the run could not go on ({type(exc).__name__})"})
-    finally:
-        api.limits.end_run(who)

@@ -46,6 +46,27 @@ from flowcall.trust.exposure import is_loopback
     help="Runs a key may have going at once.",
 )
 @click.option(
+    "--concurrent-all",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Runs going at once on the server, all keys together (per process with --workers).",
+)
+@click.option(
+    "--quota-runs",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="Runs a key may have stored; past it, its new runs are refused.",
+)
+@click.option(
+    "--quota-flows",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Flows a key may have imported; past it, its imports are refused.",
+)
+@click.option(
     "--wait",
     "wait_s",
     type=click.FloatRange(min=1),
@@ -67,6 +88,7 @@ def serve_command(
     burst: int,
     concurrent: int,
     wait_s: float,
+    **limits: int,  # --concurrent-all, --quota-runs, --quota-flows: Settings' fields of those names
 ) -> None:
     """Serve the saved flows over HTTP: a REST API for flows and runs, and an OpenAI-compatible
     /v1/chat/completions where `model` is a flow's name. Requests need a key (`flowcall keys create`)."""
@@ -74,12 +96,15 @@ def serve_command(
 
     from flowcall.api.app import create_app, settings_to_env
     from flowcall.api.context import Settings
+    from flowcall.api.guard import given_origin
 
     if no_auth and not is_loopback(host):
         raise click.UsageError(
             f"--no-auth answers anyone who reaches the port; --host {host or '(all)'} is "
             "reachable from other machines. Create a key instead: flowcall keys create NAME"
         )
+    for origin in allow_origins:  # a wrong one stops here, not in each worker
+        given_origin(origin)
     settings = Settings(
         host=host,
         auth=not no_auth,
@@ -90,6 +115,7 @@ def serve_command(
         wait_s=wait_s,
         allow_hosts=allow_hosts,
         allow_origins=allow_origins,
+        **limits,
     )
     service = _service(ctx)
     _announce(host, port, no_auth, has_keys=bool(service.list_keys()))

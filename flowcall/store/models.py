@@ -69,6 +69,8 @@ class FlowRow(Base):
     name: Mapped[str] = mapped_column(String(120), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     layout: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)  # the canvas; no version
+    # the API key that imported it (its name), for the key's quota; None: a person saved it
+    api_key: Mapped[str | None] = mapped_column(String(160), nullable=True, index=True)
 
 
 class FlowVersionRow(Base):
@@ -115,6 +117,9 @@ class RunRow(Base):
     outcome: Mapped[str | None] = mapped_column(String(40), nullable=True)
     outcome_reasons: Mapped[Any] = mapped_column(JSONType, nullable=True)
     provenance: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    # the API key that started it (its name): only that key sees it through the API; None: the
+    # CLI, the studio, the API without keys (--no-auth) or an import
+    api_key: Mapped[str | None] = mapped_column(String(160), nullable=True, index=True)
 
 
 class StepRow(Base):

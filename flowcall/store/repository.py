@@ -128,9 +128,10 @@ def _step_from_row(row: StepRow) -> Step:
     return Step.model_validate({name: getattr(row, name) for name in Step.model_fields})
 
 
-def _run_values(run: Run) -> dict[str, Any]:
+def _run_values(run: Run, api_key: str | None = None) -> dict[str, Any]:
     data = run.model_dump(mode="json", exclude=_TIMES | {"steps"})
     data.update(
+        api_key=api_key,  # not on Run: an exported run never says which key started it
         started_at=run.started_at,
         ended_at=run.ended_at,
         lease_until=run.lease_until,
@@ -141,8 +142,8 @@ def _run_values(run: Run) -> dict[str, Any]:
     return fit_values(_RUNS, data)
 
 
-def _run_to_row(run: Run) -> RunRow:
-    return RunRow(**_run_values(run))
+def _run_to_row(run: Run, api_key: str | None = None) -> RunRow:
+    return RunRow(**_run_values(run, api_key))
 
 
 def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
@@ -152,6 +153,27 @@ def _run_from_row(row: RunRow, steps: list[StepRow] | None = None) -> Run:
     if data["status"] == _RUNNING and owner_gone(row.owner, row.lease_until):
         data["status"] = RunStatus.INTERRUPTED  # derived on every read, never stored
     return Run.model_validate({**data, "steps": [_step_from_row(s) for s in steps or []]})
+
+
+_LATEST = (
+    select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("version"))
+    .group_by(FlowVersionRow.flow_id)
+    .subquery()
+)
+_LATEST_VERSIONS = (  # (flow name, its latest FlowVersionRow) for every flow
+    select(FlowRow.name, FlowVersionRow)
+    .join(_LATEST, _LATEST.c.flow_id == FlowRow.id)
+    .join(
+        FlowVersionRow,
+        (FlowVersionRow.flow_id == FlowRow.id) & (FlowVersionRow.version == _LATEST.c.version),
+    )
+    .order_by(FlowRow.name)
+)
+
+
+def _with_steps(s: Session, row: RunRow) -> Run:
+    steps = s.scalars(select(StepRow).where(StepRow.run_id == row.id).order_by(StepRow.seq))
+    return _run_from_row(row, list(steps))
 
 
 def _layout(stored: Any) -> FlowLayout | None:
@@ -277,9 +299,10 @@ class Store:
 
     # --- StepSink -----------------------------------------------------------------------------
 
-    def run_started(self, run: Run) -> None:
+    def run_started(self, run: Run, *, api_key: str | None = None) -> None:
+        """Record a run that starts now; `api_key`: the name of the API key that started it."""
         run.owner, run.lease_until = _me(), lease_until()
-        values = _run_values(run)
+        values = _run_values(run, api_key)
 
         def insert() -> None:
             with self.engine.begin() as conn:
@@ -293,15 +316,15 @@ class Store:
         Whoever executes it claims it (run_resumed), so it runs once whoever asks."""
         self.queue_runs([run])
 
-    def queue_runs(self, runs: list[Run]) -> None:
-        """queue_run for many runs (an experiment's), in one transaction."""
+    def queue_runs(self, runs: list[Run], *, api_key: str | None = None) -> None:
+        """queue_run for many runs (an experiment's), in one transaction; `api_key` as in run_started."""
         for run in runs:
             run.status, run.owner, run.lease_until = RunStatus.QUEUED, None, None
             run.queued_at = run.queued_at or utcnow()
 
         def insert() -> None:
             with self._session() as s, s.begin():
-                s.add_all(_run_to_row(run) for run in runs)
+                s.add_all(_run_to_row(run, api_key) for run in runs)
 
         if runs:
             last = runs[-1].id
@@ -657,20 +680,21 @@ class Store:
 
     # --- Flows --------------------------------------------------------------------------------
 
-    def save_flow(self, flow: Flow) -> tuple[int, int]:
-        """Store `flow` as a new version unless it equals the latest; returns (version_id, version)."""
+    def save_flow(self, flow: Flow, *, api_key: str | None = None) -> tuple[int, int]:
+        """Store `flow` as a new version unless it equals the latest; returns (version_id, version).
+        `api_key`: the name of the API key that imports it, kept with a flow it creates."""
         try:
-            return self._save_flow(flow)
+            return self._save_flow(flow, api_key)
         except IntegrityError:
             # Another process saved the same flow at the same moment: retry on its result.
-            return self._save_flow(flow)
+            return self._save_flow(flow, api_key)
 
-    def _save_flow(self, flow: Flow) -> tuple[int, int]:
+    def _save_flow(self, flow: Flow, api_key: str | None = None) -> tuple[int, int]:
         spec_hash = flow.content_hash()
         with self._session() as s, s.begin():
             flow_row = s.scalar(select(FlowRow).where(FlowRow.name == flow.name))
             if flow_row is None:
-                flow_row = FlowRow(name=flow.name)
+                flow_row = FlowRow(name=flow.name, api_key=api_key)
                 s.add(flow_row)
                 s.flush()
             if flow.layout is not None:  # the layout belongs to the flow, whatever its version
@@ -745,20 +769,6 @@ class Store:
 
     def list_flows(self) -> list[dict[str, Any]]:
         """One entry per flow, by name: name, version, version_id, updated_at, description."""
-        latest = (
-            select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("version"))
-            .group_by(FlowVersionRow.flow_id)
-            .subquery()
-        )
-        query = (
-            select(FlowRow.name, FlowVersionRow)
-            .join(latest, latest.c.flow_id == FlowRow.id)
-            .join(
-                FlowVersionRow,
-                (FlowVersionRow.flow_id == FlowRow.id) & (FlowVersionRow.version == latest.c.version),
-            )
-            .order_by(FlowRow.name)
-        )
         with self._session() as s:
             return [
                 {
@@ -768,8 +778,13 @@ class Store:
                     "updated_at": row.created_at,
                     "description": row.spec.get("description", ""),
                 }
-                for name, row in s.execute(query)
+                for name, row in s.execute(_LATEST_VERSIONS)
             ]
+
+    def latest_flows(self) -> list[Flow]:
+        """The latest version of every saved flow, by name."""
+        with self._session() as s:
+            return [Flow.model_validate(row.spec) for _, row in s.execute(_LATEST_VERSIONS)]
 
     def flow_versions(self, name: str) -> list[dict[str, Any]]:
         """Every version of a flow, newest first: version, version_id, spec_hash, created_at."""
@@ -807,14 +822,18 @@ class Store:
         until: datetime | None = None,
         model: str | None = None,
         text: str | None = None,
+        api_key: str | None = None,
     ) -> list[Run]:
         """Newest first, without steps (use get_run for those). `model` matches runs with a
         model or polish step whose provider/model name contains it; `text`, runs whose question
-        contains it (any case). `interrupted` and `running` are told apart on reading (a running
-        run's owner is alive or not), so both select the stored `running` rows and then filter."""
+        contains it (any case); `api_key`, the runs that API key started. `interrupted` and
+        `running` are told apart on reading (a running run's owner is alive or not), so both
+        select the stored `running` rows and then filter."""
         query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id.desc())
         if flow_name is not None:
             query = query.where(RunRow.flow_name == flow_name)
+        if api_key is not None:
+            query = query.where(RunRow.api_key == api_key)
         wanted = None
         if status is not None:
             if status not in set(RunStatus):
@@ -891,6 +910,19 @@ class Store:
             s.add_all(_step_to_row(step) for step in run.steps)
         return self.get_run(run.id)
 
+    def find_run(self, run_id: str, *, api_key: str | None = None) -> Run | None:
+        """The run with exactly this id (no prefix), with its steps; with `api_key`, only if that
+        API key started it. None otherwise: the HTTP API's lookup, where a prefix would be an
+        oracle for runs the caller may not see."""
+        with self._session() as s:
+            query = select(RunRow).where(RunRow.id == run_id)
+            if api_key is not None:
+                query = query.where(RunRow.api_key == api_key)
+            row = s.scalar(query)
+            if row is None:
+                return None
+            return _with_steps(s, row)
+
     def get_run(self, run_id: str) -> Run:
         """A run with its steps in order; `run_id` may be a unique prefix, as git does for commits."""
         if not run_id:
@@ -907,8 +939,7 @@ class Store:
                         "give the whole id or a longer prefix (`flowcall runs` lists them)"
                     )
                 row = matches[0]
-            steps = s.scalars(select(StepRow).where(StepRow.run_id == row.id).order_by(StepRow.seq))
-            return _run_from_row(row, list(steps))
+            return _with_steps(s, row)
 
     # --- Tasks (the create_task plugin) -------------------------------------------------------
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Iterable
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -45,3 +46,44 @@ def host_name(header: str) -> str:
     if header.startswith("["):
         return header[1:].split("]", 1)[0]
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+Origin = tuple[str, str, int]  # scheme, host, port: what a browser compares
+
+
+def authority(text: str) -> tuple[str, int | None] | None:
+    """(host, port) of a Host header or an origin's authority, the host lower-case and IPv6
+    unbracketed; None if it is not one (a port that is not a number, userinfo, a path)."""
+    try:
+        parts = urlsplit(f"//{text.strip()}")
+        port = parts.port
+    except ValueError:  # a port that is not a number (127.0.0.1:80.evil.example)
+        return None
+    if not parts.hostname or parts.path or parts.query or parts.fragment or "@" in parts.netloc:
+        return None
+    return parts.hostname.lower(), port
+
+
+def origin_of(text: str) -> Origin | None:
+    """An Origin header as (scheme, host, port), the default port filled in; None for `null`
+    or anything that is not exactly scheme://host[:port]."""
+    scheme, sep, rest = text.strip().rstrip("/").partition("://")
+    scheme = scheme.lower()
+    found = authority(rest) if sep and scheme in DEFAULT_PORTS else None
+    if found is None:
+        return None
+    return scheme, found[0], found[1] or DEFAULT_PORTS[scheme]
+
+
+def same_origin(
+    origin: str, scheme: str, host: str, names: Iterable[str], extra: Iterable[Origin] = ()
+) -> bool:
+    """Whether a page of `origin` is this server's own: one of its `names` on the scheme and
+    port the request came to (its Host header), or one of `extra`. A page on another port of
+    this host (another local program) is another site."""
+    page, own = origin_of(origin), authority(host)
+    if page is None or own is None:
+        return False
+    own_port = own[1] or DEFAULT_PORTS.get(scheme, 0)
+    return page in set(extra) or (page[0] == scheme and page[2] == own_port and page[1] in set(names))

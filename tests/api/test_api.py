@@ -215,7 +215,8 @@ def test_a_revoked_key_is_refused(server: Server) -> None:
     )
 
 
-def test_a_key_for_some_flows_gets_403_on_the_others(server: Server) -> None:
+def test_a_key_for_some_flows_finds_no_other_flow(server: Server) -> None:
+    """A flow outside the key's scope is answered as one that does not exist; importing is 403."""
     with httpx.Client(base_url=server.base, headers=server.headers("clock-only"), timeout=60) as http:
         assert http.post("/v1/flows/clock/runs", json={"question": "几点了?"}).status_code == 200
         for response in [
@@ -225,13 +226,14 @@ def test_a_key_for_some_flows_gets_403_on_the_others(server: Server) -> None:
                 "/v1/chat/completions",
                 json={"model": "tasks", "messages": [{"role": "user", "content": "x"}]},
             ),
-            http.post("/v1/flows", json={"name": "new", "decision": {"provider": "scripted"}}),
         ]:
-            assert response.status_code == 403 and response.json()["error"]["code"] == "FORBIDDEN"
+            assert response.status_code == 404 and response.json()["error"]["code"] == "NOT_FOUND"
+        imported = http.post("/v1/flows", json={"name": "new", "decision": {"provider": "scripted"}})
+        assert imported.status_code == 403 and imported.json()["error"]["code"] == "FORBIDDEN"
         assert {r["flow"] for r in http.get("/v1/runs").json()} == {"clock"}
         other_run = server.app.store.list_runs("plain", limit=1)
         if other_run:
-            assert http.get(f"/v1/runs/{other_run[0].id}").status_code == 403
+            assert http.get(f"/v1/runs/{other_run[0].id}").status_code == 404
 
 
 def test_the_openapi_docs_are_served(server: Server) -> None:

@@ -14,7 +14,10 @@ import pytest
 from tests.api.server import FLOWS, Server, api_server
 
 CLIENTS, REQUESTS = 10, 3
-UNLIMITED = ("--rate", "1000000", "--burst", "1000000", "--concurrent", "1000000")
+UNLIMITED = (
+    *("--rate", "1000000", "--burst", "1000000"),
+    *("--concurrent", "1000000", "--concurrent-all", "1000000"),
+)
 
 
 async def ask_concurrently(server: Server) -> list[httpx.Response]:

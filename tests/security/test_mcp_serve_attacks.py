@@ -200,6 +200,27 @@ def test_a_call_with_a_wrong_token_records_no_run(attack):
     assert not right.is_error and right.content[0].text == "the answer" and runs_in(service) == 1
 
 
+def test_a_page_on_another_port_of_this_host_is_refused(attack):
+    attack.tried(
+        "a page on http://127.0.0.1:<another port> (another local program) posts to the MCP server",
+        expected="403; a page of the server's own origin passes",
+    )
+    token = secrets.token_urlsafe(24)
+    app = http_app(service_with(lambda: ["x"]), PLAIN, host="127.0.0.1", token=token)
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
+    with serving_app(app) as (url, port):
+
+        def post(origin: str) -> int:
+            return httpx.post(
+                url, json=INITIALIZE, headers={**auth, "Origin": origin}, timeout=20
+            ).status_code
+
+        other = [post(f"http://127.0.0.1:{port + 1}"), post("http://localhost:9"), post("https://127.0.0.1")]
+        own = post(f"http://127.0.0.1:{port}")
+    attack.observed(f"other ports: {other}, own origin: {own}")
+    assert other == [403, 403, 403] and own == 200
+
+
 @pytest.mark.parametrize("served_as", ["127.0.0.1", "0.0.0.0"])
 def test_dns_rebinding_and_foreign_origins_are_refused(attack, served_as):
     attack.tried(
