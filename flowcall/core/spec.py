@@ -280,7 +280,8 @@ class HTTPToolSource(BaseModel):
 
     def resolved_headers(self) -> dict[str, str]:
         """The headers as sent: each reference read from the environment now. A variable that is
-        not set is an error that names it, never an empty credential sent."""
+        not set, or whose value is not one clean line, is an error that names it, never quotes it
+        (the HTTP library's own error would: it is stored in the step and shown to the model)."""
         resolved = {}
         for name, value in self.headers.items():
             match = _HEADER_REFERENCE.fullmatch(value)
@@ -291,9 +292,33 @@ class HTTPToolSource(BaseModel):
                         f"HTTP tools '{self.name}': header {name} reads ${variable}, which is not set "
                         f"in the environment; set {variable} where FlowCall runs"
                     )
-                value = value[: match.start(1) - 1] + os.environ[variable]
+                secret = os.environ[variable]
+                if problem := _header_value_problem(secret):
+                    raise ConfigError(
+                        f"HTTP tools '{self.name}': header {name} reads ${variable}, whose value {problem}, "
+                        f"so it is not sent; set {variable} again without it (a key pasted with its "
+                        "line end is the usual cause)"
+                    )
+                value = value[: match.start(1) - 1] + secret
             resolved[name] = value
         return resolved
+
+    def secret_variables(self) -> list[str]:
+        """The environment variables the headers read: their values never go into an error."""
+        return [m.group(1) for v in self.headers.values() if (m := _HEADER_REFERENCE.fullmatch(v))]
+
+
+def _header_value_problem(value: str) -> str | None:
+    """Why a value read from the environment cannot be a header value, in words that do not quote it."""
+    if not value:
+        return "is empty"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return "holds a line break or another control character"
+    if value != value.strip(" "):
+        return "starts or ends with a space"
+    if not value.isascii():
+        return "holds a character that is not plain ASCII"
+    return None
 
 
 Coordinate = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
@@ -317,7 +342,8 @@ class Flow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["flowcall.flow/v1"] = FORMAT_VERSION
-    name: str = Field(min_length=1, max_length=120, pattern=r"^[\w\-. ]+$")
+    # no space or dot at either end: "weather " or "weather." would read as the saved "weather"
+    name: str = Field(min_length=1, max_length=120, pattern=r"^[\w\-]([\w\-. ]*[\w\-])?$")
     description: str = ""
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
     tools: list[str] = Field(

@@ -49,13 +49,22 @@ from flowcall.tools.base import RunContext
 from flowcall.tools.execute import check_call, run_round
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import definition, fingerprint
+from flowcall.trust.consent import Grants
 
 
 class Engine:
-    def __init__(self, registry: ToolRegistry, provider_for: ProviderFactory, sink: StepSink):
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        provider_for: ProviderFactory,
+        sink: StepSink,
+        grants: Grants | None = None,
+    ):
+        """`grants`: to check documents and servers again as they load (None: checked by the caller)."""
         self.registry = registry
         self.provider_for = provider_for
         self.sink = sink
+        self.grants = grants
 
     # ---------------------------------------------------------------- public
     def run(
@@ -225,7 +234,7 @@ class Engine:
             return nullcontext(self.registry)
         from flowcall.tools.sources import run_registry  # the mcp SDK loads only when a flow needs it
 
-        return run_registry(self.registry, flow)
+        return run_registry(self.registry, flow, self.grants)
 
     def _begin(self, start: Start, registry: ToolRegistry) -> Scope:
         """Phase 1: the run's tools, callers and state (a new one from the question, or the one

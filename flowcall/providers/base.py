@@ -3,14 +3,15 @@ that builds a provider from a flow's model config."""
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
 from flowcall.core.messages import ModelRequest, ModelTurn
-from flowcall.core.spec import ModelConfig
+from flowcall.core.spec import _KEY_FORMATS, ModelConfig
 
 
 class Capabilities(BaseModel):
@@ -86,3 +87,21 @@ def redact_url(url: str | None) -> str | None:
 def redact_text(text: str) -> str:
     """Drop user:password@ from every URL in a message (an exception's text may quote one)."""
     return _USERINFO.sub("", text)
+
+
+def redact_secrets(text: str, variables: Iterable[str] = ()) -> str:
+    """`text` (a tool's error) safe to store and show: redact_text, then each named environment
+    variable's value replaced by "[redacted $NAME]" (as it is, trimmed, as Python quotes it in
+    an error, and each long piece of it), and anything in the format of a key by "[redacted key]"."""
+    text = redact_text(text)
+    for name in variables:
+        for form in _forms(os.environ.get(name, "")):
+            text = text.replace(form, f"[redacted ${name}]")
+    return _KEY_FORMATS.sub("[redacted key]", text)
+
+
+def _forms(value: str) -> list[str]:
+    """The ways a value shows up in an exception's text, longest first; none too short to mean it."""
+    forms = {value, value.strip(), repr(value)[1:-1], repr(value.encode("utf-8", "replace"))[2:-1]}
+    forms |= {piece for piece in re.split(r"[\s\x00-\x1f\x7f]+", value) if len(piece) >= 8}
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)

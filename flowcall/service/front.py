@@ -19,8 +19,9 @@ import httpx
 from pydantic import ValidationError
 
 from flowcall.core import artifacts as artifact_codec
-from flowcall.core import config, nesting
+from flowcall.core import call_ids, config, nesting
 from flowcall.core.errors import ConfigError
+from flowcall.core.lookalike import looks_like
 from flowcall.core.messages import ToolSpec
 from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig, load_flow, parse_flow
 from flowcall.core.steps import ChatTurn, Run, RunStatus, StepCallback
@@ -49,7 +50,16 @@ from flowcall.trust.api_keys import (
     new_secret,
     prefix_of,
 )
-from flowcall.trust.consent import TrustItem, require_granted, trust_items
+from flowcall.trust.approval_floor import check_approvals_kept
+from flowcall.trust.consent import (
+    TrustItem,
+    attached_http_sources,
+    document_item,
+    is_url,
+    require_granted,
+    trust_items,
+)
+from flowcall.trust.packages import PackageOrigin
 
 IMPORTED_SUFFIX = "-imported"
 
@@ -111,24 +121,64 @@ class FlowCall:
             if run_id
             else f"flowcall trust {shlex.quote(ref or flow.name)}"
         )
-        require_granted(flow, self.store, command)
+        installed = self._package_tools(flow)
+        require_granted(flow, self.store, command, installed=installed)  # before anything is fetched
+        require_granted(flow, self.store, command, fetched=self._fetched_documents(flow), installed=installed)
 
     def trust_status(self, flow: Flow) -> list[tuple[TrustItem, bool]]:
         """Each item the flow would start or reach, and whether it is granted."""
         granted = self.store.granted_keys()
-        return [(item, item.key in granted) for item in trust_items(flow)]
+        items = [*trust_items(flow, self._package_tools(flow)), *self._fetched_documents(flow)]
+        return [(item, item.key in granted) for item in items]
+
+    def _package_tools(self, flow: Flow) -> dict[str, PackageOrigin]:
+        """The flow's tools that installed packages provide, each with its package: consent asks
+        for them (trust/packages.py)."""
+        found = {}
+        for ref in flow.plugin_refs():
+            try:
+                tool = self.registry.get(ref)
+            except ConfigError:
+                continue  # an unknown tool is refused where the flow's tools are resolved
+            if tool.package is not None:
+                found[tool.version] = tool.package
+        return found
 
     def grant(self, flow: Flow, *, by: str) -> list[TrustItem]:
         """A person grants everything the flow would start or reach; returns what was new."""
         new = [item for item, ok in self.trust_status(flow) if not ok]
         self.store.grant(new, by=by)
-        return new
+        # an OpenAPI URL's content can be fetched only once the URL is granted: bound now
+        granted = self.store.granted_keys()
+        content = [item for item in self._fetched_documents(flow) if item.key not in granted]
+        self.store.grant(content, by=by)
+        return new + content
+
+    def _fetched_documents(self, flow: Flow) -> list[TrustItem]:
+        """The content of each OpenAPI document the flow loads from a URL, as fetched now: a
+        grant binds it, and a run loads only granted content. Nothing is fetched until all else
+        the flow reaches is granted (the URL, and the allow_hosts the fetch's guard lets through).
+        A document that cannot be fetched is left to the run, which says why."""
+        from flowcall.tools.openapi_tools import document_sha256
+
+        granted, items = self.store.granted_keys(), []
+        if any(item.key not in granted for item in trust_items(flow)):
+            return []
+        for source in attached_http_sources(flow):
+            if not is_url(source.openapi):
+                continue  # a file is hashed by trust_items
+            try:
+                items.append(document_item(source, document_sha256(source)))
+            except (ConfigError, UnsafeRequest, ResponseTooLarge, httpx.HTTPError):
+                continue
+        return items
 
     # --- flows from outside ---------------------------------------------------------------
-    def adopt(self, flow: Flow) -> Adopted:
+    def adopt(self, flow: Flow, *, api_key: str | None = None) -> Adopted:
         """Store a flow that came from outside without ever changing a saved flow: the same
         content as a saved version is that version; a new name is saved as it is; a name taken
-        by a different flow gets a new name (`NAME-imported`, `-imported-2`, ...)."""
+        by a different flow gets a new name (`NAME-imported`, `-imported-2`, ...). `api_key`:
+        the API key that imports it, kept with a flow it creates (its quota)."""
         spec_hash = flow.content_hash()
         base = flow.name[: 120 - len(IMPORTED_SUFFIX) - 4]
         for n in range(1, 1000):
@@ -137,17 +187,28 @@ class FlowCall:
             found = self.store.find_version(name, candidate.content_hash() if n > 1 else spec_hash)
             if found is False:
                 continue  # a different flow has this name: never add a version to it
-            version_id, version = found or self.store.save_flow(candidate)
             note = (
-                None
+                (self._look_alike(name) if found is None else None)
                 if n == 1
                 else (
                     f"a different flow named {flow.name!r} is saved here, so this one is "
                     f"stored as {name!r}; the saved {flow.name!r} is unchanged"
                 )
             )
+            version_id, version = found or self.store.save_flow(candidate, api_key=api_key)
             return Adopted(candidate, version_id, version, note)
         raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
+
+    def _look_alike(self, name: str) -> str | None:
+        """A note when a new flow's name reads as a saved one's (letter case, width, letters of
+        another script that look the same): in a list or a command one is taken for the other."""
+        twin = looks_like(name, [saved["name"] for saved in self.store.list_flows()])
+        if twin is None:
+            return None
+        return (
+            f"{name!r} looks like the saved flow {twin!r}: the names differ only in letter case, width "
+            "or look-alike letters; it is stored as a flow of its own, so check which one you run"
+        )
 
     def run(
         self,
@@ -158,12 +219,14 @@ class FlowCall:
         approver: Approver | None = None,
         run_id: str | None = None,
         context: list[ChatTurn] | None = None,
+        api_key: str | None = None,
     ) -> Run:
         """Run the flow against its stored version (stored first if new; a flow whose name is
         taken by a different saved flow is stored under a new name, see `adopt`). Without an
-        approver, a call that needs a person pauses the run (WAITING_APPROVAL)."""
+        approver, a call that needs a person pauses the run (WAITING_APPROVAL). `api_key`: the
+        HTTP API key that starts it, recorded with the run (only that key sees it)."""
         adopted = self.prepare(flow)  # fails before anything is recorded if a tool is missing
-        engine = Engine(self.registry, self.provider_factory, self.store)
+        engine = Engine(self.registry, self.provider_factory, self._sink(api_key), self.store)
         return engine.run(
             adopted.flow,
             question,
@@ -220,13 +283,14 @@ class FlowCall:
             if model is not None and model.provider in HOSTED_PROVIDERS:
                 self.provider_factory(model)
 
-    def submit(self, adopted: Adopted, question: str) -> Run:
+    def submit(self, adopted: Adopted, question: str, *, api_key: str | None = None) -> Run:
         """Record a run of a prepared flow on `question` without running it (status queued).
         `execute` runs it given only its id, in this process or, later, in a worker's."""
-        return self.submit_many(adopted, [question])[0]
+        return self.submit_many(adopted, [question], api_key=api_key)[0]
 
-    def submit_many(self, adopted: Adopted, questions: list[str]) -> list[Run]:
-        """`submit` for many questions (an experiment's items), recorded in one transaction."""
+    def submit_many(self, adopted: Adopted, questions: list[str], *, api_key: str | None = None) -> list[Run]:
+        """`submit` for many questions (an experiment's items), recorded in one transaction;
+        `api_key` as in `run`."""
         runs = [
             Run(
                 id=str(uuid.uuid4()),
@@ -238,7 +302,7 @@ class FlowCall:
             )
             for question in questions
         ]
-        self.store.queue_runs(runs)
+        self.store.queue_runs(runs, api_key=api_key)
         return runs
 
     def execute(
@@ -262,7 +326,7 @@ class FlowCall:
             )
         flow = self.flow_of(run)
         self.require_trust(flow, run_id=run.id)
-        engine = Engine(self.registry, self.provider_factory, self.store)
+        engine = Engine(self.registry, self.provider_factory, self.store, self.store)
         if tools is None:  # a re-run goes on from where it was cut; any other queued run has no state
             checkpoint = self.store.get_checkpoint(run.id)
             return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
@@ -288,12 +352,12 @@ class FlowCall:
         self.require_queue()
         broker.enqueue(run_ids)
 
-    def run_queued(self, flow: Flow, question: str) -> Run:
+    def run_queued(self, flow: Flow, question: str, *, api_key: str | None = None) -> Run:
         """Record a run of `flow` and hand it to the workers (`flowcall worker`); it is returned
         queued. Refused before anything is stored when queueing cannot work here; a broker that
-        does not take the run leaves it cancelled, saying why."""
+        does not take the run leaves it cancelled, saying why. `api_key` as in `run`."""
         self.require_queue()
-        run = self.submit(self.prepare(flow), question)
+        run = self.submit(self.prepare(flow), question, api_key=api_key)
         try:
             self.enqueue([run.id])
         except ConfigError as exc:
@@ -337,7 +401,7 @@ class FlowCall:
         checkpoint = self.store.get_checkpoint(run.id)
         flow = self.flow_of(run)
         self.require_trust(flow, run_id=run.id)  # a refusal leaves the run waiting: nothing is claimed yet
-        engine = Engine(self.registry, self.provider_factory, self.store)
+        engine = Engine(self.registry, self.provider_factory, self.store, self.store)
         return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
 
     def cancel(self, run_id: str, *, by: str = "a person") -> Run:
@@ -456,6 +520,7 @@ class FlowCall:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(top level)"
             raise ConfigError(f"{source} holds an invalid run at run.{where}: {first['msg']}") from exc
+        run = call_ids.imported(run, source)  # one call, one id: a decision binds one call
         self.store.check_import(run, source)  # before the flow is adopted: a refused file stores nothing
         adopted = self.adopt(flow) if flow else None
         update: dict[str, Any] = {"flow_version_id": adopted.version_id if adopted else None}
@@ -470,7 +535,7 @@ class FlowCall:
         original = self.store.get_run(run_id)
         flow = self.flow_of(original)
         self.require_trust(flow, run_id=original.id)
-        engine = Engine(self.registry, replay_factory(original), self.store)
+        engine = Engine(self.registry, replay_factory(original), self.store, self.store)
         replayed = engine.run(
             flow,
             original.question,
@@ -597,6 +662,25 @@ class FlowCall:
             return None
         found = find_key(self.store, key_hash(secret))
         return found if found is not None and found.active else None
+
+    # --- what a key owns (flowcall/store/key_owned.py): its runs, the flows it imported ----------
+    def _sink(self, api_key: str | None) -> Any:
+        """Where a run's records go: the store, recording the API key that started the run."""
+        from flowcall.store.key_owned import KeyedSink
+
+        return self.store if api_key is None else KeyedSink(self.store, api_key)
+
+    def import_for_key(self, flow: Flow, api_key: str | None) -> Adopted:
+        """`adopt` for a flow that comes through the HTTP API: refused (ApprovalsLowered) when
+        it would call, without asking, a tool that a saved flow asks a person about."""
+        check_approvals_kept(flow, self.store.latest_flows())
+        return self.adopt(flow, api_key=api_key)
+
+    def stored_by_key(self, api_key: str) -> tuple[int, int]:
+        """(runs, flows) stored now that the API key started or imported."""
+        from flowcall.store.key_owned import stored_by_key
+
+        return stored_by_key(self.store, api_key)
 
     # --- tools, for the pages and the CLI: a registered one tried, a server attached to a flow -
     def try_tool(self, ref: str, arguments: dict[str, Any]) -> TrialResult:

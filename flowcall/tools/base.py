@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from flowcall.core.messages import ToolSpec
+from flowcall.trust.packages import PackageOrigin
 
 ToolSource = Literal["python", "mcp", "http"]
 
@@ -48,6 +49,10 @@ class Tool:
     timeout_s: float | None = None  # overrides the flow's tool timeout
     source: ToolSource = "python"
     trusted: bool = False  # for MCP tools: the flow marked the server trusted (no approval needed)
+    # environment variables whose values the tool sends (an HTTP source's $VAR headers): redacted
+    # from its errors before they are recorded (providers.base.redact_secrets)
+    secret_env: tuple[str, ...] = ()
+    package: PackageOrigin | None = None  # a tool of an installed package: which (consent asks for it)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(

@@ -37,6 +37,7 @@ import jsonschema
 from flowcall.core import schemas
 from flowcall.core.errors import ErrorCode
 from flowcall.core.messages import ToolCall
+from flowcall.providers.base import redact_secrets
 from flowcall.tools.base import RunContext, Tool
 
 STORED_RESULT_CHARS = 1_000_000
@@ -331,7 +332,10 @@ def run_calls(
                 call,
                 tool,
                 error_code=ErrorCode.TOOL_ERROR,
-                error_message=_cap_message(f"{tool.name} failed: {type(exc).__name__}: {_text(exc)}"),
+                # the error goes into the step and to the model: no secret the tool sends, no key
+                error_message=_cap_message(
+                    redact_secrets(f"{tool.name} failed: {type(exc).__name__}: {_text(exc)}", tool.secret_env)
+                ),
             )
         if not outcome.latency_ms:
             outcome.latency_ms = (time.perf_counter() - started) * 1000

@@ -31,7 +31,7 @@ from flowcall.core.schemas import check_refs
 from flowcall.core.spec import MCPServerConfig
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import guarded_async_client
-from flowcall.trust import program
+from flowcall.trust import consent, program
 
 _STOP = object()
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -42,10 +42,13 @@ class MCPToolError(Exception):
 
 
 class MCPConnection:
-    """One running MCP server, driven from synchronous code."""
+    """One running MCP server, driven from synchronous code. With `grants`, a stdio server
+    starts only if what it would run, resolved and hashed right before the start, is granted
+    (consent.checked_start); without, the caller vouches for the command (a person typed it)."""
 
-    def __init__(self, server: MCPServerConfig):
+    def __init__(self, server: MCPServerConfig, grants: consent.Grants | None = None):
         self.server = server
+        self.grants = grants
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue | None = None
         self._thread: threading.Thread | None = None
@@ -65,6 +68,8 @@ class MCPConnection:
                 f"MCP server '{self.server.name}' did not answer within {self.server.startup_timeout_s:g} s "
                 f"of starting; check `{self.server.describe()}` by hand"
             )
+        if isinstance(self._failure, consent.StartRefused):  # it names the server and why
+            raise consent.StartRefused(str(self._failure)) from self._failure
         if self._failure is not None:
             raise MCPToolError(
                 f"MCP server '{self.server.name}' could not start ({self.server.describe()}): "
@@ -140,7 +145,8 @@ class MCPConnection:
             async with (
                 _http_client(self.server) as http,
                 Client(
-                    _target(self.server, http), read_timeout_seconds=self.server.startup_timeout_s
+                    _target(self.server, http, self.grants),
+                    read_timeout_seconds=self.server.startup_timeout_s,
                 ) as client,
             ):
                 self._ready.set()
@@ -174,11 +180,16 @@ def _http_client(server: MCPServerConfig) -> AsyncContextManager[Any]:
     return guarded_async_client([urlsplit(server.url).hostname or ""], 30.0, read_timeout_s=300.0)
 
 
-def _target(server: MCPServerConfig, http: Any) -> Any:
+def _target(server: MCPServerConfig, http: Any, grants: consent.Grants | None) -> Any:
     """What the SDK's Client connects to: a stdio command, or streamable HTTP over `http`."""
     if not server.url:
-        # what the grant bound (program.py): the resolved command, started where nothing shadows it
-        resolved = program.resolve(server.command or [])
+        # resolved once, here, right before the start: this resolution is the one compared with
+        # the grant and the one started, from a folder where nothing shadows it (program.py)
+        resolved = (
+            consent.checked_start(server, grants)
+            if grants is not None
+            else program.resolve(server.command or [], env=server.env)
+        )
         return server.target().model_copy(
             update={
                 "command": resolved.argv[0],

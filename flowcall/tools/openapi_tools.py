@@ -5,24 +5,34 @@ JSON request body; local `$ref`s are inlined so the model sees one plain JSON Sc
 request goes through http_guard: timeouts, a response-size cap, and no internal addresses
 unless the flow allows the host. Only GET, HEAD and OPTIONS run without asking: any other
 method changes something on the server, so a person approves it (annotated destructive).
+
+The flow's headers (an API key read from `$VAR`) go only to the base URL's origin: a document
+path must start with "/", and every request URL, built from the base URL, the path and the
+path arguments, must have the base URL's scheme, host and port before anything is sent. The
+document is read once; in a run its SHA-256 must be one a person granted (trust/consent.py), so
+the bytes checked are the bytes parsed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urljoin
 
+import httpx
 import yaml
 
 from flowcall.core import nesting
 from flowcall.core.errors import ConfigError
 from flowcall.core.schemas import check_refs
 from flowcall.core.spec import HTTPToolSource
+from flowcall.providers.base import redact_secrets
 from flowcall.tools.base import Tool, ToolAnnotations
-from flowcall.tools.http_guard import guarded_request
+from flowcall.tools.http_guard import UnsafeRequest, guarded_request
+from flowcall.trust.consent import Grants, is_url, require_document
 
 METHODS = ("get", "head", "options", "post", "put", "patch", "delete")
 READ_ONLY_METHODS = ("get", "head", "options")
@@ -65,9 +75,9 @@ def parse_document(text: str, name: str) -> Any:
         raise ConfigError(f"OpenAPI document {name} is neither JSON nor YAML: {exc}") from exc
 
 
-def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
-    """(the OpenAPI document, the URL it came from, if any)."""
-    if re.match(r"^https?://", source.openapi):
+def read_document(source: HTTPToolSource) -> tuple[bytes, str | None]:
+    """The document's bytes, read once (a file, or fetched through the guard), and the URL it came from."""
+    if is_url(source.openapi):
         reply = guarded_request(
             "GET",
             source.openapi,
@@ -77,13 +87,25 @@ def load_document(source: HTTPToolSource) -> tuple[dict[str, Any], str | None]:
         )
         if reply.status != 200:
             raise ConfigError(f"OpenAPI document {source.openapi} answered HTTP {reply.status}")
-        text, origin = reply.body.decode("utf-8", "replace"), source.openapi
-    else:
-        path = Path(source.openapi).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"OpenAPI document {path} does not exist; give a file path or an http(s) URL")
-        text, origin = path.read_text(encoding="utf-8"), None
-    document = parse_document(text, source.openapi)
+        return reply.body, source.openapi
+    path = Path(source.openapi).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"OpenAPI document {path} does not exist; give a file path or an http(s) URL")
+    return path.read_bytes(), None
+
+
+def document_sha256(source: HTTPToolSource) -> str:
+    """The SHA-256 of the document as it reads now: what a grant of its content binds."""
+    return hashlib.sha256(read_document(source)[0]).hexdigest()
+
+
+def load_document(source: HTTPToolSource, grants: Grants | None = None) -> tuple[dict[str, Any], str | None]:
+    """(the OpenAPI document, the URL it came from, if any). With `grants` (a run's), its bytes
+    must be ones a person granted: those very bytes are parsed, never read a second time."""
+    raw, origin = read_document(source)
+    if grants is not None:
+        require_document(source, hashlib.sha256(raw).hexdigest(), grants)
+    document = parse_document(raw.decode("utf-8", "replace"), source.openapi)
     nesting.check_depth(document, f"OpenAPI document {source.openapi}")
     if not isinstance(document, dict) or not str(document.get("openapi", "")).startswith("3"):
         raise ConfigError(f"{source.openapi} is not an OpenAPI 3 document (no 'openapi: 3.x' field)")
@@ -125,8 +147,9 @@ def _base_url(document: dict[str, Any], source: HTTPToolSource, origin: str | No
     return url
 
 
-def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
-    document, origin = load_document(source)
+def tools_from_openapi(source: HTTPToolSource, grants: Grants | None = None) -> list[Tool]:
+    """The source's operations as tools. A run passes its grants (see load_document)."""
+    document, origin = load_document(source, grants)
     base = _base_url(document, source, origin).rstrip("/")
     paths = document.get("paths") or {}
     if not isinstance(paths, dict):
@@ -135,6 +158,7 @@ def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
         )
     tools = []
     for path, item in paths.items():
+        _check_path(source, path)
         item = _inline(item, document)
         if not isinstance(item, dict):
             continue  # a path with no operations (null, a list ...): nothing to call
@@ -156,6 +180,18 @@ def tools_from_openapi(source: HTTPToolSource) -> list[Tool]:
             f"operations{' named ' + str(source.operations) if source.operations else ''}"
         )
     return tools
+
+
+def _check_path(source: HTTPToolSource, path: Any) -> None:
+    """A path is joined onto the base URL as text: one not starting with "/" would go on with
+    the host name, the port or a user@ and send the flow's headers elsewhere (OpenAPI requires
+    the "/")."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ConfigError(
+            f"{source.openapi}: the path {json.dumps(path, ensure_ascii=False)} does not start with '/'; "
+            "joined onto the base URL it could change the host or port the requests (and their headers) "
+            "go to. Fix the document"
+        )
 
 
 def _list(value: Any) -> list[Any]:
@@ -188,6 +224,7 @@ def _tool(
         annotations=ToolAnnotations(read_only=read_only, destructive=not read_only, open_world=True),
         timeout_s=source.timeout_s + 1,
         source="http",
+        secret_env=tuple(source.secret_variables()),
     )
 
 
@@ -234,32 +271,25 @@ def _invoker(
     """The tool's function: one guarded HTTP request built from the arguments; JSON replies parsed."""
 
     def invoke(**arguments: Any) -> Any:
-        url = base + re.sub(
-            r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path
-        )
-        query = {k: v for k, v in arguments.items() if where.get(k) == "query"}
-        try:  # the flow's own headers win over any the model fills in, whatever their case
-            own = source.resolved_headers()
-        except ConfigError as exc:
-            raise HTTPToolError(str(exc)) from None
-        mine = {name.lower() for name in own}
-        headers = {
-            **{k: str(v) for k, v in arguments.items() if where.get(k) == "header" and k.lower() not in mine},
-            **own,
-        }
+        url = request_url(base, path, arguments)  # before the headers are read: a refused URL gets none
         reply = guarded_request(
             method.upper(),
             url,
             allow_hosts=source.allow_hosts,
             timeout_s=source.timeout_s,
             max_bytes=source.max_response_bytes,
-            params=query,
-            headers=headers,
+            params={k: v for k, v in arguments.items() if where.get(k) == "query"},
+            headers=_headers(source, arguments, where),
             **({"json": arguments["body"]} if "body" in arguments else {}),
         )
         text = reply.body.decode("utf-8", "replace")
-        if reply.status >= 400:
-            raise HTTPToolError(f"HTTP {reply.status} from {method.upper()} {reply.url}: {text[:300]}")
+        if reply.status >= 400:  # a server may quote the key it refused
+            raise HTTPToolError(
+                redact_secrets(
+                    f"HTTP {reply.status} from {method.upper()} {reply.url}: {text[:300]}",
+                    source.secret_variables(),
+                )
+            )
         if "json" in reply.content_type:
             try:
                 return json.loads(text)
@@ -268,3 +298,44 @@ def _invoker(
         return text
 
     return invoke
+
+
+def _headers(source: HTTPToolSource, arguments: dict[str, Any], where: dict[str, str]) -> dict[str, str]:
+    """The header arguments, then the flow's own headers, which win whatever their case."""
+    try:
+        own = source.resolved_headers()
+    except ConfigError as exc:
+        raise HTTPToolError(str(exc)) from None
+    mine = {name.lower() for name in own}
+    return {
+        **{k: str(v) for k, v in arguments.items() if where.get(k) == "header" and k.lower() not in mine},
+        **own,
+    }
+
+
+def _origin(url: str) -> tuple[str, str, int | None, str]:
+    parts = httpx.URL(url)  # parsed as the request will be
+    return (
+        parts.scheme,
+        parts.host,
+        parts.port or {"http": 80, "https": 443}.get(parts.scheme),
+        parts.userinfo.decode(),
+    )
+
+
+def request_url(base: str, path: str, arguments: dict[str, Any]) -> str:
+    """The operation's URL: each {parameter} in the path filled with its argument, percent-encoded
+    whole (no value adds a "/", "?", "#" or "@"), joined onto the base URL. Refused (UnsafeRequest)
+    unless it has the base URL's scheme, host, port and no other user@, whatever the path says."""
+    url = base + re.sub(r"\{([^}]+)\}", lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), path)
+    try:
+        same = _origin(url) == _origin(base)
+    except httpx.InvalidURL:
+        same = False
+    if not same:
+        raise UnsafeRequest(
+            f"the operation {json.dumps(path, ensure_ascii=False)} joined onto the base URL {base} is not "
+            "the origin of the base URL (its scheme, host and port): the request and the flow's headers "
+            "would go elsewhere, so nothing was sent. Fix the document's path"
+        )
+    return url

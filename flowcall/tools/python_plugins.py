@@ -3,6 +3,7 @@ type hints and its docstring (Google, reST or NumPy style)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib.util
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from flowcall.core.errors import ConfigError
 from flowcall.tools.base import RunContext, Tool, ToolAnnotations
+from flowcall.trust.packages import ENTRY_POINT_GROUP, origin_of
 
 _TOOL_ATTR = "__flowcall_tool__"
 
@@ -180,26 +182,26 @@ def load_plugin_dir(directory: Path) -> list[Tool]:
     return found
 
 
-ENTRY_POINT_GROUP = "flowcall.plugins"
-
-
 def load_entry_points() -> list[Tool]:
     """Tools of installed packages: each entry point in the group `flowcall.plugins` names a
     module (`my_pkg.tools`) whose decorated functions are its tools. In pyproject.toml:
 
         [project.entry-points."flowcall.plugins"]
         my_tools = "my_pkg.tools"
-    """
+
+    Each tool carries the package it comes from (trust/packages.py): a flow that attaches it
+    needs a grant naming that package."""
     from importlib.metadata import entry_points
 
     found: list[Tool] = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:
+            origin = origin_of(point)  # hashed before the import reads the file
             module = point.load()
         except Exception as exc:
             raise ConfigError(
                 f"plugin package entry point '{point.name}' ({point.value}) failed to import: {exc!r}; "
                 "fix or uninstall that package"
             ) from exc
-        found.extend(tools_in_module(module))
+        found.extend(dataclasses.replace(t, package=origin) for t in tools_in_module(module))
     return found

@@ -22,7 +22,8 @@ from flowcall.core import config
 from flowcall.core.errors import ConfigError
 from flowcall.core.inert import inert
 from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig
-from flowcall.trust import program
+from flowcall.trust import code_env, program
+from flowcall.trust.packages import PackageOrigin
 
 KINDS = {
     "mcp_command": "start a program",
@@ -31,6 +32,7 @@ KINDS = {
     "openapi": "load an OpenAPI document and call its operations",
     "allow_host": "let HTTP tools reach an internal host",
     "base_url": "send questions and tool results to a model server",
+    "package_tool": "use a tool of an installed package",
 }
 
 
@@ -94,10 +96,21 @@ KNOWN_SECRETS = {
     "FLOWCALL_DATABASE_URL": "your FlowCall database URL (with its password)",
     "FLOWCALL_MCP_TOKEN": "your FlowCall MCP server token",
     "FLOWCALL_BROKER_URL": "your FlowCall broker URL (with its password)",
+    "FLOWCALL_API_SETTINGS": "your FlowCall HTTP server's settings (with its database URL and password)",
 }
 _SECRET_LOOKING = re.compile(
     r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|DSN|DATABASE_URL", re.I
 )
+# FlowCall's own settings that hold no secret (flowcall/core/config.py); any other FLOWCALL_*
+# variable is said as a secret, so a setting added later is flagged until it is listed here
+FLOWCALL_PLAIN = {
+    f"FLOWCALL_{name}"
+    for name in (
+        "HOME MODEL MODEL_PATH THREADS LOCAL_TIMEOUT_S PROMPT_CACHE_MB PROMPT_CACHE_DISK_MB "
+        "PROVIDER_TIMEOUT_S PROVIDER_ATTEMPTS RETRY_INITIAL_S LEASE_S QUEUE REDELIVERY_S PLUGIN_DIRS "
+        "DATA_DIR LANGUAGE DECODING API_URL"
+    ).split()
+}
 
 
 def handed_over(env: dict[str, str]) -> list[str]:
@@ -108,51 +121,64 @@ def handed_over(env: dict[str, str]) -> list[str]:
             said.append(f"{KNOWN_SECRETS[name]} ({name})")
         elif _SECRET_LOOKING.search(name):
             said.append(f"the secret in {name}")
+        elif name.upper().startswith("FLOWCALL_") and name.upper() not in FLOWCALL_PLAIN:
+            said.append(f"FlowCall's own setting {name}, which may hold a password or key")
         else:
             said.append(f"the value of {name} from this machine")
     return said
 
 
 def _hashes(files: dict[str, str]) -> str:
-    return (
-        "; " + ", ".join(f"{Path(p).name} sha256 {digest[:12]}" for p, digest in files.items())
-        if files
-        else ""
-    )
+    said = [
+        f"{Path(p).name} "
+        + ("as it is on disk" if digest.startswith("identity") else f"sha256 {digest[:12]}")
+        for p, digest in files.items()
+    ]
+    return "; " + ", ".join(said) if said else ""
 
 
 def _quoted_name(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else json.dumps(name, ensure_ascii=False)
 
 
-def _server_items(server: MCPServerConfig) -> list[TrustItem]:
+def _command_item(server: MCPServerConfig, resolved: program.Resolved | None = None) -> TrustItem:
+    """Starting the server's command: the grant binds what would run from here, not the text
+    (program.py), resolved now unless `resolved` is the resolution a start is about to use."""
+    where: dict[str, Any] = {"command": list(server.command or []), "env": dict(sorted(server.env.items()))}
+    try:
+        resolved = resolved or program.resolve(server.command or [], env=server.env)
+        where |= resolved.subject()
+        runs = f" (here: {json.dumps(resolved.argv, ensure_ascii=False)}{_hashes(resolved.files)})"
+    except ConfigError as exc:
+        where["unresolved"] = str(exc)
+        runs = f" (here: {exc})"
+    program_text = json.dumps(server.command, ensure_ascii=False)
+    # every value JSON-quoted, so no value can look like the end of the line or a new one;
+    # literal values are shown (LD_PRELOAD=... matters); $VAR references are read from this machine
+    pairs = [f"{_quoted_name(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(server.env.items())]
+    env = f" with environment {', '.join(pairs)}" if pairs else ""
+    loaders = sorted({n for n in server.env if n in code_env.LOADS_CODE} | set(where.get("code_env", {})))
+    loads = (
+        f"; the environment makes the program load code its command does not name ({', '.join(loaders)}): "
+        "the files it names, and what Python imports from PYTHONPATH, are bound above"
+        if loaders
+        else ""
+    )
+    secrets = handed_over(server.env)
+    gives = f"; this gives {', '.join(secrets)} to that program" if secrets else ""
+    name = json.dumps(server.name, ensure_ascii=False)
+    return TrustItem(
+        "mcp_command",
+        where,
+        inert(f"start the program {program_text}{runs}{env} (MCP server {name}){loads}{gives}"),
+    )
+
+
+def _server_items(server: MCPServerConfig, resolved: program.Resolved | None = None) -> list[TrustItem]:
     name = json.dumps(server.name, ensure_ascii=False)
     if server.command:
-        where: dict[str, Any] = {"command": list(server.command), "env": dict(sorted(server.env.items()))}
-        try:  # the grant binds what would run from here, not the text (program.py)
-            resolved = program.resolve(server.command)
-            where |= resolved.subject()
-            runs = f" (here: {json.dumps(resolved.argv, ensure_ascii=False)}{_hashes(resolved.files)})"
-        except ConfigError as exc:
-            where["unresolved"] = str(exc)
-            runs = f" (here: {exc})"
-        program_text = json.dumps(server.command, ensure_ascii=False)
-        # every value JSON-quoted, so no value can look like the end of the line or a new one;
-        # literal values are shown (LD_PRELOAD=... matters); $VAR references are read from this machine
-        pairs = [
-            f"{_quoted_name(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(server.env.items())
-        ]
-        env = f" with environment {', '.join(pairs)}" if pairs else ""
-        secrets = handed_over(server.env)
-        gives = f"; this gives {', '.join(secrets)} to that program" if secrets else ""
-        items = [
-            TrustItem(
-                "mcp_command",
-                where,
-                inert(f"start the program {program_text}{runs}{env} (MCP server {name}){gives}"),
-            )
-        ]
-        what = program_text
+        items = [_command_item(server, resolved)]
+        where, what = items[0].subject, json.dumps(server.command, ensure_ascii=False)
     else:
         where = {"url": normal_url(str(server.url))}
         items = [TrustItem("mcp_url", where, inert(f"connect to the MCP server at {where['url']} ({name})"))]
@@ -168,21 +194,50 @@ def _server_items(server: MCPServerConfig) -> list[TrustItem]:
     return items
 
 
+def is_url(openapi: str) -> bool:
+    return re.match(r"^https?://", openapi) is not None
+
+
 def _http_items(source: HTTPToolSource) -> list[TrustItem]:
+    sha256 = None
+    if not is_url(source.openapi):  # a file: the grant binds which file, and its content
+        path = Path(source.openapi).expanduser().resolve()
+        sha256 = program.file_sha256(path) if path.is_file() else None
+    # a URL's content is bound once the URL is granted: the service fetches it then (document_item)
+    items = [document_item(source, sha256)]
+    for host in sorted({h.lower() for h in source.allow_hosts}):
+        # scoped to this source: a host let past the SSRF guard for one document is not let past it for all
+        items.append(
+            TrustItem(
+                "allow_host",
+                {"host": host, **items[0].subject},
+                inert(
+                    f"let HTTP tools reach {json.dumps(host, ensure_ascii=False)} although it may "
+                    "be an internal address"
+                ),
+            )
+        )
+    return items
+
+
+def document_item(source: HTTPToolSource, sha256: str | None) -> TrustItem:
+    """Loading the source's document: which one (a file by its absolute path), where its requests
+    go, the headers as written, and, given its SHA-256, exactly that content. Without one (a URL
+    not fetched yet) it grants reaching the URL; its content is an item of its own."""
     target = f", sending requests to {normal_url(source.base_url)}" if source.base_url else " and its servers"
     subject: dict[str, Any] = {
         "openapi": source.openapi,
         "base_url": normal_url(source.base_url) if source.base_url else None,
     }
     document = json.dumps(source.openapi, ensure_ascii=False)
-    if not re.match(r"^https?://", source.openapi):  # a file: the grant binds which file, and its content
-        path = Path(source.openapi).expanduser().resolve()
-        subject["path"] = str(path)
-        if path.is_file():
-            subject["sha256"] = program.file_sha256(path)
-            document += (
-                f" (here: {json.dumps(str(path), ensure_ascii=False)}, sha256 {subject['sha256'][:12]})"
-            )
+    if not is_url(source.openapi):
+        subject["path"] = str(Path(source.openapi).expanduser().resolve())
+    if sha256:
+        subject["sha256"] = sha256
+        where = (
+            f"here: {json.dumps(subject['path'], ensure_ascii=False)}, " if "path" in subject else "content "
+        )
+        document += f" ({where}sha256 {sha256[:12]})"
     sent = ""
     if source.headers:  # the grant binds the headers as written: a changed one needs a new grant
         subject["headers"] = dict(sorted(source.headers.items()))
@@ -195,26 +250,43 @@ def _http_items(source: HTTPToolSource) -> list[TrustItem]:
             }
         )
         sent = f", with the headers {names}" + (f", which give it {', '.join(given)}" if given else "")
-    items = [
-        TrustItem(
-            "openapi",
-            subject,
-            inert(f"load the OpenAPI document {document}{target}{sent} (HTTP tools '{source.name}')"),
-        )
-    ]
-    for host in sorted({h.lower() for h in source.allow_hosts}):
-        # scoped to this source: a host let past the SSRF guard for one document is not let past it for all
-        items.append(
-            TrustItem(
-                "allow_host",
-                {"host": host, **subject},
-                inert(
-                    f"let HTTP tools reach {json.dumps(host, ensure_ascii=False)} although it may "
-                    "be an internal address"
-                ),
-            )
-        )
-    return items
+    return TrustItem(
+        "openapi",
+        subject,
+        inert(f"load the OpenAPI document {document}{target}{sent} (HTTP tools '{source.name}')"),
+    )
+
+
+def require_document(source: HTTPToolSource, sha256: str, grants: Grants) -> None:
+    """Refuse to load a document whose bytes, as read for loading, are not the ones granted: a
+    file rewritten after the trust check, a URL that answers something new. ConfigError."""
+    item = document_item(source, sha256)
+    if item.key in grants.granted_keys():
+        return
+    why = (
+        f"its content changed since it was granted (sha256 now {sha256[:12]})"
+        if content_changed(item, grants)
+        else f"its content (sha256 {sha256[:12]}) was never granted"
+    )
+    raise ConfigError(
+        f"the OpenAPI document {json.dumps(source.openapi, ensure_ascii=False)} (HTTP tools "
+        f"'{source.name}') is not loaded: {why}. Nothing was called. Read the document, then grant "
+        "it again: `flowcall trust` with the flow, or the consent panel in the studio"
+    )
+
+
+def content_changed(item: TrustItem, grants: Grants) -> bool:
+    """Was the same document (file or URL, base URL, headers) granted with other content?"""
+    listed = getattr(grants, "list_grants", None)
+    if item.kind != "openapi" or "sha256" not in item.subject or listed is None:
+        return False
+    same = {k: v for k, v in item.subject.items() if k != "sha256"}
+    for grant in listed():
+        subject = dict(grant["subject"] or {})
+        was = subject.pop("sha256", None)
+        if grant["kind"] == "openapi" and was not in (None, item.subject["sha256"]) and subject == same:
+            return True
+    return False
 
 
 def _model_items(flow: Flow) -> list[TrustItem]:
@@ -237,37 +309,101 @@ def _model_items(flow: Flow) -> list[TrustItem]:
     return items
 
 
-def trust_items(flow: Flow) -> list[TrustItem]:
-    """Everything the flow would start or reach that needs a person's grant, once each."""
+def package_items(installed: dict[str, PackageOrigin]) -> list[TrustItem]:
+    """Using each tool (by version) that an installed package provides (packages.py): its code
+    runs here, so a shared flow that attaches it asks first, naming the package and its module."""
+    return [
+        TrustItem(
+            "package_tool",
+            {"tool": version, **origin.subject()},
+            inert(
+                f"use the tool {version} of the installed package {origin.package} {origin.version} "
+                f"(entry point {origin.entry_point}: module {origin.module}, {origin.file}"
+                f"{_hashes({origin.file: origin.sha256}) if origin.sha256 else ''}); its code runs here "
+                "with your rights"
+            ),
+        )
+        for version, origin in sorted(installed.items())
+    ]
+
+
+def trust_items(flow: Flow, installed: dict[str, PackageOrigin] | None = None) -> list[TrustItem]:
+    """Everything the flow would start or reach that needs a person's grant, once each.
+    `installed`: the flow's tools that installed packages provide (the service knows them)."""
     items: list[TrustItem] = []
     for server in attached_servers(flow):
         items += _server_items(server)
     for source in attached_http_sources(flow):
         items += _http_items(source)
     items += _model_items(flow)
+    items += package_items(installed or {})
     unique: dict[str, TrustItem] = {}
     for item in items:
         unique.setdefault(item.key, item)
     return list(unique.values())
 
 
-def ungranted(flow: Flow, grants: Grants) -> list[TrustItem]:
+def ungranted(
+    flow: Flow, grants: Grants, installed: dict[str, PackageOrigin] | None = None
+) -> list[TrustItem]:
     granted = grants.granted_keys()
-    return [item for item in trust_items(flow) if item.key not in granted]
+    return [item for item in trust_items(flow, installed) if item.key not in granted]
 
 
-def require_granted(flow: Flow, grants: Grants, grant_command: str) -> None:
-    missing = ungranted(flow, grants)
+def require_granted(
+    flow: Flow,
+    grants: Grants,
+    grant_command: str,
+    fetched: Iterable[TrustItem] = (),
+    installed: dict[str, PackageOrigin] | None = None,
+) -> None:
+    """TrustRequired unless everything is granted. `fetched`: items known only by fetching (the
+    content of a granted OpenAPI URL, which the service fetches: document_item)."""
+    granted = grants.granted_keys()
+    missing = ungranted(flow, grants, installed) + [item for item in fetched if item.key not in granted]
     if missing:
         raise TrustRequired(flow.name, [_with_change(item, grants) for item in missing], grant_command)
 
 
 def _with_change(item: TrustItem, grants: Grants) -> TrustItem:
-    """`item`, saying what changed when the same command was granted before but resolves otherwise now."""
+    """`item`, saying what changed when the same command was granted before but resolves otherwise
+    now, the same OpenAPI document with other content, or another version of a package's tool."""
+    if content_changed(item, grants):
+        return TrustItem(
+            item.kind, item.subject, inert(f"{item.summary}; granted before, but its content changed")
+        )
+    change = _command_change(item, grants) or _package_change(item, grants)
+    if change:
+        return TrustItem(item.kind, item.subject, inert(f"{item.summary}; granted before, but {change}"))
+    return item
+
+
+def _package_change(item: TrustItem, grants: Grants) -> str | None:
+    """How an installed package's tool differs from a grant of the same tool of the same package."""
+    listed = getattr(grants, "list_grants", None)
+    if item.kind != "package_tool" or listed is None:
+        return None
+    now = item.subject
+    for grant in listed():
+        was = grant["subject"] or {}
+        if grant["kind"] != item.kind or (was.get("tool"), was.get("package")) != (
+            now["tool"],
+            now["package"],
+        ):
+            continue
+        if was.get("version") != now["version"]:
+            return f"version {was.get('version')} was granted, not {now['version']}"
+        if was.get("sha256") != now["sha256"]:
+            return f"its module file {now['file']} changed"
+    return None
+
+
+def _command_change(item: TrustItem, grants: Grants) -> str | None:
+    """How a command's resolution differs from a grant of the same command text, in words."""
     listed = getattr(grants, "list_grants", None)
     if item.kind != "mcp_command" or listed is None or "argv" not in item.subject:
-        return item
-    now = program.Resolved(item.subject["argv"], item.subject["program_target"], item.subject["files"])
+        return None
+    now = program.Resolved.of(item.subject)
     for grant in listed():
         subject = grant["subject"] or {}
         if (
@@ -277,10 +413,29 @@ def _with_change(item: TrustItem, grants: Grants) -> TrustItem:
         ):
             change = program.what_changed(subject, now)
             if change:
-                return TrustItem(
-                    item.kind, item.subject, inert(f"{item.summary}; granted before, but {change}")
-                )
-    return item
+                return change
+    return None
+
+
+class StartRefused(ConfigError):
+    """A stdio server's command, resolved at its start, is not what was granted."""
+
+
+def checked_start(server: MCPServerConfig, grants: Grants) -> program.Resolved:
+    """The resolution a stdio server starts from, made once, right before the start, and refused
+    (StartRefused) unless exactly it is granted: a file changed or a program that appeared on PATH
+    after the consent check is caught here, and the starter runs this resolution's argv."""
+    resolved = program.resolve(server.command or [], env=server.env)
+    granted = grants.granted_keys()
+    missing = [item for item in _server_items(server, resolved) if item.key not in granted]
+    if missing:
+        change = _command_change(missing[0], grants)
+        raise StartRefused(
+            f"MCP server '{server.name}' was not started: "
+            f"{change or 'what it would run is not what was granted'}. Nothing was started. Read the "
+            "flow, then grant it again: `flowcall trust` with the flow, or the consent panel in the studio"
+        )
+    return resolved
 
 
 def describe(items: Iterable[TrustItem]) -> list[str]:
