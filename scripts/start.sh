@@ -14,6 +14,5 @@ else
   echo "FLOWCALL_MODEL_PATH is set: the studio uses $FLOWCALL_MODEL_PATH as it is. It is not fetched" \
     "or checked, and its prompt cache is not warmed (run \`.venv/bin/flowcall model warm\` for that)."
 fi
-echo "Open http://${FLOWCALL_HOST:-127.0.0.1}:${FLOWCALL_PORT:-8501}"
 # `flowcall studio`: the studio behind its server guard, with its settings (as the installed wheel)
 exec .venv/bin/flowcall studio --host "${FLOWCALL_HOST:-127.0.0.1}" --port "${FLOWCALL_PORT:-8501}"

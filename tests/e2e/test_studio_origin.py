@@ -191,7 +191,14 @@ def test_streamlit_run_app_py_serves_the_studio_behind_its_guard(page, tmp_path)
     """The clone's way (and the other browser tests'): pages open by their paths; a foreign name: 403."""
     port = free_port()
     argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port)]
-    argv += ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    argv += [
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     with chdir(ROOT), started(argv, tmp_path, port):
         page.goto(f"http://127.0.0.1:{port}/ask")
         expect(page.get_by_role("heading", name="Run a flow", exact=True).first).to_be_visible(timeout=90_000)

@@ -218,7 +218,12 @@ def test_a_grammar_llama_cpp_refuses_fails_the_step_by_name(monkeypatch):
     monkeypatch.setattr(local, "GreedyGrammar", refuse)
     monkeypatch.setenv("FLOWCALL_DECODING", "plain")  # the grammar of the plain way
     provider = local.LocalProvider.__new__(local.LocalProvider)  # no model is needed to build the request
-    provider.render, provider.llm = (lambda request: "prompt"), None
+    from types import SimpleNamespace
+
+    from flowcall.providers.chat_prompt import ChatPrompt
+
+    provider.llm = None
+    provider.prompts = SimpleNamespace(render=lambda request: ChatPrompt((("prompt", False),)))
     with pytest.raises(ProviderError) as caught:
         provider.complete(
             ModelRequest(
