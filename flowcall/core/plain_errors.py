@@ -71,7 +71,7 @@ _FIELD_WORDS = {
 _NAMED_ITEMS = {"mcp_servers": "MCP server", "http_tools": "HTTP tools", "router_rules": "Router rule"}
 
 # the patterns of the flow's fields, said as instructions
-_FLOW_NAME = r"^[\w\-]([\w\-. ]*[\w\-])?$"
+_FLOW_NAME = r"^[\w\-. ]+$"
 _NAMESPACE = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 _HTTP_URL = r"^https?://"
 
@@ -479,13 +479,9 @@ def _pattern_problem(pattern: str, value: Any) -> str:
     text = value if isinstance(value, str) else str(value)
     if pattern == _FLOW_NAME:
         bad = _offending(text, r"[\w\-. ]")
-        rule = "use only letters, digits, spaces, '-', '_' and '.'"
-        if not bad and text.strip(" .") != text:  # the pattern's other rule: no space or dot at an end
-            return (
-                f"{shown_value(text)} starts or ends with a space or a dot: remove it "
-                "(it would read as another name)"
-            )
-        return rule + (f"; {shown_value(text)} has {bad}" if bad else "")
+        return "use only letters, digits, spaces, '-', '_' and '.'" + (
+            f"; {shown_value(text)} has {bad}" if bad else ""
+        )
     if pattern == _NAMESPACE:
         rule = "use 1 to 40 lowercase letters, digits, '-' and '_', starting with a letter or digit"
         if not text:

@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -343,7 +344,7 @@ class Flow(BaseModel):
 
     format: Literal["flowcall.flow/v1"] = FORMAT_VERSION
     # no space or dot at either end: "weather " or "weather." would read as the saved "weather"
-    name: str = Field(min_length=1, max_length=120, pattern=r"^[\w\-]([\w\-. ]*[\w\-])?$")
+    name: str = Field(min_length=1, max_length=120, pattern=r"^[\w\-. ]+$")
     description: str = ""
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
     tools: list[str] = Field(
@@ -406,6 +407,18 @@ class Flow(BaseModel):
             rules.append(rule if name == rule.tool else rule.model_copy(update={"tool": name}))
         self.router_rules = rules
         return self
+
+    @field_validator("name")
+    @classmethod
+    def _no_space_or_dot_at_an_end(cls, name: str, info: ValidationInfo) -> str:
+        """`weather ` and `weather.` read as `weather`. A flow stored before this rule keeps its
+        name: the store reads its flows with the context {"stored": True}."""
+        if name.strip(" .") != name and not (info.context or {}).get("stored"):
+            raise ValueError(
+                f"{shown_value(name)} starts or ends with a space or a dot: remove it "
+                "(it would read as another name)"
+            )
+        return name
 
     @model_validator(mode="after")
     def _named_choice_is_attached(self) -> Flow:

@@ -40,6 +40,8 @@ from flowcall.store.models import (
 )
 from flowcall.store.ownership import lease_seconds, lease_until, owner_gone, this_process
 
+STORED = {"stored": True}  # a flow read back keeps the name it was saved under (spec.Flow says why)
+
 _TIMES = {"started_at", "ended_at", "lease_until", "queued_at"}
 _RUNNING = str(RunStatus.RUNNING)
 
@@ -740,7 +742,7 @@ class Store:
                     )
                 )
                 raise NotFoundError(f"flow {name!r} has no version {version}; it has versions {versions}")
-            flow = Flow.model_validate(row.spec)
+            flow = Flow.model_validate(row.spec, context=STORED)
             flow.layout = _layout(layout)
             return flow, row.id, row.version
 
@@ -765,7 +767,7 @@ class Store:
             row = s.get(FlowVersionRow, version_id)
             if row is None:
                 raise NotFoundError(f"flow version {version_id} does not exist (its flow was deleted?)")
-            return Flow.model_validate(row.spec)
+            return Flow.model_validate(row.spec, context=STORED)
 
     def list_flows(self) -> list[dict[str, Any]]:
         """One entry per flow, by name: name, version, version_id, updated_at, description."""
@@ -784,7 +786,7 @@ class Store:
     def latest_flows(self) -> list[Flow]:
         """The latest version of every saved flow, by name."""
         with self._session() as s:
-            return [Flow.model_validate(row.spec) for _, row in s.execute(_LATEST_VERSIONS)]
+            return [Flow.model_validate(row.spec, context=STORED) for _, row in s.execute(_LATEST_VERSIONS)]
 
     def flow_versions(self, name: str) -> list[dict[str, Any]]:
         """Every version of a flow, newest first: version, version_id, spec_hash, created_at."""

@@ -291,6 +291,20 @@ def test_a_name_with_a_trailing_space_or_dot_is_refused(attack):
         assert parse_flow(json.dumps({"name": fine})).name == fine
 
 
+def test_a_flow_saved_before_the_name_rule_still_lists_and_opens(tmp_path):
+    """A store written by an earlier FlowCall may hold 'weather.': it is read back as it was saved
+    (nothing stored is lost), while a new flow of that name is refused."""
+    from flowcall.store.repository import Store
+
+    store = Store.open(f"sqlite:///{tmp_path / 'old.db'}")
+    old = Flow.model_validate({"name": "weather."}, context={"stored": True})
+    store.save_flow(old)
+    assert [f.name for f in store.latest_flows()] == ["weather."]
+    assert store.get_flow("weather.")[0].name == "weather."
+    with pytest.raises(ConfigError, match="space or a dot"):
+        parse_flow(json.dumps({"name": "weather."}))
+
+
 LOOK_ALIKES = {
     "Cyrillic а for Latin a": "commute-weаther",
     "Greek ο for Latin o": "cοmmute-weather",
