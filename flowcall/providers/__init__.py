@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from flowcall.core.errors import ConfigError
 from flowcall.core.spec import ModelConfig
-from flowcall.providers.base import Capabilities, Provider
+from flowcall.providers.base import Capabilities, NotConfigured, Provider
 
 PROVIDER_NAMES = ("local", "openai", "dashscope", "openai-compatible")
 HOSTED_PROVIDERS = PROVIDER_NAMES[1:]  # each needs a setting (a key or a base URL) to be built
 _BASE_URL_VARIABLE = {"openai": "OPENAI_BASE_URL", "dashscope": "DASHSCOPE_HTTP_BASE_URL"}
-
-
-class NotConfigured(ConfigError):
-    """A provider needs a setting the environment lacks (an API key, a base URL); the message
-    names the variable to set. The engine raises it before a run records anything (CLI exit 2)."""
 
 
 def provider_for(config: ModelConfig) -> Provider:

@@ -10,8 +10,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
+from flowcall.core.errors import ConfigError
 from flowcall.core.messages import ModelRequest, ModelTurn
 from flowcall.core.spec import _KEY_FORMATS, ModelConfig
+
+
+class NotConfigured(ConfigError):
+    """A provider needs a setting the environment lacks (an API key, a base URL); the message
+    names the variable to set. The engine raises it before a run records anything (CLI exit 2).
+    Here, beside Provider, so a provider module need not import the package that imports it."""
 
 
 class Capabilities(BaseModel):

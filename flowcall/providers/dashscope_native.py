@@ -27,8 +27,7 @@ from dashscope.common.error import DashScopeException, TimeoutException
 from flowcall.core import progress
 from flowcall.core.errors import ErrorCode, ProviderError
 from flowcall.core.messages import ModelRequest, ModelTurn, Usage
-from flowcall.providers import NotConfigured
-from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
+from flowcall.providers.base import Capabilities, NotConfigured, redact, redact_text, redact_url
 from flowcall.providers.openai_compat import message_to_wire, parse_tool_call, tool_choice_to_wire
 from flowcall.providers.retry import with_retries
 from flowcall.providers.streamed import Shown, dashscope_from_chunks, finish_reason

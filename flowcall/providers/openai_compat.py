@@ -19,8 +19,7 @@ import openai
 from flowcall.core import config, progress
 from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
-from flowcall.providers import NotConfigured
-from flowcall.providers.base import Capabilities, redact, redact_text, redact_url
+from flowcall.providers.base import Capabilities, NotConfigured, redact, redact_text, redact_url
 from flowcall.providers.openai_stream import streamed_completion
 from flowcall.providers.retry import with_retries
 from flowcall.providers.streamed import Shown
