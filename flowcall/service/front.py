@@ -52,6 +52,7 @@ from flowcall.trust.api_keys import (
 )
 from flowcall.trust.approval_floor import check_approvals_kept
 from flowcall.trust.consent import (
+    Grants,
     TrustItem,
     attached_http_sources,
     document_item,
@@ -726,19 +727,22 @@ def mcp_server(name: str, command_line: str = "", url: str = "") -> MCPServerCon
     return trial.server_config(name, command_line, url)
 
 
-def server_tools(server: MCPServerConfig) -> list[Tool]:
-    """An MCP server's tools (all pages), to show: the server is started and stopped again."""
-    return trial.server_tools(server)
+def server_tools(server: MCPServerConfig, grants: Grants | None = None) -> list[Tool]:
+    """An MCP server's tools (all pages), to show: the server is started and stopped again.
+    `grants` (the studio's store): a stdio server starts only as granted, checked at its start."""
+    return trial.server_tools(server, grants)
 
 
-def try_server_tool(server: MCPServerConfig, name: str, arguments: dict[str, Any]) -> TrialResult:
+def try_server_tool(
+    server: MCPServerConfig, name: str, arguments: dict[str, Any], grants: Grants | None = None
+) -> TrialResult:
     """Start the server, call one of its tools by name, stop the server."""
-    return trial.try_server_tool(server, name, arguments)
+    return trial.try_server_tool(server, name, arguments, grants)
 
 
-def http_tools(source: HTTPToolSource) -> list[Tool]:
+def http_tools(source: HTTPToolSource, grants: Grants | None = None) -> list[Tool]:
     """An HTTP source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
-    return trial.http_tools(source)
+    return trial.http_tools(source, grants)
 
 
 def internal_hosts(source: HTTPToolSource) -> list[str]:
@@ -760,9 +764,11 @@ def internal_hosts(source: HTTPToolSource) -> list[str]:
     return found
 
 
-def try_http_tool(source: HTTPToolSource, name: str, arguments: dict[str, Any]) -> TrialResult:
+def try_http_tool(
+    source: HTTPToolSource, name: str, arguments: dict[str, Any], grants: Grants | None = None
+) -> TrialResult:
     """Load the source's document, call one of its tools by name, with the source's timeout."""
-    return trial.try_http_tool(source, name, arguments)
+    return trial.try_http_tool(source, name, arguments, grants)
 
 
 def listed_tool(entry: dict[str, Any]) -> Tool:

@@ -228,11 +228,14 @@ def ungranted(app: FlowCall, kind: Kind, config: BaseModel) -> list[TrustItem]:
     return []
 
 
-def _fetch(kind: Kind, config: Any) -> tuple[list[Tool], str | None]:
+def _fetch(app: FlowCall, kind: Kind, config: Any) -> tuple[list[Tool], str | None]:
     """The server's or document's tools (a server is started and stopped again): never call
-    this before `ungranted` says nothing is missing."""
+    this before `ungranted` says nothing is missing. A stdio server's grant is checked again as
+    it starts (what was checked is what runs)."""
     try:
-        return (server_tools(config) if kind == "mcp" else http_tools(config)), None
+        if kind == "mcp":  # started as ungranted() checked it: listing runs no tool unasked
+            return server_tools(config.model_copy(update={"trusted": False}), app.store), None
+        return http_tools(config), None
     except SOURCE_ERRORS as exc:
         return [], str(exc)
 
@@ -272,7 +275,7 @@ def source_tools(app: FlowCall, source: dict[str, Any]) -> tuple[list[dict[str, 
             + "; ".join(item.summary for item in missing)
             + ". Grant it with List tools under its form (or on the Run page, before a flow's first run)."
         )
-    tools, problem = _fetch(kind, config)
+    tools, problem = _fetch(app, kind, config)
     return [_entry(tool, kind) for tool in tools], problem
 
 
@@ -818,7 +821,7 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
     name = md(config.name)  # type: ignore[attr-defined]
     if want["action"] == "list":
         with st.spinner(f"Starting {name} and listing its tools…" if kind == "mcp" else f"Loading {name}…"):
-            tools, problem = _fetch(kind, config)
+            tools, problem = _fetch(app, kind, config)
         state[f"{key}:listed"] = {
             "config": fingerprint,
             "tools": [_entry(t, kind) for t in tools],
@@ -829,7 +832,8 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
         outcome: TrialResult | str
         try:
             if kind == "mcp":
-                outcome = try_server_tool(config, want["tool"], want["arguments"])  # type: ignore[arg-type]
+                untrusted = config.model_copy(update={"trusted": False})  # as ungranted() checked it
+                outcome = try_server_tool(untrusted, want["tool"], want["arguments"], app.store)  # type: ignore[arg-type]
             else:
                 outcome = try_http_tool(config, want["tool"], want["arguments"])  # type: ignore[arg-type]
         except SOURCE_ERRORS as exc:

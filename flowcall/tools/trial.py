@@ -22,6 +22,7 @@ from flowcall.core.spec import HTTPToolSource, MCPServerConfig
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import check_call, run_calls
 from flowcall.tools.registry import ToolRegistry
+from flowcall.trust.consent import Grants
 
 
 @dataclass
@@ -74,11 +75,12 @@ def server_config(name: str, command_line: str = "", url: str = "") -> MCPServer
         raise ConfigError(f"the MCP server is not valid: {problems}") from None
 
 
-def _connected(server: MCPServerConfig):
-    """A started connection and its tools; ConfigError names the server and why it failed."""
+def _connected(server: MCPServerConfig, grants: Grants | None):
+    """A started connection and its tools; ConfigError names the server and why it failed.
+    With `grants`, a stdio server starts only as granted, checked again at its start."""
     from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of
 
-    connection = MCPConnection(server)
+    connection = MCPConnection(server, grants)
     try:
         return connection, tools_of(connection)
     except (MCPToolError, TimeoutError, ConfigError) as exc:
@@ -89,29 +91,34 @@ def _connected(server: MCPServerConfig):
         ) from exc
 
 
-def server_tools(server: MCPServerConfig) -> list[Tool]:
+def server_tools(server: MCPServerConfig, grants: Grants | None = None) -> list[Tool]:
     """The server's tools (all pages), for showing: the server is stopped again, so they cannot run."""
-    connection, tools = _connected(server)
+    connection, tools = _connected(server, grants)
     connection.close()
     return tools
 
 
-def try_server_tool(server: MCPServerConfig, name: str, arguments: dict[str, Any]) -> TrialResult:
+def try_server_tool(
+    server: MCPServerConfig, name: str, arguments: dict[str, Any], grants: Grants | None = None
+) -> TrialResult:
     """Start the server, call one of its tools by name, stop the server."""
-    connection, tools = _connected(server)
+    connection, tools = _connected(server, grants)
     try:
         return try_tool(ToolRegistry(tools), name, arguments, timeout_s=server.call_timeout_s)
     finally:
         connection.close()
 
 
-def http_tools(source: HTTPToolSource) -> list[Tool]:
-    """The source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
+def http_tools(source: HTTPToolSource, grants: Grants | None = None) -> list[Tool]:
+    """The source's tools, from its OpenAPI document (loaded through the SSRF guard; with
+    `grants`, only if the bytes read are the ones granted)."""
     from flowcall.tools.openapi_tools import tools_from_openapi
 
-    return tools_from_openapi(source)
+    return tools_from_openapi(source, grants)
 
 
-def try_http_tool(source: HTTPToolSource, name: str, arguments: dict[str, Any]) -> TrialResult:
+def try_http_tool(
+    source: HTTPToolSource, name: str, arguments: dict[str, Any], grants: Grants | None = None
+) -> TrialResult:
     """Load the source's document, call one of its tools by name, with the source's timeout."""
-    return try_tool(ToolRegistry(http_tools(source)), name, arguments, timeout_s=source.timeout_s)
+    return try_tool(ToolRegistry(http_tools(source, grants)), name, arguments, timeout_s=source.timeout_s)

@@ -400,3 +400,45 @@ def test_flowcall_settings_that_hold_no_secret_are_not_flagged(tmp_path):
 def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("FLOWCALL_HOME", str(tmp_path / "home"))
     os.makedirs(tmp_path / "home", exist_ok=True)
+
+
+# --- the studio's "list tools" and "try" start a server as a run does ------------------------------
+
+
+def test_the_studios_list_and_try_check_the_grant_again_at_the_start(attack, tmp_path):
+    attack.tried(
+        "the studio's consent panel grants [python3, /abs/server.py] (a trusted server of a flow), "
+        "then the script changes before 'list tools' or 'try' starts it",
+        expected="neither starts the changed script; an unchanged one lists and tries its tool",
+    )
+    from flowcall.core.spec import MCPServerConfig
+    from flowcall.service.front import server_tools, try_server_tool
+    from flowcall.studio.sources import ungranted
+
+    marker, script = tmp_path / "marker", tmp_path / "server.py"
+    script.write_text(GRANTED)
+    service = FlowCall.open(f"sqlite:///{tmp_path / 'studio.db'}")
+    server = MCPServerConfig(
+        name="s", command=[PYTHON, str(script)], env={"MARKER": str(marker)}, trusted=True
+    )
+    service.store.grant(ungranted(service, "mcp", server), by="studio")  # what the panel's Grant does
+    untrusted = server.model_copy(update={"trusted": False})  # as the studio starts it
+    listed = [t.name for t in server_tools(untrusted, service.store)]
+    tried = try_server_tool(untrusted, "ping", {}, service.store)
+    script.write_text(CHANGED)
+    problems = []
+    for start in (
+        lambda: server_tools(untrusted, service.store),
+        lambda: try_server_tool(untrusted, "ping", {}, service.store),
+    ):
+        try:
+            start()
+            problems.append("started")
+        except Exception as exc:  # noqa: BLE001 - the refusal, whatever its class, names the change
+            problems.append(str(exc))
+    attack.observed(
+        f"before: {listed}, {tried.error_code}; after the change: {[p[:120] for p in problems]}; "
+        f"ran: {marker.exists()}"
+    )
+    assert listed == ["ping"] and tried.error_code is None
+    assert not marker.exists() and all("its content changed" in p for p in problems), problems

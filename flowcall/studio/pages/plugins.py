@@ -199,7 +199,7 @@ def list_tools(server: MCPServerConfig) -> None:
     """Start the server, list its tools, stop it; keep the server and tools in the session."""
     with st.status(f"Connecting to {md(server.describe())}…", expanded=True) as status:
         try:
-            tools = server_tools(server)
+            tools = server_tools(server, service().store)  # the grant is checked again at the start
         except ConfigError as exc:
             status.update(label=f"Could not connect to '{md(server.name)}'", state="error", expanded=True)
             failed = exc
@@ -285,7 +285,7 @@ def mcp_tab() -> None:
     try_form(
         tool,
         f"mcp:{server.name}:{tool.name}",
-        lambda arguments: try_server_tool(server, tool.name, arguments),
+        lambda arguments: try_server_tool(server, tool.name, arguments, service().store),
     )
     st.subheader("Add to a flow")
     add_to_flow(server, tools)
