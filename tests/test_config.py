@@ -80,12 +80,17 @@ def test_different_base_url(a, b):
 
 
 def test_configured_base_urls(monkeypatch):
+    """Each provider's base URL variable is its ProviderInfo's; openai-compatible's is also named
+    in config, for consent (below the providers): the two are one."""
+    from flowcall.providers import provider_info
+
     monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", " http://127.0.0.1:8080/v1 ")
     monkeypatch.setenv("OPENAI_BASE_URL", "")
+    assert provider_info("openai-compatible").base_url_variable == config.COMPATIBLE_BASE_URL_VARIABLE
     assert config.compatible_base_url() == "http://127.0.0.1:8080/v1"
-    assert config.configured_base_url("openai-compatible") == "http://127.0.0.1:8080/v1"
-    assert config.configured_base_url("openai") is None
-    assert config.configured_base_url("local") is None
+    assert provider_info("openai-compatible").configured_base_url() == "http://127.0.0.1:8080/v1"
+    assert provider_info("openai").configured_base_url() is None
+    assert provider_info("local").configured_base_url() is None
     monkeypatch.delenv("OPENAI_COMPATIBLE_BASE_URL")
     assert config.compatible_base_url() is None
 

@@ -4,6 +4,7 @@ tools → store → base types. An import that runs back up fails here; no contr
 from __future__ import annotations
 
 import ast
+import configparser
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,9 +25,10 @@ def test_the_import_contracts_are_kept() -> None:
     assert "0 broken" in linted.stdout
 
 
-# The Streamlit pages are scripts outside the flowcall package, so lint-imports does not see them:
-# what they import is read here. A name imported only for a type hint (under TYPE_CHECKING) is no
-# arrow at run time, as in the contracts.
+# The root pages/ and app.py are Streamlit's scripts outside the flowcall package, so lint-imports
+# does not see them: what they import is read here, and what the pages' code in flowcall/studio/
+# imports besides (lint-imports checks it too, by the contract ui-through-the-service). A name
+# imported only for a type hint (under TYPE_CHECKING) is no arrow at run time, as in the contracts.
 PAGES_NEVER_IMPORT = (
     "flowcall.store",
     "flowcall.service.probe",
@@ -58,9 +60,12 @@ def _run_time_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
         pending.extend(child for child in ast.iter_child_nodes(node) if not type_checking(child))
 
 
-def test_the_pages_reach_the_store_the_probe_and_the_tools_through_the_service() -> None:
-    scripts = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
-    assert len(scripts) > 1
+def test_the_pages_reach_the_store_the_probe_the_providers_and_the_tools_through_the_service() -> None:
+    stubs = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
+    real = sorted((ROOT / "flowcall" / "studio").rglob("*.py"))
+    assert len(stubs) > 1 and ROOT / "flowcall" / "studio" / "pages" / "models.py" in real
+    scripts = stubs + real + sorted((ROOT / "flowcall" / "cli").glob("*.py"))
+    scripts += sorted((ROOT / "flowcall" / "api").glob("*.py"))
     found = {
         f"{path.relative_to(ROOT)}:{line} imports {name}"
         for path in scripts
@@ -68,3 +73,13 @@ def test_the_pages_reach_the_store_the_probe_and_the_tools_through_the_service()
         if any(name == layer or name.startswith(layer + ".") for layer in PAGES_NEVER_IMPORT)
     }
     assert not found, "\n".join(sorted(found))
+
+
+def test_the_contract_that_keeps_the_ui_on_the_service_forbids_what_the_pages_never_import() -> None:
+    """The contract itself names the providers (and the rest): the real pages, the CLI and the
+    HTTP API are modules of the flowcall package, so lint-imports holds them to it."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / ".importlinter", encoding="utf-8")
+    contract = parser["importlinter:contract:ui-through-the-service"]
+    assert set(contract["source_modules"].split()) >= {"flowcall.cli", "flowcall.studio", "flowcall.api"}
+    assert set(contract["forbidden_modules"].split()) >= set(PAGES_NEVER_IMPORT)

@@ -10,6 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from flowcall.core import config
+from flowcall.providers import add_provider, provider_infos, remove_provider
+from flowcall.providers.base import ProviderInfo
 from flowcall.store import open_store
 from flowcall.store.profiles import list_profiles
 from flowcall.studio.shared import md
@@ -81,6 +83,45 @@ def test_renders_with_no_key_set():
     assert keys["openai-compatible"].startswith("not set (optional")
     assert [h.value for h in at.header] == ["Providers", "Embedded model", "Capability probe"]
     assert any("No model has been probed yet" in i.value for i in at.info)
+
+
+def test_the_providers_table_is_read_from_the_providers_infos():
+    at = page()
+    rows = at.dataframe[0].value
+    infos = [info for info in provider_infos().values() if info.listed]
+    assert list(rows["provider"]) == [info.name for info in infos]
+    assert list(rows["key variable"]) == [info.api_key_variable or "-" for info in infos]
+    assert list(rows["base URL variable"]) == [info.base_url_variable or "-" for info in infos]
+    assert dict(zip(rows["provider"], rows["base URL variable"]))["dashscope"] == "DASHSCOPE_HTTP_BASE_URL"
+    assert at.selectbox[0].options == [info.name for info in infos]
+
+
+def test_a_provider_added_at_run_time_shows_with_its_variables(monkeypatch):
+    toy = ProviderInfo(
+        name="toy",
+        label="Toy",
+        hosted=True,
+        factory=lambda config: None,
+        description="a toy for this test",
+        api_key_variable="TOY_API_KEY",
+        base_url_variable="TOY_BASE_URL",
+        suggested_models=("toy-1",),
+    )
+    monkeypatch.setenv("TOY_BASE_URL", "https://user:hunter2@toy.test/v1?api_key=abc")
+    add_provider(toy)
+    try:
+        at = page()
+        chosen = at.selectbox[0].set_value("toy").run()
+    finally:
+        remove_provider("toy")
+    assert not at.exception
+    assert chosen.text_input[0].value == "toy-1"  # its first suggested model
+    rows = at.dataframe[0].value
+    row = {k: v for k, v in zip(rows.columns, rows[rows["provider"] == "toy"].iloc[0])}
+    assert row["key variable"] == "TOY_API_KEY" and row["key"] == "not set"
+    assert row["base URL variable"] == "TOY_BASE_URL" and row["about"] == "a toy for this test"
+    assert row["base URL"] == "https://toy.test/v1?api_key=***"
+    assert "hunter2" not in everything_shown(at)
 
 
 def test_a_set_key_is_reported_but_never_shown(monkeypatch):

@@ -19,11 +19,11 @@ FLOWCALL_REDELIVERY_S  a queued run taken by a worker that died goes to another 
 FLOWCALL_PLUGIN_DIRS   extra plugin folders, separated by ':' (the repo's plugins/ is always read)
 FLOWCALL_DATA_DIR      folder the plugins read data files from (default: plugins/data)
 FLOWCALL_LANGUAGE      the studio's language for text written in two languages: en (default) or zh
-OPENAI_API_KEY, OPENAI_BASE_URL       the openai provider
-DASHSCOPE_API_KEY, DASHSCOPE_BASE_URL the dashscope provider (and its compatible mode)
-OPENAI_COMPATIBLE_BASE_URL, OPENAI_COMPATIBLE_API_KEY   any OpenAI-compatible server; the key is
-                                      sent only to OPENAI_COMPATIBLE_BASE_URL, never to another URL
-                                      a flow names
+
+Each provider's own variables (its API key, the base URL its key may be sent to, any other) are
+declared by the provider, in its ProviderInfo (flowcall/providers): the Models page lists them,
+and docs/guide/configuration.md. OPENAI_COMPATIBLE_BASE_URL is named here too: consent, a floor
+below the providers, reads it (the one server OPENAI_COMPATIBLE_API_KEY is sent to).
 """
 
 from __future__ import annotations
@@ -213,24 +213,14 @@ def data_dir() -> Path:
     return Path(os.environ.get("FLOWCALL_DATA_DIR", EXAMPLES / "plugins" / "data")).expanduser()
 
 
-# the variable that says where each provider's key may be sent
-_BASE_URL_VARIABLES = {
-    "openai": "OPENAI_BASE_URL",
-    "dashscope": "DASHSCOPE_BASE_URL",
-    "openai-compatible": "OPENAI_COMPATIBLE_BASE_URL",
-}
-
-
-def configured_base_url(provider: str) -> str | None:
-    """The base URL the person set in the environment for `provider`, or None."""
-    variable = _BASE_URL_VARIABLES.get(provider)
-    value = os.environ.get(variable, "").strip() if variable else ""
-    return value or None
+# provider openai-compatible's base URL variable (its ProviderInfo points here): the one server its
+# key is sent to, which consent also reads to tell a flow's own server from the configured one
+COMPATIBLE_BASE_URL_VARIABLE = "OPENAI_COMPATIBLE_BASE_URL"
 
 
 def compatible_base_url() -> str | None:
     """OPENAI_COMPATIBLE_BASE_URL: the one place OPENAI_COMPATIBLE_API_KEY is sent to."""
-    return configured_base_url("openai-compatible")
+    return os.environ.get(COMPATIBLE_BASE_URL_VARIABLE, "").strip() or None
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -74,6 +74,7 @@ _NAMED_ITEMS = {"mcp_servers": "MCP server", "http_tools": "HTTP tools", "router
 _FLOW_NAME = r"^[\w\-. ]+$"
 _NAMESPACE = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 _HTTP_URL = r"^https?://"
+_PROVIDER = r"^[a-z][a-z0-9_-]{0,39}$"  # core/spec.py PROVIDER_NAME
 
 _TYPE_WORDS = {
     "string_type": "must be text, in quotes",
@@ -484,17 +485,28 @@ def _pattern_problem(pattern: str, value: Any) -> str:
         )
     if pattern == _NAMESPACE:
         rule = "use 1 to 40 lowercase letters, digits, '-' and '_', starting with a letter or digit"
-        if not text:
-            return rule + "; it is empty"
-        if len(text) > 40:
-            return rule + f"; {shown_value(text)} has {len(text)} characters"
-        if text[0] in "-_":
-            return rule + f"; {shown_value(text)} starts with {shown_value(text[0])}"
-        bad = _offending(text, r"[a-z0-9_-]")
-        return rule + (f"; {shown_value(text)} has {bad}" if bad else "")
+        return rule + _lower_name_problem(text, "-_")
+    if pattern == _PROVIDER:
+        rule = (
+            "name a provider: local, openai, dashscope, openai-compatible or an installed one "
+            "(`flowcall providers` lists them), written in 1 to 40 lowercase letters, digits, '-' and '_'"
+        )
+        return rule + _lower_name_problem(text, "-_0123456789")
     if pattern == _HTTP_URL:
         return f"must start with http:// or https:// (it is {shown_value(text)})"
     return f"does not have the form it needs (it is {shown_value(text)})"
+
+
+def _lower_name_problem(text: str, not_first: str) -> str:
+    """What is wrong with a lowercase name (a namespace, a provider), after its rule."""
+    if not text:
+        return "; it is empty"
+    if len(text) > 40:
+        return f"; {shown_value(text)} has {len(text)} characters"
+    if text[0] in not_first:
+        return f"; {shown_value(text)} starts with {shown_value(text[0])}"
+    bad = _offending(text, r"[a-z0-9_-]")
+    return f"; {shown_value(text)} has {bad}" if bad else ""
 
 
 def _offending(text: str, allowed: str) -> str:

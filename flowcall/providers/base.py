@@ -1,10 +1,14 @@
-"""The neutral provider interface: one job, turn a ModelRequest into a ModelTurn; and the factory
-that builds a provider from a flow's model config."""
+"""The neutral provider interface: one job, turn a ModelRequest into a ModelTurn; the factory
+that builds a provider from a flow's model config; and ProviderInfo, what each provider module
+declares of itself (the tables of the studio, the CLI and the configuration are read from it)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Callable, Iterable, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -12,7 +16,8 @@ from pydantic import BaseModel, Field
 
 from flowcall.core.errors import ConfigError
 from flowcall.core.messages import ModelRequest, ModelTurn
-from flowcall.core.spec import _KEY_FORMATS, ModelConfig
+from flowcall.core.spec import _KEY_FORMATS, PROVIDER_NAME, ModelConfig
+from flowcall.trust.packages import PackageOrigin
 
 
 class NotConfigured(ConfigError):
@@ -49,6 +54,54 @@ class Provider(Protocol):
 
 # builds the provider a flow's model config names: providers.provider_for, or a stand-in (tests, replay)
 ProviderFactory = Callable[[ModelConfig], Provider]
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """What FlowCall knows of a provider, declared once, in the provider's own module (its
+    `INFOS`), or by an installed package (entry point group `flowcall.providers`, naming one).
+    `provider_for`, the studio's pickers, the Models page and the configuration read it."""
+
+    name: str  # as a flow names it (ModelConfig.provider): lower case, digits, '-', '_'
+    label: str  # as a person reads it ("OpenAI", "Embedded model")
+    hosted: bool  # the model runs elsewhere: building it needs a setting (a key, a base URL)
+    factory: Callable[[ModelConfig], Provider]  # builds it for a flow's model config
+    description: str = ""  # one line for the Models page
+    api_key_variable: str | None = None  # its key, read from the environment only
+    base_url_variable: str | None = None  # where its key may be sent (the only place)
+    other_variables: tuple[str, ...] = ()  # other settings it reads
+    suggested_models: tuple[str, ...] = ()  # offered in the studio's model picker, the first by default
+    key_optional: bool = False  # most servers of its kind need no key
+    flow_base_url: bool = False  # a flow may name its own server (its key is never sent there)
+    listed: bool = True  # offered in the studio and the Models page (not a stand-in for tests)
+    package: PackageOrigin | None = None  # set for an installed package's provider: it needs a grant
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(PROVIDER_NAME, self.name):
+            raise ValueError(
+                f"a provider's name is lower-case letters, digits, '-' and '_' (at most 40, starting "
+                f"with a letter), not {self.name!r}"
+            )
+
+    def configured_base_url(self) -> str | None:
+        """The base URL the person set for this provider in the environment, or None."""
+        value = os.environ.get(self.base_url_variable, "").strip() if self.base_url_variable else ""
+        return value or None
+
+    def variables(self) -> tuple[str, ...]:
+        """Every environment variable it reads: key, base URL, the others."""
+        named = (self.api_key_variable, self.base_url_variable, *self.other_variables)
+        return tuple(v for v in named if v)
+
+
+class LazyModule(ModuleType):
+    """A module imported when one of its names is first used. A provider module reads as if it
+    imported its SDK (`openai = LazyModule("openai")`, then `openai.OpenAI(...)`), yet reading
+    its INFOS loads no SDK: openai and dashscope take half a second each to import, and a flow
+    on the embedded model needs neither."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attribute)
 
 
 SECRET_FIELDS = ("api_key", "authorization", "Authorization", "x-api-key")

@@ -9,8 +9,11 @@ While someone watches the run, the call is streamed (`stream=True, incremental_o
 its text is shown as it comes, and the chunks are put together as the response the same call
 answers unstreamed (streamed.py), so the step recorded is the same.
 
-The SDK reads DASHSCOPE_HTTP_BASE_URL itself (e.g. https://dashscope-intl.aliyuncs.com/api/v1
-for the international region); `base_url` overrides it per provider.
+Its base URL is DASHSCOPE_HTTP_BASE_URL (the native API, e.g. https://dashscope-intl.aliyuncs.com/api/v1
+for the international region), the SDK's own variable: `build` reads it when the provider is built
+and passes it on. DASHSCOPE_BASE_URL is the OpenAI-compatible mode's (.../compatible-mode/v1,
+openai_compat.dashscope_compatible_provider); set alone, it is refused here rather than ignored, so
+a person who meant another region is told instead of being sent to the default one.
 """
 
 from __future__ import annotations
@@ -20,17 +23,32 @@ import os
 import time
 from typing import Any, Callable, Literal
 
-import dashscope
-import requests
-from dashscope.common.error import DashScopeException, TimeoutException
-
 from flowcall.core import progress
 from flowcall.core.errors import ErrorCode, ProviderError
 from flowcall.core.messages import ModelRequest, ModelTurn, Usage
-from flowcall.providers.base import Capabilities, NotConfigured, redact, redact_text, redact_url
-from flowcall.providers.openai_compat import message_to_wire, parse_tool_call, tool_choice_to_wire
+from flowcall.core.spec import ModelConfig
+from flowcall.providers.base import (
+    Capabilities,
+    LazyModule,
+    NotConfigured,
+    ProviderInfo,
+    redact,
+    redact_text,
+    redact_url,
+)
+from flowcall.providers.openai_compat import (
+    default_timeout_s,
+    message_to_wire,
+    parse_tool_call,
+    tool_choice_to_wire,
+)
 from flowcall.providers.retry import with_retries
 from flowcall.providers.streamed import Shown, dashscope_from_chunks, finish_reason
+
+# imported at the first call, not when the providers are listed (the SDK takes half a second)
+dashscope = LazyModule("dashscope")
+sdk_errors = LazyModule("dashscope.common.error")
+requests = LazyModule("requests")
 
 StructuredMode = Literal["json_schema", "json_object"]
 
@@ -166,7 +184,7 @@ class DashScopeProvider:
         structured: StructuredMode = "json_schema",
         call: Callable[..., Any] | None = None,
     ):
-        key = api_key or os.environ.get("DASHSCOPE_API_KEY")
+        key = api_key or os.environ.get(INFO.api_key_variable or "")
         if not key:
             raise NotConfigured(
                 "DASHSCOPE_API_KEY is not set. Export it (export DASHSCOPE_API_KEY=sk-...) to use Qwen on "
@@ -189,7 +207,7 @@ class DashScopeProvider:
         extra: dict[str, Any] = {"api_key": self._api_key, "request_timeout": self.timeout_s}
         if self.base_url:
             extra["base_address"] = self.base_url
-        # recorded and shown without user:password (DASHSCOPE_HTTP_BASE_URL may hold them)
+        # recorded and shown without user:password (the base URL may hold them)
         recorded = {**redact(wire), "base_url": redact_url(self.base_url or dashscope.base_http_api_url)}
         retries: list[dict[str, Any]] = []
         latency_ms, shown = 0.0, Shown()
@@ -224,11 +242,11 @@ class DashScopeProvider:
                 data = self._streamed(arguments, show, base_url)
             else:
                 data = response_to_dict(self._call(**arguments))
-        except (requests.exceptions.RequestException, TimeoutException) as exc:
+        except (requests.exceptions.RequestException, sdk_errors.TimeoutException) as exc:
             raise ProviderError(
                 f"could not reach DashScope at {base_url} ({redact_text(str(exc))})", transient=True
             ) from exc
-        except DashScopeException as exc:
+        except sdk_errors.DashScopeException as exc:
             message = f"the DashScope SDK refused the call: {type(exc).__name__}: {redact_text(str(exc))}"
             raise ProviderError(message) from exc
         if data.get("status_code") != 200:
@@ -256,7 +274,7 @@ class DashScopeProvider:
                 piece = chunk_text(data)
                 written += len(piece)
                 show(piece)
-        except (requests.exceptions.RequestException, TimeoutException) as exc:
+        except (requests.exceptions.RequestException, sdk_errors.TimeoutException) as exc:
             if not chunks:
                 raise
             broken = ProviderError(f"the connection broke off ({redact_text(str(exc))})", transient=True)
@@ -288,3 +306,37 @@ def _stopped(error: ProviderError, chunks: int, written: int) -> ProviderError:
         status=error.status,
         request_id=error.request_id,
     )
+
+
+# ---------------------------------------------------------------- what FlowCall knows of it
+
+COMPATIBLE_MODE_VARIABLE = "DASHSCOPE_BASE_URL"  # the OpenAI-compatible mode's, not this provider's
+
+
+def build(config: ModelConfig) -> DashScopeProvider:
+    """The provider for a flow's model: its base URL from DASHSCOPE_HTTP_BASE_URL, else the SDK's
+    default endpoint (Beijing)."""
+    base_url = INFO.configured_base_url()
+    if base_url is None and os.environ.get(COMPATIBLE_MODE_VARIABLE, "").strip():
+        raise NotConfigured(
+            f"{COMPATIBLE_MODE_VARIABLE} is set, but provider dashscope reads {INFO.base_url_variable}, "
+            f"the native API's base URL, ending in /api/v1 ({COMPATIBLE_MODE_VARIABLE} is for DashScope's "
+            "OpenAI-compatible mode, .../compatible-mode/v1). Export the region you mean, e.g. "
+            f"export {INFO.base_url_variable}=https://dashscope-intl.aliyuncs.com/api/v1, or unset "
+            f"{COMPATIBLE_MODE_VARIABLE} to use the default endpoint."
+        )
+    return DashScopeProvider(config.model, base_url=base_url, timeout_s=default_timeout_s())
+
+
+INFO = ProviderInfo(
+    name="dashscope",
+    label="DashScope (Qwen)",
+    hosted=True,
+    factory=build,
+    description="Qwen and other Model Studio models through DashScope's native API",
+    api_key_variable="DASHSCOPE_API_KEY",
+    base_url_variable="DASHSCOPE_HTTP_BASE_URL",  # the SDK's own name for it; unset: the default region
+    other_variables=("FLOWCALL_PROVIDER_TIMEOUT_S",),
+    suggested_models=("qwen-plus", "qwen-max", "qwen-turbo"),
+)
+INFOS = (INFO,)

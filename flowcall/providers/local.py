@@ -20,9 +20,10 @@ from flowcall.core import config, progress
 from flowcall.core.embedded_models import TUNING, tuning_for
 from flowcall.core.errors import ErrorCode, ProviderError
 from flowcall.core.messages import ModelRequest, ModelTurn, ToolCall, Usage
+from flowcall.core.spec import ModelConfig
 from flowcall.core.tool_calls import new_call_id, parse_tool_calls
 from flowcall.providers import local_model
-from flowcall.providers.base import Capabilities
+from flowcall.providers.base import Capabilities, ProviderInfo
 from flowcall.providers.chat_prompt import ChatPrompt, PromptRenderer
 from flowcall.providers.fast_decoding import FastDecoder, completion
 from flowcall.providers.grammar_gate import GreedyGrammar
@@ -380,3 +381,29 @@ class LocalProvider:
             request_id=out.get("id"),
             latency_ms=latency_ms,
         )
+
+
+def build(config: ModelConfig) -> LocalProvider:
+    """The embedded model this machine runs (FLOWCALL_MODEL, FLOWCALL_MODEL_PATH), whatever the
+    flow's model field says; loaded once per process."""
+    return LocalProvider.shared()
+
+
+INFO = ProviderInfo(
+    name="local",
+    label="Embedded model",
+    hosted=False,
+    factory=build,
+    description="a small model run on this computer by llama.cpp: no key, nothing leaves the machine",
+    other_variables=(
+        "FLOWCALL_MODEL",
+        "FLOWCALL_MODEL_PATH",
+        "FLOWCALL_THREADS",
+        "FLOWCALL_LOCAL_TIMEOUT_S",
+        "FLOWCALL_PROMPT_CACHE_MB",
+        "FLOWCALL_PROMPT_CACHE_DISK_MB",
+        "FLOWCALL_DECODING",
+    ),
+    suggested_models=("embedded",),
+)
+INFOS = (INFO,)

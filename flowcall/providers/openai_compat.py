@@ -14,16 +14,24 @@ import os
 import time
 from typing import Any, Callable
 
-import openai
-
 from flowcall.core import config, progress
 from flowcall.core.errors import ConfigError, ErrorCode, ProviderError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, Usage
-from flowcall.providers.base import Capabilities, NotConfigured, redact, redact_text, redact_url
+from flowcall.core.spec import ModelConfig
+from flowcall.providers.base import (
+    Capabilities,
+    LazyModule,
+    NotConfigured,
+    ProviderInfo,
+    redact,
+    redact_text,
+    redact_url,
+)
 from flowcall.providers.openai_stream import streamed_completion
 from flowcall.providers.retry import with_retries
 from flowcall.providers.streamed import Shown
 
+openai = LazyModule("openai")  # imported at the first call, not when the providers are listed
 DASHSCOPE_COMPATIBLE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -367,7 +375,7 @@ class OpenAICompatibleProvider:
 
 def openai_provider(model: str, *, timeout_s: float | None = None) -> OpenAICompatibleProvider:
     """OpenAI itself: OPENAI_API_KEY, and OPENAI_BASE_URL if set (e.g. a proxy)."""
-    key = os.environ.get("OPENAI_API_KEY")
+    key = os.environ.get(OPENAI.api_key_variable or "")
     if not key:
         raise NotConfigured(
             "OPENAI_API_KEY is not set. Export it (export OPENAI_API_KEY=sk-...) to use OpenAI models, "
@@ -375,7 +383,7 @@ def openai_provider(model: str, *, timeout_s: float | None = None) -> OpenAIComp
         )
     return OpenAICompatibleProvider(
         model,
-        base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        base_url=OPENAI.configured_base_url(),
         api_key=key,
         name="openai",
         timeout_s=timeout_s,
@@ -443,3 +451,39 @@ def compatible_provider(
         timeout_s=timeout_s,
         no_key_reason=no_key_reason,
     )
+
+
+# ---------------------------------------------------------------- what FlowCall knows of them
+
+OPENAI = ProviderInfo(
+    name="openai",
+    label="OpenAI",
+    hosted=True,
+    factory=lambda config: openai_provider(config.model),
+    description="OpenAI's models through its API",
+    api_key_variable="OPENAI_API_KEY",
+    base_url_variable="OPENAI_BASE_URL",  # e.g. a proxy; unset: OpenAI's own endpoint
+    other_variables=("FLOWCALL_PROVIDER_TIMEOUT_S",),
+    suggested_models=("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"),
+)
+
+
+def _compatible(config: ModelConfig) -> OpenAICompatibleProvider:
+    # no base_url in the flow: OPENAI_COMPATIBLE_BASE_URL (compatible_provider says if neither is set)
+    return compatible_provider(config.model, config.base_url)
+
+
+COMPATIBLE = ProviderInfo(
+    name="openai-compatible",
+    label="OpenAI-compatible server",
+    hosted=True,
+    factory=_compatible,
+    description="any server that speaks OpenAI's chat completions: Ollama, LM Studio, vLLM, llama.cpp",
+    api_key_variable="OPENAI_COMPATIBLE_API_KEY",
+    base_url_variable=config.COMPATIBLE_BASE_URL_VARIABLE,  # consent (below) reads it too
+    other_variables=("FLOWCALL_PROVIDER_TIMEOUT_S",),
+    key_optional=True,
+    flow_base_url=True,
+)
+
+INFOS = (OPENAI, COMPATIBLE)

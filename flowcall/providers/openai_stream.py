@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import openai
-
 from flowcall.core.errors import ProviderError
-from flowcall.providers.base import redact_text
+from flowcall.providers.base import LazyModule, redact_text
 from flowcall.providers.streamed import completion_from_chunks, finish_reason
+
+openai = LazyModule("openai")  # imported at the first call (openai_compat.py)
 
 
 def streamed_completion(

@@ -22,8 +22,9 @@ from flowcall.core.embedded_models import DecisionTuning
 from flowcall.core.errors import ConfigError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec, Usage
 from flowcall.core.schema_example import example_for
+from flowcall.core.spec import ModelConfig
 from flowcall.core.tool_calls import new_call_id
-from flowcall.providers.base import Capabilities
+from flowcall.providers.base import Capabilities, ProviderInfo
 
 SCHEMA_MODEL = "schema"  # the one model of provider "scripted" that a flow can name
 
@@ -195,3 +196,27 @@ def summary(messages: list[Message]) -> str:
         return "Results: " + "; ".join(results)
     last = next((m.content for m in reversed(messages) if m.role == "user" and m.content), "")
     return f"No tool results. Last message: {last}"
+
+
+def build(config: ModelConfig) -> SchemaDrivenProvider:
+    """Safe in a shared flow file: this model is a pure function of the request; it reads no file,
+    holds no key and reaches nothing (base_url, if any, is ignored). It lets the CLI, tests and
+    benchmarks run a flow without the embedded model."""
+    if config.model != SCHEMA_MODEL:
+        raise ConfigError(
+            f"provider 'scripted' has no model '{config.model}'; its one model is '{SCHEMA_MODEL}' "
+            "(a deterministic stand-in that calls each tool with arguments made from its schema)"
+        )
+    return SchemaDrivenProvider(SCHEMA_MODEL)
+
+
+INFO = ProviderInfo(
+    name="scripted",
+    label="Scripted stand-in",
+    hosted=False,
+    factory=build,
+    description="a deterministic stand-in that calls each tool with arguments made from its schema",
+    suggested_models=(SCHEMA_MODEL,),
+    listed=False,  # for tests and benchmarks: not offered in the studio
+)
+INFOS = (INFO,)

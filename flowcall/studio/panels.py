@@ -15,7 +15,7 @@ from flowcall.core.config import model_label
 from flowcall.core.plain_errors import plain_errors
 from flowcall.core.schemas import ref_problem
 from flowcall.core.spec import DecisionConfig, Flow, PolishConfig
-from flowcall.providers import PROVIDER_NAMES
+from flowcall.service import models
 from flowcall.service.front import FlowCall, review_tool
 from flowcall.studio.flowgraph import CanvasNode, CanvasState, bare_name, tool_source
 from flowcall.studio.shared import as_json, md
@@ -30,31 +30,19 @@ WAY_HELP = (
     "router: rules you write pick the tool"
 )
 OTHER = "Other…"
-SUGGESTED = {
-    "openai": ["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"],
-    "dashscope": ["qwen-plus", "qwen-max", "qwen-turbo"],
-    "openai-compatible": [],
-    "local": ["embedded"],
-    "scripted": [],
-}
 
 
 def model_options(app: FlowCall, provider: str, current: str) -> list[str]:
     """The models to pick from for a provider: the embedded one for local; for a remote
     provider, those probed here (Models page) and the usual ones; the current one always."""
     probed = [p.model for p in app.model_profiles() if p.provider == provider]
-    return list(
-        dict.fromkeys(
-            [current, *SUGGESTED.get(provider, []), *probed]
-            if current
-            else [*SUGGESTED.get(provider, []), *probed]
-        )
-    )
+    suggested = models.suggested_models(provider)  # the provider's own (its ProviderInfo)
+    return list(dict.fromkeys([current, *suggested, *probed] if current else [*suggested, *probed]))
 
 
 def model_fields(app: FlowCall, config: dict[str, Any], key: str) -> dict[str, Any]:
     """Provider, model (a picker, or a free entry) and base URL: the fields both models share."""
-    providers = list(dict.fromkeys([*PROVIDER_NAMES, config.get("provider", "local")]))
+    providers = list(dict.fromkeys([*models.provider_names(), config.get("provider", "local")]))
     provider = st.selectbox(
         "Provider", providers, index=providers.index(config.get("provider", "local")), key=key + "provider"
     )
@@ -77,13 +65,14 @@ def model_fields(app: FlowCall, config: dict[str, Any], key: str) -> dict[str, A
         )
         model = model or "embedded"
     base_url = config.get("base_url")
-    if provider == "openai-compatible":
+    info = models.provider(provider)
+    if info is not None and info.flow_base_url:  # a flow may name its own server (openai-compatible)
         base_url = (
             st.text_input(
                 "Base URL",
                 base_url or "",
                 key=key + "base",
-                help="Empty: OPENAI_COMPATIBLE_BASE_URL. Another server needs your grant "
+                help=f"Empty: {info.base_url_variable}. Another server needs your grant "
                 "before the first run, on the Run page.",
             ).strip()
             or None

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_BASE_URL", "DASHSCOPE_BASE_URL")
+KEYS = (
+    "OPENAI_API_KEY",
+    "DASHSCOPE_API_KEY",
+    "OPENAI_BASE_URL",
+    "DASHSCOPE_BASE_URL",
+    "DASHSCOPE_HTTP_BASE_URL",
+)
 
 
 def flowcall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -37,6 +43,13 @@ def flowcall(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
             "dashscope",
             {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
             "DASHSCOPE_API_KEY",
+        ),
+        # the compatible mode's base URL alone: the region meant is not the one the run would reach
+        (
+            "dashscope",
+            None,
+            {"DASHSCOPE_API_KEY": "sk-test", "DASHSCOPE_BASE_URL": "https://x.test/compatible-mode/v1"},
+            "DASHSCOPE_HTTP_BASE_URL",
         ),
     ],
 )

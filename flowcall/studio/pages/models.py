@@ -12,16 +12,8 @@ import streamlit as st
 from flowcall.core.errors import ConfigError
 from flowcall.core.model_profile import Check, ModelProfile
 from flowcall.core.spec import ModelConfig
-from flowcall.providers import local_model
+from flowcall.service import models
 from flowcall.studio.shared import WARMING_NOTE, md, service
-
-# provider -> (its key's variable, its base URL's variable); flowcall/core/config.py lists them
-KEYED_PROVIDERS = {
-    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "dashscope": ("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL"),
-    "openai-compatible": ("OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL"),
-}
-DEFAULT_MODELS = {"local": "", "openai": "gpt-4o-mini", "dashscope": "qwen-plus", "openai-compatible": ""}
 
 
 def key_source(variable: str) -> str | None:
@@ -52,28 +44,27 @@ st.title("Models")
 
 # --- providers --------------------------------------------------------------------------------
 st.header("Providers")
+try:
+    infos = models.providers()  # each provider's own ProviderInfo, built in or installed
+except ConfigError as exc:  # an installed provider package that cannot be read
+    st.error(md(exc))
+    st.stop()
 rows = []
-for provider, (key_var, url_var) in KEYED_PROVIDERS.items():
-    source = key_source(key_var)
-    optional = " (optional: most local servers need none)" if provider == "openai-compatible" else ""
+for info in infos:
+    source = key_source(info.api_key_variable) if info.api_key_variable else None
+    optional = " (optional: most local servers need none)" if info.key_optional else ""
     rows.append(
         {
-            "provider": provider,
-            "key variable": key_var,
-            "key": f"set ({source})" if source else f"not set{optional}",
-            "base URL variable": url_var,
-            "base URL": os.environ.get(url_var) or "default",
+            "provider": info.name,
+            "about": info.description,
+            "key variable": info.api_key_variable or "-",
+            "key": (f"set ({source})" if source else f"not set{optional}")
+            if info.api_key_variable
+            else "no key needed",
+            "base URL variable": info.base_url_variable or "-",
+            "base URL": models.shown_base_url(info) or ("default" if info.hosted else "in-process"),
         }
     )
-rows.append(
-    {
-        "provider": "local",
-        "key variable": "-",
-        "key": "no key needed",
-        "base URL variable": "-",
-        "base URL": "in-process",
-    }
-)
 st.dataframe(rows, hide_index=True)
 st.caption(
     "Set a key with `export OPENAI_API_KEY=...` before starting the studio, or as a root-level entry in "
@@ -85,12 +76,12 @@ st.header("Embedded model")
 if service().prompt_cache_warming():
     st.info(WARMING_NOTE, icon=":material/hourglass_top:")
 summary = st.container()  # filled after the verify button, so it shows the outcome of a verification
-status = local_model.status()
+status = models.embedded_model_status()
 path = Path(status["path"])
 if st.button("Verify the SHA-256 now", disabled=not status["present"]):
     with st.spinner(f"Hashing {status['size'] / 1e6:.0f} MB…"):
         if status["embedded"]:
-            if local_model.verify(path):
+            if models.verify_embedded_model(path):
                 st.success("The file matches the published SHA-256.")
             else:
                 st.error(
@@ -99,10 +90,10 @@ if st.button("Verify the SHA-256 now", disabled=not status["present"]):
                 )
         else:
             st.info(
-                f"SHA-256 {local_model.sha256_of(path)}. This is not the embedded model, so there is no "
+                f"SHA-256 {models.file_sha256(path)}. This is not the embedded model, so there is no "
                 "published hash to compare with."
             )
-    status = local_model.status(path)
+    status = models.embedded_model_status(path)
 with summary:
     present, size, verified = st.columns(3)
     present.metric("Present", "yes" if status["present"] else "no")
@@ -128,21 +119,24 @@ st.caption(
     "with calling way `auto` then starts on a way the model passed. The embedded models keep their own "
     "order, chosen on many more requests than these three; `auto` still falls back."
 )
-provider = st.selectbox("Provider", list(DEFAULT_MODELS))
+by_name = {info.name: info for info in infos}
+provider = st.selectbox("Provider", list(by_name))
+chosen = by_name[provider]
 if provider == "local":
     model = st.text_input(
         "Model", value=path.stem, disabled=True, help="The local provider runs this GGUF file."
     )
 else:
-    model = st.text_input("Model", value=DEFAULT_MODELS[provider], key=f"model_{provider}")
+    first = chosen.suggested_models[0] if chosen.suggested_models else ""
+    model = st.text_input("Model", value=first, key=f"model_{provider}")
 base_url = None
-if provider == "openai-compatible":
+if chosen.flow_base_url:
     base_url = (
         st.text_input(
             "Base URL",
-            value=os.environ.get("OPENAI_COMPATIBLE_BASE_URL", ""),
-            placeholder="http://127.0.0.1:11434/v1",
-        )
+            placeholder=models.shown_base_url(chosen) or "http://127.0.0.1:11434/v1",
+            help=f"Empty: {chosen.base_url_variable}, the one server its key is sent to",
+        ).strip()
         or None
     )
 
