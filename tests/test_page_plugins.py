@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from flowcall.core.spec import Flow
 from flowcall.service.front import FlowCall
-from flowcall.tools.trial import server_tools
+from flowcall.tools.trial import source_tools
 from tests.test_studio import shown
 from tests.tools.test_mcp_client import SERVER
 
@@ -143,7 +143,7 @@ def test_add_to_flow_saves_a_new_version_with_the_server_and_its_tools(app):
     flow, _, version = store.get_flow("clock")
     assert version == 2 and [s.name for s in flow.mcp_servers] == ["own"]
     assert flow.mcp_servers[0].command == [sys.executable, SERVER, "stdio"]
-    destructive = {t.name for t in server_tools(flow.mcp_servers[0]) if t.annotations.destructive}
+    destructive = {t.name for t in source_tools("mcp", flow.mcp_servers[0]) if t.annotations.destructive}
     assert destructive and flow.tools == [
         "time/v1/get_current_time",
         *(

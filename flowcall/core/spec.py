@@ -32,8 +32,13 @@ from flowcall.core.plain_errors import plain_errors, shown_value
 from flowcall.core.schemas import check_refs
 
 FORMAT_VERSION = "flowcall.flow/v1"
+SOURCE_NAME = r"^[a-z0-9][a-z0-9_-]{0,39}$"  # a source's name: its tools' namespace
+SOURCE_KIND = r"^[a-z][a-z0-9_-]{0,19}$"
 CallingWayName = Literal["auto", "native", "prompt", "schema", "router"]
-ProviderName = Literal["local", "openai", "dashscope", "openai-compatible", "scripted"]
+# a provider's name: built in (flowcall/providers) or installed by a package, so any such name is
+# valid here; building the model says when no provider of that name is installed (provider_for)
+PROVIDER_NAME = r"^[a-z][a-z0-9_-]{0,39}$"
+ProviderName = Annotated[str, Field(pattern=PROVIDER_NAME)]
 
 # --- the secret check (parse_flow): a flow file is shared, so it must never hold a credential.
 # An MCP server's env value "$NAME" is a reference, read from the environment when it starts.
@@ -199,7 +204,7 @@ class MCPServerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$", description="Lowercase; the tools' namespace.")
+    name: str = Field(pattern=SOURCE_NAME, description="Lowercase; the tools' namespace.")
     command: list[str] | None = Field(default=None, min_length=1, description="argv of a stdio server.")
     url: str | None = Field(default=None, pattern=r"^https?://", description="A streamable HTTP endpoint.")
     env: dict[str, str] = Field(default_factory=dict)
@@ -234,7 +239,7 @@ class HTTPToolSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$", description="Lowercase; the tools' namespace.")
+    name: str = Field(pattern=SOURCE_NAME, description="Lowercase; the tools' namespace.")
     openapi: str = Field(min_length=1, description="A file path or an http(s) URL of the document.")
     base_url: str | None = Field(
         default=None, pattern=r"^https?://", description="Overrides the document's servers."
@@ -366,6 +371,12 @@ class Flow(BaseModel):
     http_tools: list[HTTPToolSource] = Field(
         default_factory=list, description="OpenAPI documents whose operations it attaches."
     )
+    sources: dict[Annotated[str, Field(pattern=SOURCE_KIND)], list[dict[str, Any]]] = Field(
+        default_factory=dict,
+        max_length=20,
+        description="Tool sources of other kinds, by kind (flow: another flow as a tool; an "
+        "installed package's kind): each is an object with at least a name, its tools' namespace.",
+    )
     needs_approval: list[str] = Field(
         default_factory=list,
         description="Tools whose calls wait for a person, "
@@ -432,18 +443,40 @@ class Flow(BaseModel):
             self.tool_choice = name
         return self
 
-    def plugin_refs(self) -> list[str]:
-        """The tool references served by plugins, not by the flow's MCP servers or HTTP tools."""
-        prefixes = tuple(f"{server.name}/mcp/" for server in self.mcp_servers) + tuple(
-            f"{source.name}/http/" for source in self.http_tools
+    @field_validator("sources")
+    @classmethod
+    def _sources_are_named(cls, sources: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        # the kind's own model checks the rest (flowcall/tools/sources/): the core knows no kind
+        for kind, entries in sources.items():
+            names = [entry.get("name") for entry in entries]
+            for name in names:
+                if not isinstance(name, str) or not re.fullmatch(SOURCE_NAME, name):
+                    raise ValueError(
+                        f"every {kind!r} source needs a name: lowercase letters, digits, - and _, "
+                        "starting with a letter or digit, at most 40"
+                    )
+            if len(set(names)) != len(names):
+                raise ValueError(f"two {kind!r} sources share a name; give each its own")
+        return sources
+
+    def source_prefixes(self) -> tuple[str, ...]:
+        """`<source name>/<kind>/`: how the references of tools that sources serve begin."""
+        return (
+            tuple(f"{server.name}/mcp/" for server in self.mcp_servers)
+            + tuple(f"{source.name}/http/" for source in self.http_tools)
+            + tuple(f"{entry['name']}/{kind}/" for kind, entries in self.sources.items() for entry in entries)
         )
+
+    def plugin_refs(self) -> list[str]:
+        """The tool references served by plugins, not by the flow's sources (MCP servers, ...)."""
+        prefixes = self.source_prefixes()
         return [ref for ref in self.tools if not (prefixes and ref.startswith(prefixes))]
 
     @model_serializer(mode="wrap")
     def _no_default_switches(self, handler: Any) -> dict[str, Any]:
         # a switch left off dumps as before the setting existed: saved flows keep their hash
         data = handler(self)
-        for switch in ("conversation", "answers_without_tools"):
+        for switch in ("conversation", "answers_without_tools", "sources"):
             if not getattr(self, switch):
                 data.pop(switch, None)
         return data

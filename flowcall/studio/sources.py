@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 from pydantic import BaseModel, ValidationError
@@ -33,24 +33,27 @@ from pydantic import BaseModel, ValidationError
 from flowcall.core import nesting
 from flowcall.core.errors import ConfigError
 from flowcall.core.schemas import schema_errors
-from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig, _find_secrets
+from flowcall.core.spec import HTTPToolSource, MCPServerConfig, _find_secrets
 from flowcall.service.front import (
     SOURCE_ERRORS,
     FlowCall,
-    http_tools,
+    SourceKindInfo,
     internal_hosts,
-    server_tools,
-    try_http_tool,
-    try_server_tool,
+    source_config,
+    source_kinds,
+    source_ungranted,
+    try_source_tool,
 )
+from flowcall.service.front import source_tools as load_tools
+from flowcall.studio import schema_form
 from flowcall.studio.shared import as_json, md, service, show_trust_items
-from flowcall.trust.consent import TrustItem, TrustRequired, require_granted
+from flowcall.trust.consent import TrustItem
 
 if TYPE_CHECKING:
     from flowcall.tools.base import Tool
     from flowcall.tools.trial import TrialResult
 
-Kind = Literal["mcp", "http"]
+Kind = str  # "mcp", "http", or any kind `source_kinds()` lists (an installed package's)
 Checked = tuple[dict[str, Any] | None, str | None]
 STDIO, URL = "stdio command", "URL"
 MODELS: dict[str, type[BaseModel]] = {"mcp": MCPServerConfig, "http": HTTPToolSource}
@@ -179,6 +182,8 @@ def _shape_problem(kind: Kind, raw: dict[str, Any]) -> str | None:
                 "from a command."
             )
         return None
+    if kind != "http":
+        return None
     if raw.get("openapi") == "":
         return "OpenAPI document: give the document's file path or its http(s) URL."
     for number, host in enumerate(raw.get("allow_hosts") or [], 1):
@@ -198,44 +203,56 @@ def check(kind: Kind, raw: dict[str, Any]) -> Checked:
     if problem:
         return None, problem
     try:
-        value = MODELS[kind].model_validate(raw)
+        value = _config(kind, raw)
     except ValidationError as exc:
         return None, _validation_sentence(exc)
+    except ConfigError as exc:  # a kind of an installed package: its model's own words
+        return None, f"{str(exc).rstrip('.')}."
     return value.model_dump(mode="json", exclude_none=True), None
+
+
+def _config(kind: Kind, data: dict[str, Any]) -> BaseModel:
+    """A source of `kind` as its config model reads it (ValidationError, or ConfigError for a kind
+    without a form of its own)."""
+    return MODELS[kind].model_validate(data) if kind in MODELS else source_config(kind, data)
+
+
+def kind_info(kind: Kind) -> SourceKindInfo:
+    """The kind as the service lists it; ConfigError when nothing here provides it."""
+    for info in source_kinds():
+        if info.kind == kind:
+            return info
+    raise ConfigError(f"no installed package provides the tool source kind {kind!r} here; install it")
 
 
 # ------------------------------------------------------------------ consent and tools, without widgets
 
 
-def _probe(kind: Kind, config: BaseModel) -> Flow:
-    """A flow that attaches only `config`: what a run of it would need granted is what starting
-    the server or loading the document needs. A server's `trusted` is left out: it is about
-    running its tools unasked in a flow, which the Run page asks for before the flow's first run."""
-    if isinstance(config, MCPServerConfig):
-        server = config.model_copy(update={"trusted": False})
-        return Flow(name="studio-source", mcp_servers=[server], tools=[f"{server.name}/mcp/*"])
-    assert isinstance(config, HTTPToolSource)
-    return Flow(name="studio-source", http_tools=[config], tools=[f"{config.name}/http/*"])
+def _untrusted(config: BaseModel) -> BaseModel:
+    """The source without a `trusted` claim: running its tools unasked concerns a flow's runs,
+    which the Run page asks for before the flow's first run; listing or trying needs not it."""
+    return config.model_copy(update={"trusted": False}) if "trusted" in type(config).model_fields else config
 
 
 def ungranted(app: FlowCall, kind: Kind, config: BaseModel) -> list[TrustItem]:
-    """What starting the server or loading the document would do that nobody here granted (each
-    item saying what changed, when the same command was granted before but resolves otherwise)."""
-    try:
-        require_granted(_probe(kind, config), app.store, "the consent panel")
-    except TrustRequired as exc:
-        return exc.items
-    return []
+    """What loading the source (starting the server, loading the document, using an installed
+    package's kind) would do that nobody here granted (each item saying what changed, when the
+    same command was granted before but resolves otherwise)."""
+    return source_ungranted(app.grants(), kind, _untrusted(config))
+
+
+def _grants(app: FlowCall, kind: Kind) -> Any:
+    """What a listing or a trial checks again as it loads. An HTTP document's content is not
+    bound by a listing: the person granted its URL just now; a run's grant binds what it fetches."""
+    return None if kind == "http" else app.grants()
 
 
 def _fetch(app: FlowCall, kind: Kind, config: Any) -> tuple[list[Tool], str | None]:
-    """The server's or document's tools (a server is started and stopped again): never call
-    this before `ungranted` says nothing is missing. A stdio server's grant is checked again as
-    it starts (what was checked is what runs)."""
+    """The source's tools (a server is started and stopped again): never call this before
+    `ungranted` says nothing is missing. A stdio server's grant is checked again as it starts
+    (what was checked is what runs)."""
     try:
-        if kind == "mcp":  # started as ungranted() checked it: listing runs no tool unasked
-            return server_tools(config.model_copy(update={"trusted": False}), app.store), None
-        return http_tools(config), None
+        return load_tools(kind, _untrusted(config), _grants(app, kind)), None
     except SOURCE_ERRORS as exc:
         return [], str(exc)
 
@@ -256,18 +273,20 @@ def _entry(tool: Tool, kind: Kind) -> dict[str, Any]:
     }
 
 
-def source_tools(app: FlowCall, source: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """The tools an MCP server or an HTTP tool source (its flow JSON: a dict with "openapi" is
-    an HTTP source) offers, for the canvas palette: ([{ref, name, description, annotations
-    {read_only, destructive, open_world}, kind "mcp"|"http", parameters}], None), or ([], why
+def source_tools(
+    app: FlowCall, source: dict[str, Any], kind: Kind | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The tools a source of `kind` offers (its flow JSON; without a kind, a dict with "openapi"
+    is an HTTP source, else an MCP server), for the canvas palette: ([{ref, name, description,
+    annotations {read_only, destructive, open_world}, kind, parameters}], None), or ([], why
     not, a sentence to show through md()). Nothing ungranted is started or loaded; a granted
     server is started, listed and stopped on every call, so a page keeps the answer (e.g. in
     st.session_state) rather than calling this on every rerun."""
-    kind: Kind = "http" if "openapi" in source else "mcp"
+    kind = kind or ("http" if "openapi" in source else "mcp")
     value, problem = check(kind, source)
     if value is None:
         return [], problem
-    config = MODELS[kind].model_validate(value)
+    config = _config(kind, value)
     missing = ungranted(app, kind, config)
     if missing:
         return [], (
@@ -349,6 +368,9 @@ def _load(key: str, kind: Kind, data: dict[str, Any]) -> None:
     for old in [k for k in state.keys() if isinstance(k, str) and k.startswith(f"{key}:f:")]:
         del state[old]
     state[_f(key, "name")] = _text(data.get("name"))
+    if kind not in MODELS:
+        _load_fields(key, kind, data)
+        return
     if kind == "mcp":
         command = data.get("command") if isinstance(data.get("command"), list) else []
         state[_f(key, "transport")] = URL if data.get("url") and not command else STDIO
@@ -653,6 +675,71 @@ def _finish(key: str, kind: Kind, raw: dict[str, Any], row_problem: str | None) 
     return value, problem
 
 
+def source_form(kind: Kind, source: dict[str, Any] | None, key: str) -> Checked:
+    """A source of any kind as a form: MCP servers and HTTP sources have their own; any other kind
+    (an installed package's) gets one built from its config's JSON Schema and its form hints."""
+    if kind == "mcp":
+        return mcp_server_form(source, key)
+    if kind == "http":
+        return http_source_form(source, key)
+    return generic_source_form(kind, source, key)
+
+
+def _schema_fields(kind: Kind) -> tuple[SourceKindInfo, list[schema_form.FormField]]:
+    info = kind_info(kind)
+    return info, [f for f in schema_form.form_fields(info.schema) if f.name != "name"]
+
+
+def _load_fields(key: str, kind: Kind, data: dict[str, Any]) -> None:
+    """The generic form's fields from `data`: text for plain values, JSON text for nested ones."""
+    for f in _schema_fields(kind)[1]:
+        value = data.get(f.name, f.default)
+        if f.kind == "boolean":
+            st.session_state[_f(key, f.name)] = value is True
+        elif f.kind == "json":
+            st.session_state[_f(key, f.name)] = "" if value is None else as_json(value)
+        elif f.kind == "enum":
+            st.session_state[_f(key, f.name)] = value if value in f.options else (f.options or [None])[0]
+        else:
+            st.session_state[_f(key, f.name)] = _text(value)
+
+
+def generic_source_form(kind: Kind, source: dict[str, Any] | None, key: str) -> Checked:
+    """A source of a kind without a form of its own: its name, then a field per property of its
+    config's JSON Schema (labels and hints from the kind's form_fields), the same as JSON below,
+    and List tools / Try a tool as for the others. Returns as `mcp_server_form`."""
+    info, fields = _schema_fields(kind)
+    _begin(key, kind, source)
+    hints = info.fields
+    name_hint = hints.get("name")
+    st.text_input(
+        getattr(name_hint, "label", "Name"),
+        key=_f(key, "name"),
+        placeholder=getattr(name_hint, "placeholder", ""),
+        persist_state="page",
+        help=f"Lowercase letters, digits, - and _; its tools are attached as <name>/{kind}/<tool>",
+    )
+    for f in fields:
+        hint = hints.get(f.name)
+        label = getattr(hint, "label", "") or f.name
+        help_text = getattr(hint, "help", "") or f.description or None
+        placeholder = getattr(hint, "placeholder", "")
+        if f.kind == "boolean":
+            st.checkbox(label, key=_f(key, f.name), help=help_text, persist_state="page")
+        elif f.kind == "enum":
+            st.selectbox(label, f.options, key=_f(key, f.name), help=help_text, persist_state="page")
+        elif f.kind == "json":
+            st.text_area(label + " (JSON)", key=_f(key, f.name), help=help_text, persist_state="page")
+        else:
+            st.text_input(
+                label, key=_f(key, f.name), help=help_text, placeholder=placeholder, persist_state="page"
+            )
+    values = {f.name: st.session_state.get(_f(key, f.name)) for f in fields}
+    raw, errors = schema_form.collect(fields, values, {**info.schema, "required": []})
+    raw = {"name": st.session_state[_f(key, "name")].strip(), **raw}
+    return _finish(key, kind, raw, f"{errors[0].rstrip('.')}." if errors else None)
+
+
 # ------------------------------------------------------------------ the JSON expander
 
 
@@ -786,7 +873,7 @@ def _grant_with_hosts(key: str, kind: Kind, value: dict[str, Any], hosts: list[s
     what was asked for goes on with the source as it now is."""
     widened = {**value, "allow_hosts": [*value.get("allow_hosts", []), *hosts]}
     app = service()
-    app.store.grant(ungranted(app, kind, MODELS[kind].model_validate(widened)), by="studio")
+    app.grant_items(ungranted(app, kind, MODELS[kind].model_validate(widened)), by="studio")
     st.session_state[f"{key}:add_hosts"] = hosts
     st.session_state[f"{key}:want"] = {**want, "config": json.dumps(widened, sort_keys=True)}
 
@@ -801,7 +888,7 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
         state.pop(f"{key}:want", None)
         return
     app = service()
-    config = MODELS[kind].model_validate(value)
+    config = _config(kind, value)
     missing = ungranted(app, kind, config)
     if missing:
         offer = internal_hosts(config) if isinstance(config, HTTPToolSource) else []
@@ -815,7 +902,7 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
         if offer and state.get(_b(key, "allow_internal")):
             _grant_with_hosts(key, kind, value, offer, want)  # one grant, the form gets the hosts
             st.rerun()
-        app.store.grant(missing, by="studio")
+        app.grant_items(missing, by="studio")
     state.pop(f"{key}:want", None)
     state.pop(f"{key}:consent:shown", None)
     name = md(config.name)  # type: ignore[attr-defined]
@@ -830,12 +917,9 @@ def _pending(key: str, kind: Kind, value: dict[str, Any] | None, fingerprint: st
         return
     with st.spinner(f"Calling {md(want['tool'])}…"):
         outcome: TrialResult | str
-        try:
-            if kind == "mcp":
-                untrusted = config.model_copy(update={"trusted": False})  # as ungranted() checked it
-                outcome = try_server_tool(untrusted, want["tool"], want["arguments"], app.store)  # type: ignore[arg-type]
-            else:
-                outcome = try_http_tool(config, want["tool"], want["arguments"])  # type: ignore[arg-type]
+        try:  # loaded as ungranted() checked it, and as _fetch() listed it
+            untrusted, grants = _untrusted(config), _grants(app, kind)
+            outcome = try_source_tool(kind, untrusted, want["tool"], want["arguments"], grants)
         except SOURCE_ERRORS as exc:
             outcome = str(exc)
     state[f"{key}:result"] = {"config": fingerprint, "tool": want["tool"], "outcome": outcome}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from flowcall.core.spec import Flow, MCPServerConfig
 from flowcall.store import Store
 from flowcall.tools.base import Tool
+from flowcall.tools.sources import with_source
 
 
 def with_server(flow: Flow, server: MCPServerConfig, tools: list[Tool]) -> tuple[Flow, list[str]]:
@@ -14,13 +15,7 @@ def with_server(flow: Flow, server: MCPServerConfig, tools: list[Tool]) -> tuple
     taken = {ref.rsplit("/", 1)[-1]: ref for ref in flow.tools if not ref.startswith(f"{server.name}/mcp/")}
     skipped = [f"{t.name} (the flow already has {taken[t.name]})" for t in tools if t.name in taken]
     added = [t.version for t in tools if t.name not in taken and t.version not in flow.tools]
-    servers = [s for s in flow.mcp_servers if s.name != server.name] + [server]
-    data = {
-        **flow.model_dump(mode="json"),
-        "mcp_servers": [s.model_dump(mode="json") for s in servers],
-        "tools": [*flow.tools, *added],
-    }
-    return Flow.model_validate(data), skipped
+    return with_source(flow, "mcp", server, added), skipped
 
 
 def add_server_to_flow(

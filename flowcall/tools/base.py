@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from flowcall.core.messages import ToolSpec
 from flowcall.trust.packages import PackageOrigin
 
-ToolSource = Literal["python", "mcp", "http"]
+# "python", "mcp", "http", "flow", or the kind of an installed package (tools/sources/base.py)
+ToolSource = str
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class RunContext:
     # data writes where the run is recorded. None, or another sink, when there is no such run
     # (a tool tried on the Plugins page, a test): such a tool falls back to the configured store.
     store: Any = None
+    # the call being run, for a tool that starts something of its own per call (a sub-flow's
+    # run, whose id comes from it); None outside a call
+    call_id: str | None = None
 
 
 @dataclass

@@ -37,6 +37,7 @@ import jsonschema
 from flowcall.core import schemas
 from flowcall.core.errors import ErrorCode
 from flowcall.core.messages import ToolCall
+from flowcall.core.steps import SUB_RUN
 from flowcall.providers.base import redact_secrets
 from flowcall.tools.base import RunContext, Tool
 
@@ -61,6 +62,7 @@ class CallOutcome:
     error_code: ErrorCode | None = None
     error_message: str | None = None
     latency_ms: float = 0.0
+    child_run_id: str | None = None  # the run a sub-flow call started (engine/subflows.py)
 
     def content_for_model(self) -> str:
         """The tool message the model reads: the result, or the error it should correct."""
@@ -87,6 +89,7 @@ class CallOutcome:
                 "raw_arguments": call.raw_arguments,
                 **({"dropped_ungrounded": call.dropped_arguments} if call.dropped_arguments else {}),
                 **repairs.get(call.id, {}),
+                **({SUB_RUN: self.child_run_id} if self.child_run_id else {}),
             },
         )
 

@@ -1,27 +1,29 @@
-"""Trying a tool by hand, outside any run: the studio's "Try it", for plugins, MCP servers and
-HTTP tool sources.
+"""Trying a tool by hand, outside any run: the studio's "Try it", for plugins and the tools of a
+source of any kind (an MCP server, an HTTP source, an installed package's kind).
 
 A trial goes the engine's way (check the arguments against the schema, then run with the
 tool's timeout in a fresh hidden context), so what works here works in a flow. Nothing is
-recorded. An MCP server is started for one listing or one call and stopped again; an HTTP
-source's document is loaded for each.
+recorded. A source is loaded through its kind for one listing or one call and closed again (an MCP
+server started and stopped; an HTTP source's document read for each).
 """
 
 from __future__ import annotations
 
 import shlex
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from flowcall.core.errors import ConfigError
 from flowcall.core.messages import ToolCall
-from flowcall.core.spec import HTTPToolSource, MCPServerConfig
+from flowcall.core.spec import MCPServerConfig
 from flowcall.tools.base import RunContext, Tool
 from flowcall.tools.execute import check_call, run_calls
 from flowcall.tools.registry import ToolRegistry
+from flowcall.tools.sources import LoadContext, ToolSourceKind, call_timeout_s, kind_of, load_source
 from flowcall.trust.consent import Grants
 
 
@@ -75,50 +77,43 @@ def server_config(name: str, command_line: str = "", url: str = "") -> MCPServer
         raise ConfigError(f"the MCP server is not valid: {problems}") from None
 
 
-def _connected(server: MCPServerConfig, grants: Grants | None):
-    """A started connection and its tools; ConfigError names the server and why it failed.
-    With `grants`, a stdio server starts only as granted, checked again at its start."""
-    from flowcall.tools.mcp_client import MCPConnection, MCPToolError, tools_of
+def _kind(kind: str | ToolSourceKind) -> ToolSourceKind:
+    return kind_of(kind) if isinstance(kind, str) else kind
 
-    connection = MCPConnection(server, grants)
+
+def _loaded(kind: ToolSourceKind, config: BaseModel, context: LoadContext) -> list[Tool]:
+    """The source's tools; ConfigError names the source and why it failed."""
     try:
-        return connection, tools_of(connection)
-    except (MCPToolError, TimeoutError, ConfigError) as exc:
-        connection.close()
-        message = str(exc)
-        raise ConfigError(
-            message if server.name in message else f"MCP server '{server.name}': {message}"
-        ) from exc
+        return load_source(kind, config, context)
+    except ConfigError as exc:
+        message, name = str(exc), str(getattr(config, "name", ""))
+        raise ConfigError(message if name in message else f"{kind.label} '{name}': {message}") from exc
 
 
-def server_tools(server: MCPServerConfig, grants: Grants | None = None) -> list[Tool]:
-    """The server's tools (all pages), for showing: the server is stopped again, so they cannot run."""
-    connection, tools = _connected(server, grants)
-    connection.close()
-    return tools
+def source_tools(
+    kind: str | ToolSourceKind,
+    config: BaseModel,
+    grants: Grants | None = None,
+    services: dict[str, Any] | None = None,
+) -> list[Tool]:
+    """A source's tools (all of them), for showing: the source is loaded through its kind (a
+    server started) and closed again, so they cannot run. With `grants`, it loads only as a
+    run would (a stdio server's command checked at its start)."""
+    with ExitStack() as stack:
+        return _loaded(_kind(kind), config, LoadContext(stack, grants, services or {}))
 
 
-def try_server_tool(
-    server: MCPServerConfig, name: str, arguments: dict[str, Any], grants: Grants | None = None
+def try_source_tool(
+    kind: str | ToolSourceKind,
+    config: BaseModel,
+    name: str,
+    arguments: dict[str, Any],
+    grants: Grants | None = None,
+    services: dict[str, Any] | None = None,
 ) -> TrialResult:
-    """Start the server, call one of its tools by name, stop the server."""
-    connection, tools = _connected(server, grants)
-    try:
-        return try_tool(ToolRegistry(tools), name, arguments, timeout_s=server.call_timeout_s)
-    finally:
-        connection.close()
-
-
-def http_tools(source: HTTPToolSource, grants: Grants | None = None) -> list[Tool]:
-    """The source's tools, from its OpenAPI document (loaded through the SSRF guard; with
-    `grants`, only if the bytes read are the ones granted)."""
-    from flowcall.tools.openapi_tools import tools_from_openapi
-
-    return tools_from_openapi(source, grants)
-
-
-def try_http_tool(
-    source: HTTPToolSource, name: str, arguments: dict[str, Any], grants: Grants | None = None
-) -> TrialResult:
-    """Load the source's document, call one of its tools by name, with the source's timeout."""
-    return try_tool(ToolRegistry(http_tools(source, grants)), name, arguments, timeout_s=source.timeout_s)
+    """Load the source through its kind, call one of its tools by name with the kind's call
+    timeout, close the source (stop the server)."""
+    kind = _kind(kind)
+    with ExitStack() as stack:
+        tools = _loaded(kind, config, LoadContext(stack, grants, services or {}))
+        return try_tool(ToolRegistry(tools), name, arguments, timeout_s=call_timeout_s(kind, config))

@@ -33,6 +33,8 @@ KINDS = {
     "allow_host": "let HTTP tools reach an internal host",
     "base_url": "send questions and tool results to a model server",
     "package_tool": "use a tool of an installed package",
+    "package_source": "use a tool source kind of an installed package",
+    "package_provider": "use a model provider of an installed package",
 }
 
 
@@ -67,16 +69,6 @@ class TrustRequired(ConfigError):
             f"{'that' if len(items) == 1 else 'these'}. Nothing was started "
             f"or sent. Read the flow, then grant with: {grant_command}"
         )
-
-
-def attached_servers(flow: Flow) -> list[MCPServerConfig]:
-    """The MCP servers whose tools the flow attaches: only these are ever started."""
-    return [s for s in flow.mcp_servers if any(ref.startswith(f"{s.name}/mcp/") for ref in flow.tools)]
-
-
-def attached_http_sources(flow: Flow) -> list[HTTPToolSource]:
-    """The OpenAPI documents whose operations the flow attaches: only these are loaded."""
-    return [s for s in flow.http_tools if any(ref.startswith(f"{s.name}/http/") for ref in flow.tools)]
 
 
 def normal_url(url: str) -> str:
@@ -174,7 +166,8 @@ def _command_item(server: MCPServerConfig, resolved: program.Resolved | None = N
     )
 
 
-def _server_items(server: MCPServerConfig, resolved: program.Resolved | None = None) -> list[TrustItem]:
+def server_items(server: MCPServerConfig, resolved: program.Resolved | None = None) -> list[TrustItem]:
+    """Starting or reaching an MCP server, and running its tools unasked when it claims `trusted`."""
     name = json.dumps(server.name, ensure_ascii=False)
     if server.command:
         items = [_command_item(server, resolved)]
@@ -198,7 +191,8 @@ def is_url(openapi: str) -> bool:
     return re.match(r"^https?://", openapi) is not None
 
 
-def _http_items(source: HTTPToolSource) -> list[TrustItem]:
+def http_items(source: HTTPToolSource) -> list[TrustItem]:
+    """Loading an OpenAPI document (a file bound by its content), and each internal host let through."""
     sha256 = None
     if not is_url(source.openapi):  # a file: the grant binds which file, and its content
         path = Path(source.openapi).expanduser().resolve()
@@ -327,16 +321,51 @@ def package_items(installed: dict[str, PackageOrigin]) -> list[TrustItem]:
     ]
 
 
-def trust_items(flow: Flow, installed: dict[str, PackageOrigin] | None = None) -> list[TrustItem]:
+def package_source_items(installed: dict[str, PackageOrigin]) -> list[TrustItem]:
+    """Using each tool source kind (by name) that an installed package provides: its code loads
+    the source's tools here, so a flow with a source of that kind asks first, as for a package's tool."""
+    return [
+        TrustItem(
+            "package_source",
+            {"source_kind": kind, **origin.subject()},
+            inert(
+                f"use the tool source kind {json.dumps(kind)} of the installed package {origin.package} "
+                f"{origin.version} (entry point {origin.entry_point}: module {origin.module}, {origin.file}"
+                f"{_hashes({origin.file: origin.sha256}) if origin.sha256 else ''}); its code runs here "
+                "with your rights"
+            ),
+        )
+        for kind, origin in sorted(installed.items())
+    ]
+
+
+def package_provider_items(used: dict[str, PackageOrigin]) -> list[TrustItem]:
+    """Using each model provider (by name) of an installed package that a flow's models name: its
+    code runs here and reads the questions and tool results, so it asks first, as a package's tool."""
+    return [
+        TrustItem(
+            "package_provider",
+            {"provider": name, **origin.subject()},
+            inert(
+                f"use the model provider {name} of the installed package {origin.package} "
+                f"{origin.version} (entry point {origin.entry_point}: module {origin.module}, "
+                f"{origin.file or 'no file'}"
+                f"{_hashes({origin.file: origin.sha256}) if origin.sha256 else ''}); "
+                "its code runs here with your rights and reads the questions and tool results"
+            ),
+        )
+        for name, origin in sorted(used.items())
+    ]
+
+
+def trust_items(
+    flow: Flow, installed: dict[str, PackageOrigin] | None = None, *, sources: Iterable[TrustItem]
+) -> list[TrustItem]:
     """Everything the flow would start or reach that needs a person's grant, once each.
-    `installed`: the flow's tools that installed packages provide (the service knows them)."""
-    items: list[TrustItem] = []
-    for server in attached_servers(flow):
-        items += _server_items(server)
-    for source in attached_http_sources(flow):
-        items += _http_items(source)
-    items += _model_items(flow)
-    items += package_items(installed or {})
+    `sources`: what the flow's attached tool sources would start or reach, as their kinds list it
+    (flowcall/tools/sources: `source_trust_items`, which the layer above passes: this layer knows
+    no kind); `installed`: the flow's tools that installed packages provide (the service knows them)."""
+    items: list[TrustItem] = [*sources, *_model_items(flow), *package_items(installed or {})]
     unique: dict[str, TrustItem] = {}
     for item in items:
         unique.setdefault(item.key, item)
@@ -344,10 +373,14 @@ def trust_items(flow: Flow, installed: dict[str, PackageOrigin] | None = None) -
 
 
 def ungranted(
-    flow: Flow, grants: Grants, installed: dict[str, PackageOrigin] | None = None
+    flow: Flow,
+    grants: Grants,
+    installed: dict[str, PackageOrigin] | None = None,
+    *,
+    sources: Iterable[TrustItem],
 ) -> list[TrustItem]:
     granted = grants.granted_keys()
-    return [item for item in trust_items(flow, installed) if item.key not in granted]
+    return [item for item in trust_items(flow, installed, sources=sources) if item.key not in granted]
 
 
 def require_granted(
@@ -356,11 +389,16 @@ def require_granted(
     grant_command: str,
     fetched: Iterable[TrustItem] = (),
     installed: dict[str, PackageOrigin] | None = None,
+    *,
+    sources: Iterable[TrustItem],
 ) -> None:
     """TrustRequired unless everything is granted. `fetched`: items known only by fetching (the
-    content of a granted OpenAPI URL, which the service fetches: document_item)."""
+    content of a granted OpenAPI URL, which the service fetches: document_item); `sources` as in
+    `trust_items`."""
     granted = grants.granted_keys()
-    missing = ungranted(flow, grants, installed) + [item for item in fetched if item.key not in granted]
+    missing = ungranted(flow, grants, installed, sources=sources) + [
+        item for item in fetched if item.key not in granted
+    ]
     if missing:
         raise TrustRequired(flow.name, [_with_change(item, grants) for item in missing], grant_command)
 
@@ -378,18 +416,19 @@ def _with_change(item: TrustItem, grants: Grants) -> TrustItem:
     return item
 
 
+_PACKAGE_SUBJECT = {"package_tool": "tool", "package_source": "source_kind", "package_provider": "provider"}
+
+
 def _package_change(item: TrustItem, grants: Grants) -> str | None:
-    """How an installed package's tool differs from a grant of the same tool of the same package."""
+    """How an installed package's tool (source kind, provider) differs from a grant of the same one."""
     listed = getattr(grants, "list_grants", None)
-    if item.kind != "package_tool" or listed is None:
+    what = _PACKAGE_SUBJECT.get(item.kind)
+    if what is None or listed is None:
         return None
     now = item.subject
     for grant in listed():
         was = grant["subject"] or {}
-        if grant["kind"] != item.kind or (was.get("tool"), was.get("package")) != (
-            now["tool"],
-            now["package"],
-        ):
+        if grant["kind"] != item.kind or (was.get(what), was.get("package")) != (now[what], now["package"]):
             continue
         if was.get("version") != now["version"]:
             return f"version {was.get('version')} was granted, not {now['version']}"
@@ -427,7 +466,7 @@ def checked_start(server: MCPServerConfig, grants: Grants) -> program.Resolved:
     after the consent check is caught here, and the starter runs this resolution's argv."""
     resolved = program.resolve(server.command or [], env=server.env)
     granted = grants.granted_keys()
-    missing = [item for item in _server_items(server, resolved) if item.key not in granted]
+    missing = [item for item in server_items(server, resolved) if item.key not in granted]
     if missing:
         change = _command_change(missing[0], grants)
         raise StartRefused(

@@ -17,7 +17,8 @@ from flowcall.core.steps import RunStatus
 from flowcall.engine.approval import approve_all
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service.front import FlowCall
-from flowcall.trust.consent import TrustRequired, trust_items, ungranted
+from flowcall.tools.sources import trust_items, ungranted
+from flowcall.trust.consent import TrustRequired
 from tests.security.test_ssrf import Capture
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -28,7 +28,8 @@ from flowcall.core.steps import Run, RunStatus
 from flowcall.engine.approval import approve_all
 from flowcall.providers.scripted import ScriptedProvider
 from flowcall.service.front import FlowCall
-from flowcall.trust.consent import TrustRequired, describe, trust_items
+from flowcall.tools.sources import trust_items
+from flowcall.trust.consent import TrustRequired, describe
 
 GRANTED = '''
 from mcp.server.mcpserver import MCPServer

@@ -16,7 +16,7 @@ from flowcall.core.spec import HTTPToolSource, parse_flow
 from flowcall.store.repository import Store
 from flowcall.tools.base import RunContext
 from flowcall.tools.openapi_tools import HTTPToolError, tools_from_openapi
-from flowcall.trust.consent import trust_items, ungranted
+from flowcall.tools.sources import trust_items, ungranted
 from tests.tools.test_openapi_tools import Handler as OpenAPIHandler
 
 CTX = RunContext(run_id="t")

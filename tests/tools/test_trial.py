@@ -11,7 +11,7 @@ from flowcall.core.spec import Flow, MCPServerConfig
 from flowcall.service.front import FlowCall
 from flowcall.tools.attach import add_server_to_flow, with_server
 from flowcall.tools.registry import ToolRegistry
-from flowcall.tools.trial import server_config, server_tools, try_server_tool, try_tool
+from flowcall.tools.trial import server_config, source_tools, try_source_tool, try_tool
 from tests.tools.test_mcp_client import OWN, SERVER, TIME
 
 
@@ -58,40 +58,40 @@ def test_server_config_from_a_form():
 
 
 def test_own_server_lists_and_runs_its_tools():
-    assert [t.version for t in server_tools(OWN)] == [
+    assert [t.version for t in source_tools("mcp", OWN)] == [
         f"own/mcp/{n}" for n in ("add", "shout", "save_note", "fail", "hang", "crash")
     ]
-    trial = try_server_tool(OWN, "add", {"a": 2, "b": 3})
+    trial = try_source_tool("mcp", OWN, "add", {"a": 2, "b": 3})
     assert trial.ok and trial.result == {"sum": 5}
-    failed = try_server_tool(OWN, "fail", {"reason": "no luck"})
+    failed = try_source_tool("mcp", OWN, "fail", {"reason": "no luck"})
     assert failed.error_code == "TOOL_ERROR" and "Error executing tool fail" in failed.error_message
-    refused = try_server_tool(OWN, "add", {"a": "two"})
+    refused = try_source_tool("mcp", OWN, "add", {"a": "two"})
     assert (
         refused.error_code in ("INVALID_ARGUMENT", "MISSING_REQUIRED_FIELD") and "b" in refused.error_message
     )
 
 
 def test_mcp_server_time():
-    tools = {t.name: t for t in server_tools(TIME)}
+    tools = {t.name: t for t in source_tools("mcp", TIME)}
     assert {"get_current_time", "convert_time"} <= set(tools) and tools[
         "get_current_time"
     ].annotations.read_only
-    trial = try_server_tool(TIME, "get_current_time", {"timezone": "Asia/Tokyo"})
+    trial = try_source_tool("mcp", TIME, "get_current_time", {"timezone": "Asia/Tokyo"})
     assert trial.ok and trial.result["datetime"].endswith("+09:00")
 
 
 def test_a_server_that_cannot_start_is_a_config_error_naming_it():
     ghost = MCPServerConfig(name="ghost", command=["/nonexistent/mcp-server"], startup_timeout_s=10)
     with pytest.raises(ConfigError, match="MCP server 'ghost' could not start .*/nonexistent/mcp-server"):
-        server_tools(ghost)
+        source_tools("mcp", ghost)
     with pytest.raises(ConfigError, match="ghost"):
-        try_server_tool(ghost, "add", {})
+        try_source_tool("mcp", ghost, "add", {})
 
 
 def test_attaching_a_server_to_a_saved_flow_makes_a_new_version():
     store = FlowCall.open().store
     store.save_flow(Flow(name="clock", tools=["time/v1/get_current_time", "weather/v1/get_weather"]))
-    tools = server_tools(TIME)
+    tools = source_tools("mcp", TIME)
     version, skipped = add_server_to_flow(store, "clock", TIME, tools)
     flow, _, saved = store.get_flow("clock")
     assert version == saved == 2 and [s.name for s in flow.mcp_servers] == ["time"]

@@ -190,7 +190,7 @@ def pending_connection() -> None:
             st.session_state.pop("mcp:want", None)
             st.info("Cancelled: nothing was granted, started or sent.")
             return
-        app.store.grant(missing, by="studio")
+        app.grant_items(missing, by="studio")
     st.session_state.pop("mcp:want", None)
     list_tools(server)
 
@@ -199,7 +199,7 @@ def list_tools(server: MCPServerConfig) -> None:
     """Start the server, list its tools, stop it; keep the server and tools in the session."""
     with st.status(f"Connecting to {md(server.describe())}…", expanded=True) as status:
         try:
-            tools = server_tools(server, service().store)  # the grant is checked again at the start
+            tools = server_tools(server, service().grants())  # the grant is checked again at the start
         except ConfigError as exc:
             status.update(label=f"Could not connect to '{md(server.name)}'", state="error", expanded=True)
             failed = exc
@@ -220,7 +220,7 @@ def add_to_flow(server: MCPServerConfig, tools: list[Tool]) -> None:
     """Add the server and its tools to a saved flow. Nothing is granted here: the flow's first
     run shows the exact command or URL on the Run page and asks for the grant there."""
     app = service()
-    flows = [f["name"] for f in app.store.list_flows()]
+    flows = [f["name"] for f in app.list_flows()]
     if not flows:
         st.info("No saved flows yet: run or import a flow first (`flowcall flows import FILE`).")
         return
@@ -285,7 +285,7 @@ def mcp_tab() -> None:
     try_form(
         tool,
         f"mcp:{server.name}:{tool.name}",
-        lambda arguments: try_server_tool(server, tool.name, arguments, service().store),
+        lambda arguments: try_server_tool(server, tool.name, arguments, service().grants()),
     )
     st.subheader("Add to a flow")
     add_to_flow(server, tools)
