@@ -36,6 +36,7 @@ from flowcall.core.datasets import DatasetItem  # noqa: E402
 from flowcall.core.experiment_record import percentile  # noqa: E402
 from flowcall.core.spec import parse_flow  # noqa: E402
 from flowcall.core.steps import Run, StepKind  # noqa: E402
+from flowcall.service.door import choose, start_run  # noqa: E402
 from flowcall.testing.fake_server import FakeModelServer  # noqa: E402
 from flowcall.workers.local_workers import LocalWorkers, scratch_database, scratch_redis  # noqa: E402
 
@@ -99,7 +100,7 @@ def idle_latency(app, flow, count: int) -> list[float]:
     """Single runs, one at a time, each submitted when every worker is idle."""
     found = []
     for n in range(count):
-        run = app.run_queued(flow, f"idle {n}")
+        run = start_run(app, choose(app, None, queue=True), flow, f"idle {n}")
         run = app.follow(run.id, poll_s=0.02, timeout_s=60)
         found.append(ms((run.started_at - run.queued_at).total_seconds()))
         time.sleep(0.05)

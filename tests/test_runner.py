@@ -36,7 +36,7 @@ def queued(service: FlowCall, question: str, made: Flow | None = None) -> str:
 def test_a_run_handed_over_goes_on_with_nobody_watching():
     service = service_with(lambda: ["你好!"])
     run_id = queued(service, "hello")
-    Runner(service).start(run_id)
+    Runner(service).hand_over([run_id])
     ended = service.follow(run_id, timeout_s=WAIT_S)
     assert ended.status == RunStatus.SUCCEEDED and ended.final_answer == "你好!"
 
@@ -52,8 +52,8 @@ def test_runs_that_take_turns_wait_in_line_and_say_where():
     service = service_with(lambda: next(scripts))
     runner = Runner(service, take_turns=("scripted",))
     first, second = queued(service, "one"), queued(service, "two")
-    runner.start(first)
-    runner.start(second)
+    runner.hand_over([first])
+    runner.hand_over([second])
     assert runner.place(first) == 0 and runner.place(second) == 1
     assert service.store.get_run(second).status == RunStatus.QUEUED  # not started before its turn
     gate.set()
@@ -72,7 +72,7 @@ def test_stop_stops_a_run_the_runner_has():
 
     service = service_with(lambda: [held, "never read"])
     run_id = queued(service, "long")
-    Runner(service).start(run_id)
+    Runner(service).hand_over([run_id])
     assert started.wait(WAIT_S)
     service.cancel(run_id, by="studio")
     gate.set()
@@ -108,7 +108,7 @@ def test_a_job_that_fails_leaves_the_runner_working():
     broken = queued(service, "first")
     runner._hand(broken, lambda: (_ for _ in ()).throw(RuntimeError("boom")))  # a fault, not a run's
     run_id = queued(service, "next")
-    runner.start(run_id)
+    runner.hand_over([run_id])
     assert service.follow(run_id, timeout_s=WAIT_S).status == RunStatus.SUCCEEDED
     assert runner.problems[broken] == "boom"  # said on the run's page, not lost in a log
     assert not runner.holds(broken)
@@ -124,7 +124,7 @@ def test_the_runner_holds_a_run_until_it_is_done_with():
     service = service_with(lambda: [held])
     runner = Runner(service)
     run_id = queued(service, "wait")
-    runner.start(run_id)
+    runner.hand_over([run_id])
     assert runner.holds(run_id)
     gate.set()
     assert service.follow(run_id, timeout_s=WAIT_S).status == RunStatus.SUCCEEDED
@@ -147,7 +147,7 @@ def test_a_rerun_is_recorded_first_then_goes_on_in_the_runner():
     stored = service.store.get_run(new.id)
     assert stored.status == RunStatus.QUEUED and len(stored.steps) == call.seq - 1
     assert all("reused" in s.note for s in stored.steps)
-    Runner(service).start(new.id)
+    Runner(service).hand_over([new.id])
     done = service.follow(new.id, timeout_s=WAIT_S)
     assert done.status == RunStatus.SUCCEEDED and done.final_answer == "it is noon in Tokyo"
     assert [s.arguments for s in done.steps if s.kind == StepKind.TOOL_CALL] == [{"timezone": "Asia/Tokyo"}]

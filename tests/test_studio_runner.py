@@ -34,7 +34,7 @@ def held_run(question: str) -> tuple[FlowCall, str, threading.Event]:
     runner = runner_for(service)  # the runner the pages find for this database
     flow = Flow(name="slow", description="Answers slowly.", decision=DecisionConfig(provider="scripted"))
     run_id = service.submit(service.prepare(flow), question).id
-    runner.start(run_id)
+    runner.hand_over([run_id])
     assert started.wait(WAIT_S)
     return service, run_id, gate
 
@@ -81,7 +81,7 @@ def test_a_hosted_models_text_shows_while_it_writes(monkeypatch):
         runner = runner_for(service)
         flow = Flow(name="hosted", decision=DecisionConfig(provider="openai-compatible", model="fake"))
         run_id = service.submit(service.prepare(flow), question).id
-        runner.start(run_id)
+        runner.hand_over([run_id])
         seen: list[str] = []
         deadline = time.monotonic() + WAIT_S
         while runner.holds(run_id) and time.monotonic() < deadline:

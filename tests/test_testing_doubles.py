@@ -29,7 +29,7 @@ from flowcall.testing import FULL, SchemaDrivenProvider, ScriptedProvider, examp
 from flowcall.tools.base import ToolAnnotations
 from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
-from flowcall.trust.consent import trust_items
+from flowcall.tools.sources import trust_items
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECK_FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
@@ -493,11 +493,11 @@ def test_internal_is_an_error_code_and_not_found_is_a_config_error():
 def test_the_cli_reports_not_found_in_one_line_with_exit_2(monkeypatch, capsys):
     from flowcall.cli import main as cli
 
-    class Store:
+    class Service:  # the CLI reads runs through the service (records.py)
         def get_run(self, run_id):
             raise NotFoundError(f"no run '{run_id}'; `flowcall runs list` shows the runs there are")
 
-    monkeypatch.setattr(cli, "_service", lambda ctx: type("Service", (), {"store": Store()})())
+    monkeypatch.setattr(cli, "_service", lambda ctx: Service())
     monkeypatch.setattr(sys, "argv", ["flowcall", "runs", "show", "nope"])
     with pytest.raises(SystemExit) as exited:
         cli.main()

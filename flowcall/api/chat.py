@@ -27,6 +27,8 @@ from flowcall.api.running import Going, Written, data_line, launch, steps_then_r
 from flowcall.api.runs import _startable, take_slot
 from flowcall.core.steps import ChatTurn, Run, RunStatus, Step
 from flowcall.engine.final_answer import settled_text
+from flowcall.service.door import start_run
+from flowcall.workers.here import HereDoor
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 RUN_ID_HEADER = "X-FlowCall-Run-Id"
@@ -51,7 +53,7 @@ class ChatRequest(BaseModel):
 @router.get("/models")
 def list_models(who: Caller = Depends(caller), api: ApiContext = Depends(api_of)) -> dict[str, Any]:
     """The flows this key may use, as models."""
-    flows = [f for f in api.service.store.list_flows() if who.allows(f["name"])]
+    flows = [f for f in api.service.list_flows() if who.allows(f["name"])]
     return {
         "object": "list",
         "data": [
@@ -76,9 +78,16 @@ async def chat_completions(
     run_id = str(uuid.uuid4())
     headers = {RUN_ID_HEADER: run_id}
     slot = await run_in_threadpool(take_slot, api, who)
+    service = api.service
     going = launch(
-        lambda on_step: api.service.run(
-            flow, question, on_step=on_step, run_id=run_id, context=context, api_key=who.api_key
+        lambda on_step: start_run(
+            service,
+            HereDoor(service, on_step=on_step),
+            flow,
+            question,
+            run_id=run_id,
+            context=context,
+            api_key=who.api_key,
         ),
         slot,
         watched=body.stream,

@@ -33,7 +33,9 @@ from flowcall.core.errors import ConfigError, NotFoundError
 from flowcall.core.spec import parse_flow
 from flowcall.core.steps import Run, RunStatus, Step
 from flowcall.engine.approval import Decision
+from flowcall.service import door
 from flowcall.trust.approval_floor import ApprovalsLowered, check_approvals_kept
+from flowcall.workers.here import HereDoor
 
 router = APIRouter(prefix="/v1", tags=["flows and runs"])
 MAX_VERSION = 2**31 - 1  # a version is a 32-bit integer in the store (PostgreSQL INTEGER)
@@ -72,7 +74,7 @@ def list_flows(who: Caller = Depends(caller), api: ApiContext = Depends(api_of))
             "description": f["description"],
             "updated_at": f["updated_at"].isoformat() if f["updated_at"] else None,
         }
-        for f in api.service.store.list_flows()
+        for f in api.service.list_flows()
         if who.allows(f["name"])
     ]
 
@@ -124,7 +126,8 @@ async def start_run(
     service, key = api.service, who.api_key
     if body.queue:
         try:
-            run = await in_thread(lambda: service.run_queued(flow, body.question, api_key=key))
+            workers = door.choose(service, None, queue=True)
+            run = await in_thread(lambda: door.start_run(service, workers, flow, body.question, api_key=key))
         except BaseException:
             slot.release()
             raise
@@ -133,7 +136,9 @@ async def start_run(
         return await _answer(api, going, body.stream, run.id)
     run_id = str(uuid.uuid4())
     going = launch(
-        lambda on_step: service.run(flow, body.question, on_step=on_step, run_id=run_id, api_key=key),
+        lambda on_step: door.start_run(
+            service, HereDoor(service, on_step=on_step), flow, body.question, run_id=run_id, api_key=key
+        ),
         slot,
         watched=body.stream,
     )
@@ -155,7 +160,7 @@ def list_runs(
     """Newest first, with the filters of `flowcall runs list`: the runs this key started."""
     if flow is not None and not who.allows(flow):
         return []  # as for a flow with no runs
-    runs = api.service.store.list_runs(
+    runs = api.service.list_runs(
         flow, status, limit, since=since, until=until, model=model, text=text, api_key=who.api_key
     )
     return [run_summary(r, steps=False) for r in runs if who.allows(r.flow_name)]
@@ -185,10 +190,12 @@ async def resume_run(
     }
 
     def resume() -> Run:
+        here = HereDoor(api.service)
         try:
-            return api.service.resume(run.id, approver=lambda call, tool: decided.get(call.id))
+            here.continue_with(run.id, lambda call, tool: decided.get(call.id))
         except ConfigError as exc:  # not waiting, or another resumer has it
             raise ApiError(409, CONFLICT, str(exc)) from None
+        return here.ended[run.id]
 
     slot = await run_in_threadpool(take_slot, api, who, stores=False)
     return await _answer(api, launch(lambda _: resume(), slot), False, run.id)
@@ -207,11 +214,11 @@ def _flow_for(api: ApiContext, who: Caller, name: str, version: int | None) -> A
     one that does not exist (no_flow), and neither lists the flows there are."""
     who.require(name)
     try:
-        flow, _, _ = api.service.store.get_flow(name)
+        flow, _, _ = api.service.get_flow(name)
     except NotFoundError:
         raise no_flow(name) from None
     if version is not None:  # the caller may see this flow, so its versions too
-        flow, _, _ = api.service.store.get_flow(name, version)
+        flow, _, _ = api.service.get_flow(name, version)
     return flow
 
 
@@ -219,7 +226,7 @@ def _run_for(api: ApiContext, who: Caller, run_id: str) -> Run:
     """The run with exactly this id (never a prefix: it would be an oracle), if the caller
     started it (a key sees its own runs; the no-auth caller every run): else no_run, the same
     answer as for an id no run has."""
-    run = api.service.store.find_run(run_id, api_key=who.api_key)
+    run = api.service.find_run(run_id, api_key=who.api_key)
     if run is None or not who.allows(run.flow_name):
         raise no_run(run_id)
     return run
@@ -231,7 +238,7 @@ def _startable(api: ApiContext, who: Caller, name: str, version: int | None) -> 
     (403) when it would call without asking a tool the latest asks a person about."""
     flow = _flow_for(api, who, name, version)
     if version is not None:
-        latest = api.service.store.get_flow(name)[0]
+        latest = api.service.get_flow(name)[0]
         advice = f"run the latest version of {name!r}, which asks"
         try:
             check_approvals_kept(flow, [latest], advice=advice)

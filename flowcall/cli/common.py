@@ -52,4 +52,4 @@ def flow_from_ref(service: Any, flow_ref: str) -> Any:
         return load_flow(flow_ref)
     # a new installation knows the example flows by name (flowcall run commute-weather ...)
     service.seed_examples()
-    return service.store.get_flow(flow_ref)[0]
+    return service.get_flow(flow_ref)[0]

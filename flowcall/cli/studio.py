@@ -29,7 +29,7 @@ SERVED = Path(__file__).resolve().parents[1] / "studio" / "served_app.py"
 def studio_command(ctx: click.Context, host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
     """Start the studio: build flows on a canvas, run them, inspect every step. Opens on the
     example flows; stop it with Ctrl+C."""
-    from flowcall.providers import local_model
+    from flowcall.service.models import embedded_model_status
     from flowcall.studio import server_guard
 
     server_guard.guard()  # a Streamlit that cannot guard the studio stops here, with the reason
@@ -38,7 +38,7 @@ def studio_command(ctx: click.Context, host: str, port: int, allow_hosts: tuple[
         env["FLOWCALL_DATABASE_URL"] = ctx.find_root().obj["db"]
     if allow_hosts:
         env[server_guard.HOSTS_ENV] = ",".join(filter(None, [env.get(server_guard.HOSTS_ENV), *allow_hosts]))
-    if not os.environ.get("FLOWCALL_MODEL_PATH") and not local_model.status()["present"]:
+    if not os.environ.get("FLOWCALL_MODEL_PATH") and not embedded_model_status()["present"]:
         echo(
             "note: the embedded model is not here yet; fetch "
             "it on the Models page or with: flowcall model fetch",

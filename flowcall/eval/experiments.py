@@ -23,6 +23,8 @@ from flowcall.core.spec import Flow
 from flowcall.core.steps import Run, RunStatus
 from flowcall.engine.provenance import traced_share
 from flowcall.eval.scoring import observe, passed, score
+from flowcall.service.broker import WorkersDoor
+from flowcall.service.door import Refused, RunDoor, enter
 from flowcall.store import datasets as stored_datasets
 from flowcall.store import experiments as stored
 
@@ -85,19 +87,26 @@ def submit(
     dataset_name: str,
     dataset_version: int | None = None,
     repeat: int = 1,
+    *,
+    door: RunDoor | None = None,
 ) -> Experiment:
-    """Start an experiment whose runs the workers execute: each run is handed to the broker by
-    its id. When the broker does not take them, the runs are cancelled and the experiment
-    fails, saying why (ConfigError)."""
-    service.require_queue()
-    experiment = start(service, flow, flow_ref, dataset_name, dataset_version, repeat)
+    """Start an experiment whose runs go through `door` (service/door.py; default: the Celery
+    workers), each handed over by its id; whoever runs the last item finishes the experiment
+    (score_run). When the door does not take them, the runs are cancelled and the experiment
+    fails, saying why (door.Refused, a ConfigError)."""
+    door = door or WorkersDoor(service)
+    started: list[Experiment] = []
+
+    def record() -> list[str]:
+        started.append(start(service, flow, flow_ref, dataset_name, dataset_version, repeat))
+        return stored.pending_runs(service.store, started[0].id)
+
     try:
-        service.enqueue(stored.pending_runs(service.store, experiment.id))
-    except ConfigError as exc:
-        stored.cancel_queued(service.store, experiment.id, f"experiment {experiment.id} stopped: {exc}")
-        finish(service, experiment.id, ExperimentStatus.FAILED, str(exc))
+        enter(service, door, record, flow=flow)
+    except Refused as exc:
+        finish(service, started[0].id, ExperimentStatus.FAILED, str(exc))
         raise
-    return experiment
+    return stored.get_experiment(service.store, started[0].id)
 
 
 def item_of(service: FlowCall, run_id: str) -> tuple[stored.ItemRef, DatasetItem] | None:

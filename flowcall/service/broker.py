@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowcall.core import config
 from flowcall.core.errors import ConfigError
 from flowcall.providers.base import redact_url
+
+if TYPE_CHECKING:
+    from flowcall.service.front import FlowCall
 
 TASK = "flowcall.execute_run"
 
@@ -109,3 +112,29 @@ def enqueue(run_ids: Iterable[str]) -> None:
             f"cannot hand runs to the workers: the broker at {redact_url(config.broker_url())} did not take "
             f"them ({type(exc).__name__}: {exc}); check FLOWCALL_BROKER_URL and that Redis runs"
         ) from exc
+
+
+class WorkersDoor:
+    """The door (service/door.py) to the Celery workers: each run handed over becomes a task that
+    carries only its id, and a `flowcall worker` runs it from the database."""
+
+    name = "the broker"
+    runs_here = False  # the workers' settings (keys, base URLs) are the ones its runs use
+
+    def __init__(self, service: FlowCall) -> None:
+        self.service = service
+
+    def ready(self) -> None:
+        """ConfigError unless runs can be queued here: a broker is set and the store is PostgreSQL."""
+        require_broker(self.service.store.engine.dialect.name)
+
+    def hand_over(self, run_ids: Iterable[str]) -> dict[str, Any]:
+        self.ready()
+        enqueue(run_ids)
+        return {}  # they run later, on the workers
+
+    def continue_with(self, run_id: str, approver: Any) -> None:
+        raise ConfigError(
+            f"run {run_id[:8]} waits for a person: the decisions are made here, so it goes on here, "
+            f"not on the workers (`flowcall runs resume {run_id[:8]} --approve`)"
+        )

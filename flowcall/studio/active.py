@@ -79,7 +79,7 @@ def show_going_on(app: FlowCall, runner: Runner, run_id: str) -> None:
     """A run as it goes on, redrawn every second: where it is, Stop, the text the model is
     writing, and the real graph (click a node for its calls). When it ends or waits for a
     person, the whole page is drawn again to show it."""
-    run = app.store.get_run(run_id)
+    run = app.get_run(run_id)
     if not going_on(runner, run):
         st.rerun()
     head, stop = st.columns([6, 1], vertical_alignment="center")
@@ -90,7 +90,7 @@ def show_going_on(app: FlowCall, runner: Runner, run_id: str) -> None:
     if problem := runner.problems.get(run.id):  # e.g. another tab or the CLI took it first
         st.error(f"What you asked for could not be done: {md(problem)}")
     if orphan(runner, run) and st.button("Start it", type="primary", key=f"start:{run.id}"):
-        runner.start(run.id)
+        runner.hand_over([run.id])  # an orphan: no broker, so the runner is its door
         st.rerun()
     if writing := runner.writing.get(run.id):
         st.caption(md(f"{writing.label} · {time.monotonic() - writing.since:.1f} s · writing"))
@@ -113,8 +113,8 @@ def show_active(
     """Every queued and running run, redrawn every two seconds: its flow and question, where
     it is, how long it has gone on, a link to follow it and Stop. `skip`: a run the page shows
     already; `always`: say so when none goes on (else draw nothing)."""
-    found = app.store.list_runs(status=RunStatus.RUNNING, limit=LISTED)
-    found += app.store.list_runs(status=RunStatus.QUEUED, limit=LISTED)
+    found = app.list_runs(status=RunStatus.RUNNING, limit=LISTED)
+    found += app.list_runs(status=RunStatus.QUEUED, limit=LISTED)
     active = [r for r in found if r.id != skip and r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
     if not active:
         if always:

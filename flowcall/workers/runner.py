@@ -5,16 +5,17 @@ then handed here by its id; the page follows it from the database. So a click, a
 reload or a closed tab never stops a run: only Stop does (`FlowCall.cancel`, which the engine
 sees at its next step).
 
-Where it runs:
-- With FLOWCALL_BROKER_URL, on the Celery workers (`flowcall worker`), as `--queue` does.
-- Without one, on threads of this process: one runner per process, shared by every session.
-  Runs on the embedded model take turns on one thread (two at once on the same CPU are each
-  slower than both in a row), and each shows its place in line; runs on hosted models go
-  in parallel, up to HOSTED_AT_ONCE.
+The runner is a door for runs (service/door.py): the studio starts through `door.choose`, which
+picks the Celery workers when FLOWCALL_BROKER_URL is set (as `--queue` does) and this runner
+otherwise. Here, runs go on threads of this process: one runner per process, shared by every
+session. Runs on the embedded model take turns on one thread (two at once on the same CPU are
+each slower than both in a row), and each shows its place in line; runs on hosted models go in
+parallel, up to HOSTED_AT_ONCE.
 
-Both paths end in the same function, `work.work_on` (run a queued run, resume an interrupted
-one), so a run behaves the same wherever it goes. A run that waits for a person is continued
-with the person's decisions (`continue_with`), on the runner too.
+A worker and this runner do the same with a run, `work.work_on` (run a queued run, resume an
+interrupted one), so a run behaves the same wherever it goes. A run that waits for a person is
+continued with the person's decisions (`continue_with`), here even with a broker: the decisions
+live in this process, not in the database.
 
 While a model writes, the text so far is kept per run (`writing`), so any page can show it as
 it is written: the record of the step comes when it ends, as always.
@@ -26,11 +27,12 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
-from flowcall.core import config, progress
+from flowcall.core import progress
 from flowcall.core.steps import Run
 from flowcall.workers.work import Later, work_on
 
@@ -93,7 +95,10 @@ class _Lane:
 
 
 class Runner:
-    """Runs handed over by id, on this process's threads (see the module's doc)."""
+    """Runs handed over by id, on this process's threads (see the module's doc): a RunDoor."""
+
+    name = "the studio's runner"
+    runs_here = True
 
     def __init__(self, service: FlowCall, take_turns: tuple[str, ...] = TAKE_TURNS) -> None:
         self.service, self.take_turns = service, take_turns
@@ -106,22 +111,18 @@ class Runner:
         self.problems: dict[str, str] = {}  # why a run handed here could not go on, for its page
 
     def ready(self) -> None:
-        """ConfigError, naming the settings, if runs cannot be handed over here: a broker is set
-        but the store cannot be shared with workers. Checked before a run is recorded."""
-        if config.broker_url():
-            self.service.require_queue()
+        """Always: a run recorded here can go on here."""
 
-    def start(self, run_id: str) -> None:
-        """Hand over a run that is queued (a re-run too) or interrupted: it is run or resumed."""
-        self.problems.pop(run_id, None)
-        if config.broker_url():
-            self.service.enqueue([run_id])
-            return
-        self._hand(run_id, lambda: work_on(self.service, run_id))
+    def hand_over(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        """Take runs that are queued (a re-run too) or interrupted: each is run or resumed, on
+        a lane (so none has ended when this returns)."""
+        for run_id in run_ids:
+            self.problems.pop(run_id, None)
+            self._hand(run_id, partial(work_on, self.service, run_id))
+        return {}
 
-    def continue_with(self, run_id: str, approver: Approver) -> None:
-        """Hand over a run that waits for a person, with the person's decisions. It goes on
-        here even with a broker: the decisions live in this process, not in the database."""
+    def continue_with(self, run_id: str, approver: Approver | None) -> None:
+        """Hand over a run that waits for a person, with the person's decisions."""
         self.problems.pop(run_id, None)
         self._hand(run_id, lambda: self.service.resume(run_id, approver=approver))
 
@@ -164,7 +165,7 @@ class Runner:
                     self._line.remove(run_id)
 
     def _on_local_model(self, run_id: str) -> bool:
-        flow = self.service.flow_of(self.service.store.get_run(run_id))
+        flow = self.service.flow_of(self.service.get_run(run_id))
         used = {flow.decision.provider, flow.polish.provider if flow.polish else None}
         return any(provider in used for provider in self.take_turns)
 

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 
 from flowcall.core import config
 from flowcall.core.errors import ConfigError
-from flowcall.core.steps import Run, RunStatus
+from flowcall.core.steps import Run, RunStatus, StepCallback
 from flowcall.eval import experiments
 from flowcall.store import queued_runs
 from flowcall.store.ownership import lease_seconds, this_process
 
 if TYPE_CHECKING:
+    from flowcall.engine.approval import Approver
     from flowcall.service.front import FlowCall
 
 _TO_RUN = (RunStatus.QUEUED, RunStatus.INTERRUPTED)
@@ -42,8 +43,16 @@ class Later:
     why: str
 
 
-def work_on(service: FlowCall, run_id: str) -> Run | Later:
-    """Run, resume or leave the run, then score it if it belongs to an experiment."""
+def work_on(
+    service: FlowCall,
+    run_id: str,
+    *,
+    approver: Approver | None = None,
+    on_step: StepCallback | None = None,
+) -> Run | Later:
+    """Run, resume or leave the run, then score it if it belongs to an experiment. `approver`:
+    who decides a call that needs a person (None: the run waits for one); `on_step` hears of
+    each step as it commits (a caller that shows the run as it goes)."""
     run = service.store.get_run(run_id)
     if run.status == RunStatus.RUNNING and run.owner == this_process():
         # an earlier attempt of this task, in this very process, lost the database and gave up
@@ -54,7 +63,7 @@ def work_on(service: FlowCall, run_id: str) -> Run | Later:
     found = experiments.item_of(service, run.id)
     if run.status in _TO_RUN:
         try:
-            run = _go_on(service, run, found[1].tools if found else None)
+            run = _go_on(service, run, found[1].tools if found else None, approver, on_step)
         except ConfigError as exc:
             now = service.store.get_run(run_id)
             if now.status == run.status and now.owner == run.owner:
@@ -70,15 +79,18 @@ def work_on(service: FlowCall, run_id: str) -> Run | Later:
     return run
 
 
-def _go_on(service: FlowCall, run: Run, tools: list | None) -> Run:
+def _go_on(
+    service: FlowCall, run: Run, tools: list | None, approver: Approver | None, on_step: StepCallback | None
+) -> Run:
     if run.status == RunStatus.QUEUED:
-        return service.execute(run.id, tools=[tool.spec() for tool in tools] if tools else None)
+        specs = [tool.spec() for tool in tools] if tools else None
+        return service.execute(run.id, tools=specs, approver=approver, on_step=on_step)
     if tools:  # a decision-only run (the item's own tools) has no state to go on from: ask again
         raise ConfigError(
             f"run {run.id} asked its decision model only and was interrupted; it is not resumed "
             "(run the experiment again)"
         )
-    return service.resume(run.id, approver=None)
+    return service.resume(run.id, approver=approver, on_step=on_step)
 
 
 def _later(run: Run) -> Later:

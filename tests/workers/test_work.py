@@ -20,6 +20,7 @@ from flowcall.core.experiment_record import ExperimentStatus
 from flowcall.core.steps import RunStatus, StepKind, utcnow
 from flowcall.engine.approval import MAYBE_RAN_NOTE
 from flowcall.eval import experiments
+from flowcall.service.door import choose, start_run
 from flowcall.service.front import FlowCall
 from flowcall.store.datasets import save_dataset
 from flowcall.store.experiments import finish_when_scored, get_experiment
@@ -203,7 +204,7 @@ def test_a_broker_that_is_down_leaves_nothing_queued(app: FlowCall, monkeypatch)
     assert experiment.status == ExperimentStatus.FAILED and "did not take" in experiment.error
     assert app.store.get_run(experiment.items[0].run_id).status == RunStatus.CANCELLED
     with pytest.raises(ConfigError, match="did not take"):
-        app.run_queued(FLOW, "write b")
+        start_run(app, choose(app, None, queue=True), FLOW, "write b")
     assert app.store.list_runs(status="queued") == []
 
 

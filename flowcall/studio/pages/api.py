@@ -21,7 +21,7 @@ st.caption(
     "giving its name as the model. The server documents every route at /docs."
 )
 
-flow_names = [flow["name"] for flow in app.store.list_flows()]
+flow_names = [flow["name"] for flow in app.list_flows()]
 
 # --- a flow's endpoints and snippets ----------------------------------------------------------
 st.header("Calling a flow")
@@ -37,7 +37,7 @@ st.session_state["api:base-kept"] = base
 if not base.strip().lower().startswith(("http://", "https://")):
     st.warning("The server address should start with http:// or https://.")
 st.caption("Start the server for this studio's flows and keys, at that address:")
-database = app.store.engine.url.render_as_string(hide_password=True)  # "***": fill in the password
+database = app.database_label()  # "***": fill in the password
 st.code(snippets.serve_line(base, database), language="bash")
 if not flow_names:
     st.info("No saved flows yet: make one on the Flows page, or `flowcall flows import FILE`.")

@@ -19,6 +19,7 @@ from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.experiment_record import Experiment, compare, summarize
 from flowcall.eval.experiments import resume_experiment, run_experiment, submit
 from flowcall.rendering import short
+from flowcall.service.door import choose
 from flowcall.studio.experiments import (
     Progress,
     experiment_label,
@@ -204,7 +205,7 @@ with tab_datasets:
 
 # ------------------------------------------------------------------ run
 with tab_run:
-    flows, datasets = app.store.list_flows(), app.datasets()
+    flows, datasets = app.list_flows(), app.datasets()
     if not flows:
         st.info("An experiment needs a saved flow: make one on the Flows page.")
     elif not datasets:
@@ -214,7 +215,7 @@ with tab_run:
     else:
         c1, c2, c3, c4 = st.columns([3, 1, 3, 1])
         flow_name = c1.selectbox("Flow", [f["name"] for f in flows])
-        flow_versions = [v["version"] for v in app.store.flow_versions(flow_name)]
+        flow_versions = [v["version"] for v in app.flow_versions(flow_name)]
         flow_version = c2.selectbox("Flow version", sorted(flow_versions, reverse=True))
         dataset_names = [d["name"] for d in datasets]
         just_saved = st.session_state.get("dataset-saved")
@@ -233,12 +234,15 @@ with tab_run:
             "follows them from the database, and leaving this page does not stop them",
         )
         if st.button("Run the experiment", type="primary"):
-            flow = app.store.get_flow(flow_name, flow_version)[0]
+            flow = app.get_flow(flow_name, flow_version)[0]
             progress = Progress(st.progress(0.0, text="recording the experiment…"))
             try:
                 app.require_trust(flow, flow_name)
                 if on_workers:
-                    experiment = submit(app, flow, flow_name, dataset_name, dataset_version, int(repeat))
+                    workers = choose(app, None, queue=True)
+                    experiment = submit(
+                        app, flow, flow_name, dataset_name, dataset_version, int(repeat), door=workers
+                    )
                     progress.started(experiment, app)
                     progress.waiting()
                     seen: set[tuple[int, int]] = set()

@@ -16,6 +16,7 @@ import streamlit as st
 from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.steps import Run, RunStatus, StepKind, waiting_calls
 from flowcall.engine.approval import MAYBE_RAN_NOTE, WAITING_NOTE, Decision
+from flowcall.service.door import Refused, choose, start_run
 from flowcall.studio.active import going_on, show_active, show_going_on
 from flowcall.studio.graph import RUN_GRAPH_PX, draw_run, node_detail
 from flowcall.studio.shared import (
@@ -36,7 +37,7 @@ app = service()
 runner = runner_for(app)  # one per studio process: runs go on there, whatever this page does
 st.title("Run a flow")
 
-flows = app.store.list_flows()
+flows = app.list_flows()
 if not flows:
     st.info("No flows yet: create one on the Flows page.")
     st.stop()
@@ -53,7 +54,7 @@ def shown_run() -> Run | None:
     if not (run_id := st.session_state.get("run_id")):
         return None
     try:
-        return app.store.get_run(run_id)
+        return app.get_run(run_id)
     except ConfigError as exc:  # a link to a run that is gone, or never was
         let_go()
         st.warning(md(exc))
@@ -90,7 +91,7 @@ if st.session_state.get("run:flow") not in names:
     preferred = st.session_state.get("flow")  # the flow last open on the Flows page
     st.session_state["run:flow"] = preferred if preferred in names else names[0]
 name = st.selectbox("Flow", names, key="run:flow", on_change=let_go)
-flow, version_id, version = app.store.get_flow(name)
+flow, version_id, version = app.get_flow(name)
 st.caption(md(" · ".join(part for part in (f"version {version}", flow.description) if part)))
 st.session_state.setdefault(f"question:{name}", EXAMPLE_QUESTIONS.get(name, ""))
 question = st.text_area("Question", height=80, key=f"question:{name}")
@@ -107,23 +108,21 @@ def ask_consent(flow_version_id: int, question: str | None) -> None:
 
 
 def start(asked, flow_version_id: int, text: str) -> None:
-    """Record the run and hand it to the runner; the page then follows it (below)."""
+    """Record the run and hand it over (to the runner, or the workers); the page then follows
+    it (below). A broker this store cannot use, or a key not set, is refused before anything
+    is recorded; a door that does not take the run leaves it cancelled, saying why."""
     try:
-        runner.ready()  # a broker this store cannot use, or a key not set: refused before
-        app.check_settings(asked)  # anything is recorded
-        run = app.submit(app.prepare(asked), text)
+        run = start_run(app, choose(app, runner), asked, text)
     except TrustRequired:  # revoked, or the flow changed, since the grant was checked
         ask_consent(flow_version_id, text)
         st.rerun()
+    except Refused as exc:  # the broker did not take it: the run says so, and so does this page
+        st.error(md(exc))
+        made_here(exc.run_ids[0])
     except (FlowCallError, ConfigError) as exc:
         st.error(f"Nothing was run: {md(exc)}")
-        return
-    try:
-        runner.start(run.id)
-    except ConfigError as exc:  # the broker did not take it: say so on the run, and here
-        app.cancel(run.id, by=f"nobody: the broker did not take it ({exc})")
-        st.error(md(exc))
-    made_here(run.id)
+    else:
+        made_here(run.id)
 
 
 # Never disabled: a question typed but not yet sent (no Ctrl+Enter, no click elsewhere) reaches
@@ -142,9 +141,7 @@ if st.button("Run", type="primary"):
 def consent_panel(consent: dict) -> None:
     """What the flow version would start or reach, ungranted; runs nothing until "Grant and run"."""
     try:
-        asked = app.store.get_flow_version(
-            consent["version_id"]
-        )  # exactly the version shown, not a newer one
+        asked = app.get_flow_version(consent["version_id"])  # exactly the version shown, not a newer one
     except ConfigError:  # deleted meanwhile: nothing left to grant or run
         st.session_state.pop("consent", None)
         return
@@ -257,8 +254,12 @@ def interrupted(run: Run) -> None:
     )
     c1, c2, _ = st.columns([1, 1, 5])
     if c1.button("Resume", type="primary", key=f"resume:{run.id}"):
-        runner.start(run.id)
-        st.rerun()
+        try:
+            choose(app, runner).hand_over([run.id])
+        except ConfigError as exc:  # the broker did not take it: the run stays interrupted
+            st.error(md(exc))
+        else:
+            st.rerun()
     cancel_button(run, c2)
 
 
@@ -288,7 +289,7 @@ def what_it_did(run: Run) -> None:
 
 
 if run_id := st.session_state.get("run_id"):
-    run = app.store.get_run(run_id)
+    run = app.get_run(run_id)
     st.query_params["run"] = st.session_state["run:linked"] = run.id  # the address opens this run, in any tab
     st.caption(md(f"Run {run.id[:8]} of {run.flow_name}: {run.question}"))
     if going_on(runner, run):
