@@ -14,6 +14,7 @@ from flowcall.core.steps import (
     ANSWERED_WITHOUT_TOOLS,
     PARTLY_DONE,
     REUSED_NOTE,
+    SUB_RUN,
     Run,
     RunStatus,
     Step,
@@ -93,6 +94,8 @@ def describe_step(step: Step) -> str:
         dropped = (step.response or {}).get("dropped_ungrounded")
         if dropped:
             body += f"  (dropped, not in the conversation: {short(dropped, 60)})"
+        if child := sub_run_of(step):
+            body += f"  (sub-flow run {child[:8]}: `flowcall runs show {child[:8]}`)"
     elif step.kind == StepKind.APPROVAL:
         body = f"{step.name}({short(step.arguments or {}, 60)})"
     else:
@@ -102,6 +105,21 @@ def describe_step(step: Step) -> str:
     if step.error_code:
         body += f"  !! {step.error_code}: {short(step.error_message or '', 120)}"
     return f"{head}  {body}"
+
+
+def sub_run_of(step: Step) -> str | None:
+    """The run a sub-flow call started (its tool step, or its step waiting for a person), if any."""
+    for held in (step.response, step.result):
+        if isinstance(held, dict) and isinstance(held.get(SUB_RUN), str):
+            return held[SUB_RUN]
+    return None
+
+
+def parent_line(run: Run) -> str | None:
+    """For a sub-flow's run: which run's call started it."""
+    if not run.parent_run_id:
+        return None
+    return f"sub-flow run of run {run.parent_run_id} (its call {run.parent_call_id})"
 
 
 def step_ref(step: Step) -> str:

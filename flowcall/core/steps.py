@@ -99,6 +99,9 @@ class Run(BaseModel):
     # where each value of the answer came from (provenance.trace): a tool result, the question,
     # or the model alone
     provenance: list[dict[str, Any]] | None = None
+    # a sub-flow's run: the run whose tool call started it, and that call (engine/subflows.py)
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
     steps: list[Step] = Field(default_factory=list)
 
     @property
@@ -117,12 +120,43 @@ WAITING_PREFIX = "waiting for a person"
 def waiting_calls(run: Run) -> list[Step]:
     """The calls a paused run waits on, in the order they were asked: each call whose latest
     approval step still says it waits (a call answered on an earlier resume has a later step
-    with the decision). The one rule the API, the studio and the pages share."""
+    with the decision). The one rule the API, the studio and the pages share.
+
+    A sub-flow call that waits stands for its run's waiting calls (kept in its step's result
+    when the parent paused): they are listed instead, named `<sub-flow> › <tool>`, with their
+    own call ids, which is what an approver answers when the parent is resumed."""
     latest: dict[str, Step] = {}
     for step in run.steps:
         if step.kind == StepKind.APPROVAL and step.tool_call_id:
             latest[step.tool_call_id] = step
-    return [s for s in latest.values() if (s.note or "").startswith(WAITING_PREFIX)]
+    waiting = [s for s in latest.values() if (s.note or "").startswith(WAITING_PREFIX)]
+    return [call for step in waiting for call in _sub_flow_calls(step) or [step]]
+
+
+def _sub_flow_calls(step: Step) -> list[Step]:
+    """The waiting calls of the sub-flow run a waiting step stands for (none: a call of its own)."""
+    result = step.result if isinstance(step.result, dict) else {}
+    listed = result.get(SUB_RUN) and result.get("waiting")
+    if not isinstance(listed, list):
+        return []
+    return [
+        step.model_copy(
+            update={
+                "name": f"{step.name} › {call.get('tool')}",
+                "tool_call_id": call.get("call_id"),
+                "arguments": call.get("arguments"),
+                "note": call.get("note"),
+                "result": None,
+            }
+        )
+        for call in listed
+        if isinstance(call, dict) and isinstance(call.get("call_id"), str)
+    ]
+
+
+# the key under which a sub-flow call's step names the run it started (its response; the
+# result of its waiting step)
+SUB_RUN = "child_run_id"
 
 
 ANSWERED_WITHOUT_TOOLS = "answered_without_tools"

@@ -116,6 +116,27 @@ def decision_step(call: ToolCall, decision: Decision) -> dict[str, Any]:
     )
 
 
+def apply_decisions(
+    calls: list[ToolCall],
+    decisions: dict[str, Decision],
+    tools: dict[str, Tool],
+    rec: Recorder,
+    round_no: int,
+) -> tuple[list[ToolCall], dict[str, CallOutcome]]:
+    """The round's calls as they will run (edited ones with the person's arguments), each
+    decision recorded as an approval step, and the denied calls' outcomes by call id."""
+    kept, settled = [], {}
+    for call in calls:
+        decision = decisions.get(call.id)
+        if decision is not None:
+            call = as_decided(call, decision)
+            rec.record(StepKind.APPROVAL, round=round_no, **decision_step(call, decision))
+            if decision.action == "deny":
+                settled[call.id] = denied(call, tools[call.name], decision)
+        kept.append(call)
+    return kept, settled
+
+
 def denied(call: ToolCall, tool: Tool, decision: Decision) -> CallOutcome:
     """A denied call's outcome: the model reads why, and that it must not ask again."""
     return CallOutcome(

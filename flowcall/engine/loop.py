@@ -22,7 +22,7 @@ from flowcall.core.errors import ConfigError, ErrorCode, FlowCallError
 from flowcall.core.messages import Message, ModelRequest, ModelTurn, ToolCall, ToolSpec
 from flowcall.core.spec import Flow
 from flowcall.core.steps import ChatTurn, Run, RunStatus, Step, StepCallback, StepKind, StepSink
-from flowcall.engine import approval
+from flowcall.engine import approval, subflows
 from flowcall.engine.approval import Approver, Decision
 from flowcall.engine.claims import mark_claims
 from flowcall.engine.ending import settle
@@ -59,12 +59,12 @@ class Engine:
         provider_for: ProviderFactory,
         sink: StepSink,
         grants: Grants | None = None,
+        subflows: subflows.SubFlows | None = None,
     ):
-        """`grants`: to check documents and servers again as they load (None: checked by the caller)."""
-        self.registry = registry
-        self.provider_for = provider_for
-        self.sink = sink
-        self.grants = grants
+        """`grants`: to check documents and servers again as they load (None: checked by the caller);
+        `subflows`: where the flows it may run as tools are stored (None: a flow tool cannot run)."""
+        self.registry, self.provider_for, self.sink = registry, provider_for, sink
+        self.grants, self.subflows = grants, subflows
 
     # ---------------------------------------------------------------- public
     def run(
@@ -77,13 +77,15 @@ class Engine:
         approver: Approver | None = None,
         run_id: str | None = None,
         context: list[ChatTurn] | None = None,
+        parent: tuple[str, str] | None = None,
     ) -> Run:
         """Run the flow. A provider missing a setting (an API key not set) raises NotConfigured
         before anything is recorded: it is the person's to fix, not a failed run. `run_id`: the
         id to record it under, for a caller that names the run before it starts (the HTTP API);
-        `context`: the chat before the question, kept with the run (read if the flow says so)."""
+        `context`: the chat before the question, kept with the run (read if the flow says so);
+        `parent`: (run id, call id) of the tool call that runs it as a sub-flow (subflows.py)."""
         models = self._models_before_run(flow)
-        run = self._new_run(flow.name, question, flow_version_id, run_id, context)
+        run = self._new_run(flow.name, question, flow_version_id, run_id, context, parent)
         return self._execute(Start(flow, run, Recorder(run, self.sink, on_step), approver, None, models))
 
     def resume(
@@ -190,6 +192,7 @@ class Engine:
         flow_version_id: int | None,
         run_id: str | None = None,
         context: list[ChatTurn] | None = None,
+        parent: tuple[str, str] | None = None,
     ) -> Run:
         run = Run(
             id=run_id or str(uuid.uuid4()),
@@ -198,6 +201,8 @@ class Engine:
             flow_version_id=flow_version_id,
             question=question,
             trace_id=uuid.uuid4().hex,
+            parent_run_id=parent and parent[0],
+            parent_call_id=parent and parent[1],
         )
         self.sink.run_started(run)
         return run
@@ -215,7 +220,7 @@ class Engine:
     def _execute(self, start: Start) -> Run:
         run = start.run
         try:
-            with self._registry_for(start.flow) as registry:
+            with self._registry_for(start) as registry:
                 scope = self._begin(start, registry)
                 ended: Finished | Paused | BaseException = self._loop(scope)
                 if isinstance(ended, Finished):
@@ -228,13 +233,15 @@ class Engine:
         return settle(self.sink, run, start.rec, ended)
 
     # ---------------------------------------------------------------- the phases
-    def _registry_for(self, flow: Flow) -> ContextManager[ToolRegistry]:
-        """The plugin registry, plus the flow's MCP and HTTP tools while the run lasts."""
-        if not (flow.mcp_servers or flow.http_tools):
+    def _registry_for(self, start: Start) -> ContextManager[ToolRegistry]:
+        """The plugin registry, plus the tools of the flow's sources (MCP, HTTP, sub-flows) while
+        the run lasts; a sub-flow runs through `services["run_flow"]` (subflows.Runner)."""
+        flow = start.flow
+        if not (flow.mcp_servers or flow.http_tools or flow.sources):
             return nullcontext(self.registry)
         from flowcall.tools.sources import run_registry  # the mcp SDK loads only when a flow needs it
 
-        return run_registry(self.registry, flow, self.grants)
+        return run_registry(self.registry, flow, self.grants, subflows.services(self, flow, start.approver))
 
     def _begin(self, start: Start, registry: ToolRegistry) -> Scope:
         """Phase 1: the run's tools, callers and state (a new one from the question, or the one
@@ -367,18 +374,10 @@ class Engine:
                 self.sink.pin_tool(
                     scope.flow.name, tool.version, fingerprint(tool), definition(tool)
                 )  # accepted as it is now
-        kept, settled = [], {}
-        for call in decided.calls:
-            decision = decisions.get(call.id)
-            if decision is not None:
-                call = approval.as_decided(call, decision)
-                scope.rec.record(
-                    StepKind.APPROVAL, round=state.round_no, **approval.decision_step(call, decision)
-                )
-                if decision.action == "deny":
-                    settled[call.id] = approval.denied(call, tools[call.name], decision)
-            kept.append(call)
-        return Approved(kept, decided.repairs, settled)
+        kept, settled = approval.apply_decisions(decided.calls, decisions, tools, scope.rec, state.round_no)
+        # sub-flows run first: one that waits for a person pauses the run before the rest run
+        paused = subflows.run_first(scope, kept, decided.repairs, settled)
+        return paused or Approved(kept, decided.repairs, settled)
 
     def _execute_round(self, scope: Scope, approved: Approved) -> None:
         """Phase 4: run the approved calls and commit their steps with the state after them, in

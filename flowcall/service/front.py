@@ -30,16 +30,21 @@ from flowcall.engine.loop import Engine
 from flowcall.engine.loop_state import LoopState
 from flowcall.engine.replay import replay_factory
 from flowcall.engine.rerun import checkpoint_before
-from flowcall.providers import HOSTED_PROVIDERS, provider_for, warming
+from flowcall.engine.subflows import SubFlows
+from flowcall.providers import provider_for, warming
 from flowcall.providers.base import ProviderFactory
 from flowcall.providers.profiled import with_profiles
+from flowcall.service.models import check_provider, needs_settings, provider_trust_items
+from flowcall.service.records import Records
 from flowcall.store import Store, open_store
+from flowcall.tools import sources as tool_sources
 from flowcall.tools import trial
 from flowcall.tools.attach import add_server_to_flow
 from flowcall.tools.base import Tool, ToolAnnotations
 from flowcall.tools.http_guard import ResponseTooLarge, UnsafeRequest, is_internal
 from flowcall.tools.registry import ToolRegistry
 from flowcall.tools.review import ToolReview, injection_warnings, review
+from flowcall.tools.sources.python import package_tools
 from flowcall.tools.trial import TrialResult
 from flowcall.trust.api_keys import (
     MAX_SECRET_LENGTH,
@@ -51,15 +56,7 @@ from flowcall.trust.api_keys import (
     prefix_of,
 )
 from flowcall.trust.approval_floor import check_approvals_kept
-from flowcall.trust.consent import (
-    Grants,
-    TrustItem,
-    attached_http_sources,
-    document_item,
-    is_url,
-    require_granted,
-    trust_items,
-)
+from flowcall.trust.consent import Grants, TrustItem, require_granted, trust_items
 from flowcall.trust.packages import PackageOrigin
 
 IMPORTED_SUFFIX = "-imported"
@@ -79,7 +76,7 @@ RUN_FORMAT = "flowcall.run/v1"
 
 
 @dataclass
-class FlowCall:
+class FlowCall(Records):
     store: Store
     provider_factory: ProviderFactory = provider_for
     last_import_note: str | None = None  # what `import_run` did with a flow whose name was taken
@@ -123,27 +120,58 @@ class FlowCall:
             else f"flowcall trust {shlex.quote(ref or flow.name)}"
         )
         installed = self._package_tools(flow)
-        require_granted(flow, self.store, command, installed=installed)  # before anything is fetched
-        require_granted(flow, self.store, command, fetched=self._fetched_documents(flow), installed=installed)
+        sources = [
+            *tool_sources.source_trust_items(flow),
+            *self._sub_flow_items(flow),
+            *provider_trust_items(flow),  # a provider of an installed package
+        ]
+        require_granted(flow, self.store, command, installed=installed, sources=sources)  # before fetching
+        fetched = self._fetched_documents(flow)
+        require_granted(flow, self.store, command, fetched=fetched, installed=installed, sources=sources)
 
     def trust_status(self, flow: Flow) -> list[tuple[TrustItem, bool]]:
         """Each item the flow would start or reach, and whether it is granted."""
         granted = self.store.granted_keys()
-        items = [*trust_items(flow, self._package_tools(flow)), *self._fetched_documents(flow)]
+        sources = [
+            *tool_sources.source_trust_items(flow),
+            *self._sub_flow_items(flow),
+            *provider_trust_items(flow),  # a provider of an installed package
+        ]
+        items = [
+            *trust_items(flow, self._package_tools(flow), sources=sources),
+            *self._fetched_documents(flow),
+        ]
         return [(item, item.key in granted) for item in items]
+
+    def _sub_flow_items(self, flow: Flow) -> list[TrustItem]:
+        """What the flow's sub-flows, and theirs, would start or reach (a run of the flow starts
+        them), each saying which sub-flow; items the flow itself lists already are left out."""
+        from flowcall.tools.sources.flow import sub_flows
+
+        known = {item.key for item in tool_sources.trust_items(flow, self._package_tools(flow))}
+        items, seen, todo = [], {flow.name}, list(sub_flows(flow))
+        while todo:
+            config = todo.pop(0)
+            try:
+                child = self.store.get_flow(config.flow, config.version)[0]
+            except ConfigError:
+                continue  # not stored here: the run says so
+            if child.name in seen:
+                continue
+            seen.add(child.name)
+            todo += sub_flows(child)
+            own = tool_sources.trust_items(child, self._package_tools(child))
+            for item in [*own, *self._fetched_documents(child)]:
+                if item.key not in known:
+                    known.add(item.key)
+                    said = f"{item.summary} (sub-flow {child.name})"
+                    items.append(TrustItem(item.kind, item.subject, said))
+        return items
 
     def _package_tools(self, flow: Flow) -> dict[str, PackageOrigin]:
         """The flow's tools that installed packages provide, each with its package: consent asks
         for them (trust/packages.py)."""
-        found = {}
-        for ref in flow.plugin_refs():
-            try:
-                tool = self.registry.get(ref)
-            except ConfigError:
-                continue  # an unknown tool is refused where the flow's tools are resolved
-            if tool.package is not None:
-                found[tool.version] = tool.package
-        return found
+        return package_tools(self.registry, flow)
 
     def grant(self, flow: Flow, *, by: str) -> list[TrustItem]:
         """A person grants everything the flow would start or reach; returns what was new."""
@@ -156,30 +184,24 @@ class FlowCall:
         return new + content
 
     def _fetched_documents(self, flow: Flow) -> list[TrustItem]:
-        """The content of each OpenAPI document the flow loads from a URL, as fetched now: a
-        grant binds it, and a run loads only granted content. Nothing is fetched until all else
-        the flow reaches is granted (the URL, and the allow_hosts the fetch's guard lets through).
-        A document that cannot be fetched is left to the run, which says why."""
-        from flowcall.tools.openapi_tools import document_sha256
-
-        granted, items = self.store.granted_keys(), []
-        if any(item.key not in granted for item in trust_items(flow)):
+        """What only fetching tells (the content of each OpenAPI document the flow loads from a
+        URL), as fetched now: a grant binds it, and a run loads only granted content. Nothing is
+        fetched until all else the flow reaches is granted (the URL, and the allow_hosts the
+        fetch's guard lets through). A document that cannot be fetched is left to the run."""
+        granted = self.store.granted_keys()
+        if any(item.key not in granted for item in tool_sources.trust_items(flow)):
             return []
-        for source in attached_http_sources(flow):
-            if not is_url(source.openapi):
-                continue  # a file is hashed by trust_items
-            try:
-                items.append(document_item(source, document_sha256(source)))
-            except (ConfigError, UnsafeRequest, ResponseTooLarge, httpx.HTTPError):
-                continue
-        return items
+        return tool_sources.fetched_trust_items(flow)
 
     # --- flows from outside ---------------------------------------------------------------
     def adopt(self, flow: Flow, *, api_key: str | None = None) -> Adopted:
         """Store a flow that came from outside without ever changing a saved flow: the same
         content as a saved version is that version; a new name is saved as it is; a name taken
         by a different flow gets a new name (`NAME-imported`, `-imported-2`, ...). `api_key`:
-        the API key that imports it, kept with a flow it creates (its quota)."""
+        the API key that imports it, kept with a flow it creates (its quota). A source of a kind
+        not installed here, or not valid for its kind, is refused (ConfigError), as is a model of
+        a provider not installed here."""
+        self._check_flow(flow)
         spec_hash = flow.content_hash()
         base = flow.name[: 120 - len(IMPORTED_SUFFIX) - 4]
         for n in range(1, 1000):
@@ -199,6 +221,48 @@ class FlowCall:
             version_id, version = found or self.store.save_flow(candidate, api_key=api_key)
             return Adopted(candidate, version_id, version, note)
         raise ConfigError(f"too many flows named {flow.name!r}-imported; rename the flow in its file")
+
+    def _engine(
+        self,
+        sink: Any = None,
+        *,
+        provider_factory: ProviderFactory | None = None,
+        replaying: str | None = None,
+    ) -> Engine:
+        """The engine for a run recorded in the store (or `sink`), its sub-flows too; `replaying`:
+        the recorded run a replay follows, whose sub-flows answer from their own records."""
+        return Engine(
+            self.registry,
+            provider_factory or self.provider_factory,
+            sink or self.store,
+            self.store,
+            subflows=SubFlows(self.store, replaying=replaying),
+        )
+
+    def save_flow(self, flow: Flow) -> tuple[int, int]:
+        """Save `flow` as a new version of its name (unless unchanged): (version id, version).
+        Refused (ConfigError) when a source is not valid for its kind, a sub-flow is not stored
+        here, or a sub-flow leads back to the flow (A calls B calls A)."""
+        self._check_flow(flow)
+        return self.store.save_flow(flow)
+
+    def _check_flow(self, flow: Flow) -> None:
+        """What a flow must be to be stored here: each source valid for its installed kind, each
+        model's provider installed, each sub-flow stored and not leading back to the flow."""
+        from flowcall.tools.sources.flow import check_chain
+
+        tool_sources.validate_sources(flow)
+        for model in (flow.decision, flow.polish):
+            if model is not None:
+                check_provider(model.provider)  # ConfigError naming the ones here
+
+        def stored(name: str, version: int) -> Flow | None:
+            try:
+                return self.store.get_flow(name, version)[0]
+            except ConfigError:
+                return None
+
+        check_chain(flow, stored)
 
     def _look_alike(self, name: str) -> str | None:
         """A note when a new flow's name reads as a saved one's (letter case, width, letters of
@@ -227,7 +291,7 @@ class FlowCall:
         approver, a call that needs a person pauses the run (WAITING_APPROVAL). `api_key`: the
         HTTP API key that starts it, recorded with the run (only that key sees it)."""
         adopted = self.prepare(flow)  # fails before anything is recorded if a tool is missing
-        engine = Engine(self.registry, self.provider_factory, self._sink(api_key), self.store)
+        engine = self._engine(self._sink(api_key))
         return engine.run(
             adopted.flow,
             question,
@@ -257,7 +321,7 @@ class FlowCall:
     def _warm(self, engine: Engine, flows: list[Flow], on_flow: Callable[[Flow], None] | None) -> int:
         done = 0
         for flow in flows:
-            if flow.decision.provider != "local" or flow.mcp_servers or flow.http_tools:
+            if flow.decision.provider != "local" or flow.mcp_servers or flow.http_tools or flow.sources:
                 continue
             if on_flow:
                 on_flow(flow)
@@ -272,32 +336,51 @@ class FlowCall:
         """Check that `flow` can run here (its plugin tools exist; what it starts or reaches is
         granted) and store it, as `run` does: the flow version its runs will point at."""
         self.registry.resolve(flow.plugin_refs())
+        tool_sources.validate_sources(flow)  # an unknown kind is said before consent lists anything
         self.require_trust(flow)
         return self.adopt(flow)
 
     def check_settings(self, flow: Flow) -> None:
         """NotConfigured, naming the variable to set, where a hosted model of the flow lacks its
         key or base URL: asked before a run is recorded and handed over, so a missing setting
-        leaves no failed run behind. The embedded model needs none (a missing model file is the
-        run's to record, as in `run`)."""
+        leaves no failed run behind; ConfigError for a provider not installed here. The embedded
+        model needs none (a missing model file is the run's to record, as in `run`)."""
         for model in (flow.decision, flow.polish):
-            if model is not None and model.provider in HOSTED_PROVIDERS:
+            if model is not None and needs_settings(model.provider):
                 self.provider_factory(model)
 
-    def submit(self, adopted: Adopted, question: str, *, api_key: str | None = None) -> Run:
+    def submit(
+        self,
+        adopted: Adopted,
+        question: str,
+        *,
+        api_key: str | None = None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> Run:
         """Record a run of a prepared flow on `question` without running it (status queued).
-        `execute` runs it given only its id, in this process or, later, in a worker's."""
-        return self.submit_many(adopted, [question], api_key=api_key)[0]
+        `execute` runs it given only its id, in this process or, later, in a worker's.
+        `api_key`, `run_id` and `context` as in `run`."""
+        return self.submit_many(adopted, [question], api_key=api_key, run_id=run_id, context=context)[0]
 
-    def submit_many(self, adopted: Adopted, questions: list[str], *, api_key: str | None = None) -> list[Run]:
+    def submit_many(
+        self,
+        adopted: Adopted,
+        questions: list[str],
+        *,
+        api_key: str | None = None,
+        run_id: str | None = None,
+        context: list[ChatTurn] | None = None,
+    ) -> list[Run]:
         """`submit` for many questions (an experiment's items), recorded in one transaction;
-        `api_key` as in `run`."""
+        `api_key` and `context` as in `run`; `run_id` only for a single question."""
         runs = [
             Run(
-                id=str(uuid.uuid4()),
+                id=run_id or str(uuid.uuid4()),
                 flow_name=adopted.flow.name,
                 flow_version_id=adopted.version_id,
                 question=question,
+                context=context or [],
                 trace_id=uuid.uuid4().hex,
                 status=RunStatus.QUEUED,
             )
@@ -327,7 +410,7 @@ class FlowCall:
             )
         flow = self.flow_of(run)
         self.require_trust(flow, run_id=run.id)
-        engine = Engine(self.registry, self.provider_factory, self.store, self.store)
+        engine = self._engine()
         if tools is None:  # a re-run goes on from where it was cut; any other queued run has no state
             checkpoint = self.store.get_checkpoint(run.id)
             return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
@@ -338,33 +421,6 @@ class FlowCall:
         return engine.decide_only(
             flow, LoopState.fresh(flow, run.question, run.context).messages, tools, run=run
         )[0]
-
-    # --- runs handed to workers (FLOWCALL_BROKER_URL; flowcall/service/broker.py, worker.py) ----------
-    def require_queue(self) -> None:
-        """ConfigError unless runs can be queued here: a broker is set and the store is PostgreSQL."""
-        from flowcall.service import broker
-
-        broker.require_broker(self.store.engine.dialect.name)
-
-    def enqueue(self, run_ids: list[str]) -> None:
-        """Hand queued runs to the workers: one task per run, carrying only its id."""
-        from flowcall.service import broker
-
-        self.require_queue()
-        broker.enqueue(run_ids)
-
-    def run_queued(self, flow: Flow, question: str, *, api_key: str | None = None) -> Run:
-        """Record a run of `flow` and hand it to the workers (`flowcall worker`); it is returned
-        queued. Refused before anything is stored when queueing cannot work here; a broker that
-        does not take the run leaves it cancelled, saying why. `api_key` as in `run`."""
-        self.require_queue()
-        run = self.submit(self.prepare(flow), question, api_key=api_key)
-        try:
-            self.enqueue([run.id])
-        except ConfigError as exc:
-            self.store.cancel(run.id, by=f"nobody: the broker did not take it ({exc})")
-            raise
-        return run
 
     def follow(
         self,
@@ -399,16 +455,28 @@ class FlowCall:
         # The run (its steps) is read before its state: the claim checks the step count, so a
         # state saved by a newer pause than these steps is never resumed (the claim fails).
         run = self.store.get_run(run_id)
+        parent = self.store.find_run(run.parent_run_id) if run.parent_run_id else None
+        if parent is not None and parent.status in (RunStatus.WAITING_APPROVAL, RunStatus.INTERRUPTED):
+            # a sub-flow's run goes on through its parent's call, which then goes on with the answer
+            return self.resume(parent.id, approver=approver, on_step=on_step)
         checkpoint = self.store.get_checkpoint(run.id)
         flow = self.flow_of(run)
         self.require_trust(flow, run_id=run.id)  # a refusal leaves the run waiting: nothing is claimed yet
-        engine = Engine(self.registry, self.provider_factory, self.store, self.store)
+        engine = self._engine()
         return engine.resume(run, flow, checkpoint, approver=approver, on_step=on_step)
 
     def cancel(self, run_id: str, *, by: str = "a person") -> Run:
         """Cancel a run that is running (its process stops at its next step), waits for
-        approval or was interrupted. A run that ended is left as it is (ConfigError)."""
-        return self.store.cancel(run_id, by=by)
+        approval or was interrupted. A run that ended is left as it is (ConfigError). The runs
+        its sub-flow calls started and that have not ended are cancelled with it."""
+        cancelled = self.store.cancel(run_id, by=by)
+        for child in self.store.child_runs(cancelled.id):
+            if child.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED):
+                try:
+                    self.cancel(child.id, by=by)
+                except ConfigError:
+                    pass  # it ended meanwhile
+        return cancelled
 
     def flow_of(self, run: Run) -> Flow:
         """The flow version a run ran (kept once read: a stored version never changes)."""
@@ -536,7 +604,7 @@ class FlowCall:
         original = self.store.get_run(run_id)
         flow = self.flow_of(original)
         self.require_trust(flow, run_id=original.id)
-        engine = Engine(self.registry, replay_factory(original), self.store, self.store)
+        engine = self._engine(provider_factory=replay_factory(original), replaying=original.id)
         replayed = engine.run(
             flow,
             original.question,
@@ -727,22 +795,84 @@ def mcp_server(name: str, command_line: str = "", url: str = "") -> MCPServerCon
     return trial.server_config(name, command_line, url)
 
 
+@dataclass(frozen=True)
+class SourceKindInfo:
+    """A kind of tool source, as the studio offers it: its name (the middle of `<source>/<kind>/<tool>`),
+    its label, its config's JSON Schema, how its fields are shown, where a flow lists its sources
+    (a Flow field, or "sources"), and the installed package it comes from (None: built in)."""
+
+    kind: str
+    label: str
+    schema: dict[str, Any]
+    fields: dict[str, Any]
+    flow_field: str
+    package: str | None = None
+
+
+def source_kinds() -> list[SourceKindInfo]:
+    """Every kind of tool source a flow can list here: the built-in ones, then installed packages'."""
+    installed = tool_sources.installed_kinds()
+    return [
+        SourceKindInfo(
+            kind=name,
+            label=kind.label,
+            schema=kind.config_model.model_json_schema(),
+            fields=dict(kind.form_fields()),
+            flow_field=tool_sources.flow_field(kind),
+            package=installed[name].package if name in installed else None,
+        )
+        for name, kind in tool_sources.kinds().items()
+    ]
+
+
+def source_config(kind: str, data: dict[str, Any]) -> Any:
+    """A source of `kind` from its JSON, checked by the kind's config model; ConfigError naming
+    the field and what is wrong (an unknown kind: what to install)."""
+    model = tool_sources.kind_of(kind).config_model
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'source'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"the source is not valid: {problems}") from None
+
+
+def source_ungranted(grants: Grants, kind: str, config: Any) -> list[TrustItem]:
+    """What loading the source (a flow attaching only it) would need that nobody here granted,
+    each item saying what changed when the same thing was granted before otherwise."""
+    from flowcall.trust.consent import TrustRequired
+
+    probe = tool_sources.probe_flow(kind, config)
+    try:
+        require_granted(probe, grants, "the consent panel", sources=tool_sources.source_trust_items(probe))
+    except TrustRequired as exc:
+        return exc.items
+    return []
+
+
+def source_tools(kind: str, config: Any, grants: Grants | None = None) -> list[Tool]:
+    """A source's tools, to show: loaded through its kind (a server started) and closed again.
+    `grants` (the studio's store): it loads only as a run would (a stdio server's command checked
+    again at its start, an installed kind's package granted)."""
+    return trial.source_tools(kind, config, grants)
+
+
+def try_source_tool(
+    kind: str, config: Any, name: str, arguments: dict[str, Any], grants: Grants | None = None
+) -> TrialResult:
+    """Load the source, call one of its tools by name with the kind's call timeout, close it."""
+    return trial.try_source_tool(kind, config, name, arguments, grants)
+
+
 def server_tools(server: MCPServerConfig, grants: Grants | None = None) -> list[Tool]:
-    """An MCP server's tools (all pages), to show: the server is started and stopped again.
-    `grants` (the studio's store): a stdio server starts only as granted, checked at its start."""
-    return trial.server_tools(server, grants)
+    """An MCP server's tools (all pages), to show: `source_tools` of kind "mcp"."""
+    return source_tools("mcp", server, grants)
 
 
 def try_server_tool(
     server: MCPServerConfig, name: str, arguments: dict[str, Any], grants: Grants | None = None
 ) -> TrialResult:
-    """Start the server, call one of its tools by name, stop the server."""
-    return trial.try_server_tool(server, name, arguments, grants)
-
-
-def http_tools(source: HTTPToolSource, grants: Grants | None = None) -> list[Tool]:
-    """An HTTP source's tools, from its OpenAPI document (loaded through the SSRF guard)."""
-    return trial.http_tools(source, grants)
+    """Start the server, call one of its tools by name, stop the server: `try_source_tool` of kind "mcp"."""
+    return try_source_tool("mcp", server, name, arguments, grants)
 
 
 def internal_hosts(source: HTTPToolSource) -> list[str]:
@@ -762,13 +892,6 @@ def internal_hosts(source: HTTPToolSource) -> list[str]:
         if internal and host not in allowed and host not in found:
             found.append(host)
     return found
-
-
-def try_http_tool(
-    source: HTTPToolSource, name: str, arguments: dict[str, Any], grants: Grants | None = None
-) -> TrialResult:
-    """Load the source's document, call one of its tools by name, with the source's timeout."""
-    return trial.try_http_tool(source, name, arguments, grants)
 
 
 def listed_tool(entry: dict[str, Any]) -> Tool:

@@ -120,6 +120,10 @@ class RunRow(Base):
     # the API key that started it (its name): only that key sees it through the API; None: the
     # CLI, the studio, the API without keys (--no-auth) or an import
     api_key: Mapped[str | None] = mapped_column(String(160), nullable=True, index=True)
+    # a sub-flow's run: the run whose tool call started it, and that call (engine/subflows.py);
+    # no foreign key, so a parent deleted or not imported leaves its child readable
+    parent_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    parent_call_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
 
 class StepRow(Base):

@@ -925,6 +925,12 @@ class Store:
                 return None
             return _with_steps(s, row)
 
+    def child_runs(self, run_id: str) -> list[Run]:
+        """The runs a run's sub-flow calls started (engine/subflows.py), oldest first, without steps."""
+        query = select(RunRow).where(RunRow.parent_run_id == run_id).order_by(RunRow.started_at, RunRow.id)
+        with self._session() as s:
+            return [_run_from_row(row) for row in s.scalars(query)]
+
     def get_run(self, run_id: str) -> Run:
         """A run with its steps in order; `run_id` may be a unique prefix, as git does for commits."""
         if not run_id:

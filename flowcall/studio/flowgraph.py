@@ -66,13 +66,26 @@ def bare_name(ref: str) -> str:
 
 
 def tool_source(ref: str, settings: dict[str, Any]) -> tuple[str, str]:
-    """(kind, source name) of an attached tool: plugin, mcp or http."""
+    """(kind, source name) of an attached tool: plugin, mcp, http, flow (a sub-flow) or the
+    kind of another source the flow lists."""
     namespace = ref.split("/", 1)[0]
     if any(s.get("name") == namespace for s in settings.get("mcp_servers", [])) and "/mcp/" in ref:
         return "mcp", namespace
     if any(s.get("name") == namespace for s in settings.get("http_tools", [])) and "/http/" in ref:
         return "http", namespace
+    for kind, entries in (settings.get("sources") or {}).items():
+        if f"/{kind}/" in ref and any(s.get("name") == namespace for s in entries):
+            return kind, namespace
     return "plugin", namespace
+
+
+def sub_flow_of(ref: str, settings: dict[str, Any]) -> tuple[str, int] | None:
+    """(flow name, version) a sub-flow tool runs, or None for any other tool: its node opens that flow."""
+    if tool_source(ref, settings)[0] != "flow":
+        return None
+    namespace = ref.split("/", 1)[0]
+    entry = next(s for s in settings["sources"]["flow"] if s.get("name") == namespace)
+    return str(entry.get("flow")), int(entry.get("version") or 0)
 
 
 def default_position(kind: str, index: int = 0) -> tuple[float, float]:
@@ -412,12 +425,17 @@ def _tool_text(
     ref = n.config["ref"]
     group, source = tool_source(ref, state.settings)
     about = info.get(ref, {})
+    sub = sub_flow_of(ref, state.settings)
+    label = {"plugin": "plugin", "mcp": "MCP", "http": "HTTP", "flow": "sub-flow"}.get(group, group)
     view.update(
         title=_cut(bare_name(ref), 40),
         group=group,
-        subtitle=_cut(f"{ {'plugin': 'plugin', 'mcp': 'MCP', 'http': 'HTTP'}[group] } · {source}", 50),
+        subtitle=_cut(f"{label} · {source}" if sub is None else f"sub-flow · {sub[0]} v{sub[1]}", 50),
         tooltip=_cut(about.get("description", ref), 300),
     )
+    if sub is not None:  # the page opens it (pages/flows.py: `?flow=NAME&version=N`)
+        view["opens"] = {"flow": sub[0], "version": sub[1]}
+        view["lines"].append(f"runs the flow {_cut(sub[0], 30)} (version {sub[1]})")
     approval = state.settings.get("needs_approval", [])
     if ref in approval or bare_name(ref) in approval:
         view["lines"].append("needs approval")
@@ -501,6 +519,7 @@ _SVG_COLORS = {
     "plugin": "#1c83e1",
     "mcp": "#803df5",
     "http": "#21a366",
+    "flow": "#0e9aa7",
 }
 
 

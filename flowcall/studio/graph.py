@@ -25,7 +25,7 @@ def run_flow(app: FlowCall, run: Run) -> Flow | None:
     except ConfigError:
         return None
     try:
-        layout = app.store.get_flow(run.flow_name)[0].layout
+        layout = app.get_flow(run.flow_name)[0].layout
     except NotFoundError:
         layout = None
     return flow.model_copy(update={"layout": layout})

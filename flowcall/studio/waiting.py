@@ -32,11 +32,16 @@ def _aware(moment: datetime) -> datetime:
 def waiting_runs(app: FlowCall, limit: int = LISTED) -> list[dict[str, Any]]:
     """The runs that wait for a person, newest pause first: run_id, flow_name, question, tool
     (the first call waiting), calls (each waiting call's tool, call_id and arguments) and since
-    (when it paused, UTC). A run resumed or deleted while this reads is left out."""
+    (when it paused, UTC). A run resumed or deleted while this reads is left out, and so is a
+    sub-flow's run whose parent waits: the parent lists its calls as `<sub-flow> › <tool>`."""
     found = []
-    for summary in app.store.list_runs(status=RunStatus.WAITING_APPROVAL, limit=limit):
+    summaries = app.list_runs(status=RunStatus.WAITING_APPROVAL, limit=limit)
+    parents = {summary.id for summary in summaries}
+    for summary in summaries:
+        if summary.parent_run_id in parents:
+            continue  # a sub-flow's run: its parent lists its calls, and approving them goes on with both
         try:
-            run = app.store.get_run(summary.id)
+            run = app.get_run(summary.id)
         except ConfigError:
             continue  # deleted meanwhile
         if run.status != RunStatus.WAITING_APPROVAL:

@@ -16,7 +16,7 @@ from flowcall.core.config import model_label, studio_language
 from flowcall.core.errors import ConfigError, NotFoundError
 from flowcall.core.spec import Flow, HTTPToolSource, MCPServerConfig, parse_flow
 from flowcall.rendering import in_language
-from flowcall.service.front import listed_tool
+from flowcall.service.front import listed_tool, source_kinds
 from flowcall.studio import flowgraph as fg
 from flowcall.studio.canvas import canvas
 from flowcall.studio.panels import (
@@ -28,7 +28,7 @@ from flowcall.studio.panels import (
     tool_summary,
 )
 from flowcall.studio.shared import md, reach_lines, service
-from flowcall.studio.sources import http_source_form, mcp_server_form, source_tools
+from flowcall.studio.sources import source_form, source_tools
 from flowcall.studio.templates import BY_KEY, POLISH_DEFAULTS, TEMPLATES
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def load_draft(name: str) -> dict[str, Any]:
     if draft is None or (
         not draft.get("new") and not dirty(draft) and draft["version"] != saved_version(name)
     ):
-        flow, _, version = app.store.get_flow(name)
+        flow, _, version = app.get_flow(name)
         state = fg.to_canvas(flow)
         draft = {"state": state, "base": fg.canonical(state), "version": version, "gen": 0, "selected": None}
         drafts[name] = draft
@@ -57,7 +57,7 @@ def load_draft(name: str) -> dict[str, Any]:
 
 def saved_version(name: str) -> int | None:
     try:
-        return app.store.get_flow(name)[2]
+        return app.get_flow(name)[2]
     except NotFoundError:
         return None
 
@@ -76,7 +76,7 @@ def save(name: str, draft: dict[str, Any]) -> None:
     flow = fg.to_flow(draft["state"])
     app.registry.resolve(flow.plugin_refs())  # a tool that is not installed: say so now, not at run time
     before = draft["version"]
-    _, version = app.store.save_flow(flow)
+    _, version = app.save_flow(flow)
     draft.update(base=fg.canonical(draft["state"]), version=version, new=False)
     st.session_state["flow_message"] = (
         f"Saved {name!r} as version {version}."
@@ -93,7 +93,7 @@ def select(name: str) -> None:
     st.query_params["flow"] = name
 
 
-saved = [f["name"] for f in app.store.list_flows()]
+saved = [f["name"] for f in app.list_flows()]
 unsaved = [n for n, d in drafts.items() if d.get("new") and n not in saved]
 names = saved + unsaved
 wanted = st.query_params.get("flow") or st.session_state.get("flow")
@@ -193,17 +193,38 @@ view = (
 # ------------------------------------------------------------------ tools the flow can attach
 
 
+def source_lists() -> list[tuple[str, str, str, list[dict[str, Any]]]]:
+    """(where the draft keeps them, kind, label, the flow's sources) for every kind the service
+    lists: a kind with a Flow field of its own ("mcp_servers"), or `sources/<kind>`."""
+    found = []
+    for info in source_kinds():
+        if info.flow_field == "sources":
+            field, sources = f"sources/{info.kind}", state.settings.get("sources", {}).get(info.kind, [])
+        else:
+            field, sources = info.flow_field, state.settings.get(info.flow_field, [])
+        found.append((field, info.kind, info.label, list(sources)))
+    return found
+
+
+def _with_sources(settings: dict[str, Any], field: str, sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """The draft's settings with `field`'s sources replaced (a `sources/<kind>` one inside "sources")."""
+    if not field.startswith("sources/"):
+        return {**settings, field: sources}
+    by_kind = {**settings.get("sources", {}), field.split("/", 1)[1]: sources}
+    return {**settings, "sources": {kind: listed for kind, listed in by_kind.items() if listed}}
+
+
 def known_tools() -> dict[str, Tool]:
     """Every tool the palette offers: the plugins, and the tools of the flow's granted sources.
     A source's list is kept for the session (listing starts a server); an ungranted source
     lists nothing and starts nothing, and is asked again on the next rerun."""
     found: dict[str, Tool] = {t.version: t for t in app.registry.all()}
     listed: dict[str, list[dict[str, Any]]] = st.session_state.setdefault("source_tools", {})
-    for kind in ("mcp_servers", "http_tools"):
-        for source in state.settings.get(kind, []):
-            seen = json.dumps(source, sort_keys=True)
+    for _, kind, _, sources in source_lists():
+        for source in sources:
+            seen = json.dumps([kind, source], sort_keys=True)
             if seen not in listed:
-                tools, why_not = source_tools(app, source)
+                tools, why_not = source_tools(app, source, kind)
                 if why_not is None:
                     listed[seen] = tools
                 else:
@@ -313,23 +334,24 @@ def tool_card(item: dict[str, Any], *, added: bool, alike: list[str] | None = No
 
 
 def tool_sources() -> None:
-    """The flow's MCP servers and HTTP sources, each opening its form, and buttons for new ones."""
+    """The flow's tool sources of every kind, each opening its form, and a button for a new one of
+    each kind (MCP server, HTTP source, and the kinds installed packages add)."""
     st.markdown("**Tool sources**")
-    for kind, label in (("mcp_servers", "MCP server"), ("http_tools", "HTTP source")):
-        for source in state.settings.get(kind, []):
+    lists = source_lists()
+    for field, _, label, sources in lists:
+        for source in sources:
             if st.button(
                 f"{label}: {source.get('name')}",
-                key=key + f"src:{kind}:{source.get('name')}",
+                key=key + f"src:{field}:{source.get('name')}",
                 use_container_width=True,
             ):
-                draft["selected"] = f"source:{kind}:{source.get('name')}"
+                draft["selected"] = f"source:{field}:{source.get('name')}"
                 st.rerun()
-    if st.button("+ MCP server", key=key + "new_mcp", use_container_width=True):
-        draft["selected"] = "source:mcp_servers:"
-        st.rerun()
-    if st.button("+ HTTP source", key=key + "new_http", use_container_width=True):
-        draft["selected"] = "source:http_tools:"
-        st.rerun()
+    new_keys = {"mcp_servers": "new_mcp", "http_tools": "new_http"}
+    for field, kind, label, _ in lists:
+        if st.button(f"+ {label}", key=key + new_keys.get(field, f"new:{kind}"), use_container_width=True):
+            draft["selected"] = f"source:{field}:"
+            st.rerun()
 
 
 # ------------------------------------------------------------------ a node's settings
@@ -337,11 +359,14 @@ def tool_sources() -> None:
 
 def source_panel(selected: str, panel_key: str) -> None:
     """An MCP server or an HTTP source of the flow: its form, and its tools once granted."""
-    _, kind, source_name = selected.split(":", 2)
-    sources = list(state.settings.get(kind, []))
+    _, field, source_name = selected.split(":", 2)
+    listed = {f: (k, sources) for f, k, _, sources in source_lists()}
+    if field not in listed:
+        st.error(md(f"No installed package provides the tool source kind {field.split('/')[-1]!r} here."))
+        return
+    kind, sources = listed[field]
     current = next((s for s in sources if s.get("name") == source_name), None)
-    form = mcp_server_form if kind == "mcp_servers" else http_source_form
-    edited, _ = form(current, panel_key + "form")  # the form shows its own problem, in a sentence
+    edited, _ = source_form(kind, current, panel_key + "form")  # it shows its own problem, in a sentence
     if edited is None:
         return
     others = [s for s in sources if s.get("name") != source_name]
@@ -354,19 +379,29 @@ def source_panel(selected: str, panel_key: str) -> None:
             if current
             else [*sources, edited]
         )
-        change(draft, state.model_copy(update={"settings": {**state.settings, kind: kept}}))
-        draft["selected"] = f"source:{kind}:{edited['name']}"
+        change(draft, state.model_copy(update={"settings": _with_sources(state.settings, field, kept)}))
+        draft["selected"] = f"source:{field}:{edited['name']}"
         st.rerun()
     if current is not None and st.button("Remove this source", key=panel_key + "drop"):
-        prefix = f"{source_name}/{'mcp' if kind == 'mcp_servers' else 'http'}/"
+        prefix = f"{source_name}/{kind}/"
         gone = [n.id for n in state.of_kind("tool") if n.config["ref"].startswith(prefix)]
         trimmed = fg.remove_nodes(state, gone)
         change(
             draft,
-            trimmed.model_copy(update={"settings": {**trimmed.settings, kind: others}}),
+            trimmed.model_copy(update={"settings": _with_sources(trimmed.settings, field, others)}),
             fresh_widgets=True,
         )
         draft["selected"] = None
+        st.rerun()
+
+
+def open_sub_flow(ref: str, panel_key: str) -> None:
+    """A sub-flow's node opens the flow it runs (the page then edits that flow's latest version)."""
+    sub = fg.sub_flow_of(ref, state.settings)
+    if sub is None:
+        return
+    if st.button(md(f"Open the flow {sub[0]} (it runs version {sub[1]})"), key=panel_key + "sub"):
+        select(sub[0])
         st.rerun()
 
 
@@ -399,23 +434,29 @@ def node_panel(node_id: str | None, panel_key: str) -> list[str]:
             draft["selected"] = None
             st.rerun()
     else:
-        tool = TOOLS.get(node.config["ref"])
-        approval, removed = tool_panel(state, node, tool, panel_key)
-        change(draft, state.model_copy(update={"settings": {**state.settings, "needs_approval": approval}}))
-        if (
-            not node.attached
-            and state.node("decision")
-            and st.button("Connect to the decision model", key=panel_key + "connect")
-        ):
-            change(draft, fg.set_attached(draft["state"], node.id, True))
-            st.rerun()
-        if removed:
-            change(draft, fg.remove_nodes(draft["state"], [node.id]))
-            draft["selected"] = None
-            st.rerun()
+        tool_node_panel(node, panel_key)
     for problem in problems:
         st.error(md(problem))
     return problems
+
+
+def tool_node_panel(node: fg.CanvasNode, panel_key: str) -> None:
+    """A tool node's panel: its sub-flow (if it runs one), approval, connect and remove."""
+    tool = TOOLS.get(node.config["ref"])
+    open_sub_flow(node.config["ref"], panel_key)
+    approval, removed = tool_panel(state, node, tool, panel_key)
+    change(draft, state.model_copy(update={"settings": {**state.settings, "needs_approval": approval}}))
+    if (
+        not node.attached
+        and state.node("decision")
+        and st.button("Connect to the decision model", key=panel_key + "connect")
+    ):
+        change(draft, fg.set_attached(draft["state"], node.id, True))
+        st.rerun()
+    if removed:
+        change(draft, fg.remove_nodes(draft["state"], [node.id]))
+        draft["selected"] = None
+        st.rerun()
 
 
 def save_bar(problems: list[str]) -> None:
@@ -596,7 +637,7 @@ elif view == "Versions":
     if draft.get("new"):
         st.info("This flow is not saved yet: save it to start its history.")
     else:
-        versions = app.store.flow_versions(name)
+        versions = app.flow_versions(name)
         st.dataframe(
             [
                 {"version": v["version"], "saved": v["created_at"], "hash": v["spec_hash"][:12]}
@@ -611,12 +652,8 @@ elif view == "Versions":
             a, b = st.columns(2)
             older = a.selectbox("From version", numbers, index=1, key=key + "from")
             newer = b.selectbox("To version", numbers, index=0, key=key + "to")
-            before = (
-                app.store.get_flow(name, older)[0].model_copy(update={"layout": None}).to_json().splitlines()
-            )
-            after = (
-                app.store.get_flow(name, newer)[0].model_copy(update={"layout": None}).to_json().splitlines()
-            )
+            before = app.get_flow(name, older)[0].model_copy(update={"layout": None}).to_json().splitlines()
+            after = app.get_flow(name, newer)[0].model_copy(update={"layout": None}).to_json().splitlines()
             diff = "\n".join(difflib.unified_diff(before, after, f"v{older}", f"v{newer}", lineterm=""))
             st.code(diff or "(no difference)", language="diff")
             restore = st.selectbox(
@@ -626,8 +663,8 @@ elif view == "Versions":
                 help="Saves that version's flow as the newest version; nothing is deleted",
             )
             if st.button(f"Restore version {restore}", key=key + "restore"):
-                old = app.store.get_flow(name, restore)[0]
-                _, version = app.store.save_flow(old.model_copy(update={"layout": None}))
+                old = app.get_flow(name, restore)[0]
+                _, version = app.save_flow(old.model_copy(update={"layout": None}))
                 drafts.pop(name, None)
                 st.session_state["flow_message"] = f"Restored version {restore} as version {version}."
                 st.rerun()
@@ -681,8 +718,8 @@ else:
         try:
             if copy_name in names:
                 raise ConfigError(f"a flow named {copy_name!r} exists; pick another name")
-            saved_flow = app.store.get_flow(name)[0]
-            app.store.save_flow(
+            saved_flow = app.get_flow(name)[0]
+            app.save_flow(
                 parse_flow(
                     {
                         **saved_flow.model_dump(mode="json"),
@@ -703,9 +740,9 @@ else:
         md(f"Yes, delete {name!r} and all its versions (its runs stay, for the record)"), key=key + "sure"
     )
     if st.button("Delete flow", disabled=not sure, key=key + "delete"):
-        versions = len(app.store.flow_versions(name))
-        runs = len(app.store.list_runs(flow_name=name, limit=10_000))
-        app.store.delete_flow(name)
+        versions = len(app.flow_versions(name))
+        runs = len(app.list_runs(flow_name=name, limit=10_000))
+        app.delete_flow(name)
         drafts.pop(name, None)
         st.session_state.pop("flow", None)
         st.query_params.clear()

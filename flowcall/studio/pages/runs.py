@@ -14,7 +14,8 @@ from flowcall.core.errors import ConfigError, FlowCallError
 from flowcall.core.steps import RunStatus, StepKind, is_reused
 from flowcall.engine.compare import align, latency_ms, summary
 from flowcall.engine.rerun import RERUNNABLE
-from flowcall.rendering import run_seconds, status_text, step_ref
+from flowcall.rendering import run_seconds, status_text, step_ref, sub_run_of
+from flowcall.service.door import Refused, choose, enter
 from flowcall.studio.active import going_on, show_active, show_going_on
 from flowcall.studio.graph import draw_run, node_detail, path_summary, run_flow, svg_of_run
 from flowcall.studio.shared import as_json, md, service, show_answer, show_step, step_label, steps_table
@@ -42,16 +43,16 @@ with st.expander("Import a run (JSON exported from an inspector)"):
 # ------------------------------------------------------------------ filters and list
 c0, c1, c2, c3, c4 = st.columns([2, 2, 2, 2, 2])
 search = c0.text_input("Question contains", placeholder="e.g. 成都")
-flow_names = ["(all)"] + [f["name"] for f in app.store.list_flows()]
+flow_names = ["(all)"] + [f["name"] for f in app.list_flows()]
 flow_filter = c1.selectbox("Flow", flow_names)
 status_filter = c2.selectbox("Status", ["(all)"] + [s.value for s in RunStatus])
-model_filter = c3.selectbox("Model", ["(all)"] + app.store.run_models())
+model_filter = c3.selectbox("Model", ["(all)"] + app.run_models())
 days = c4.date_input("Dates", value=(), help="Pick a first and a last day")
 since = until = None
 if isinstance(days, tuple) and len(days) == 2:
     since = datetime.combine(days[0], time.min).astimezone()
     until = datetime.combine(days[1] + timedelta(days=1), time.min).astimezone()
-runs = app.store.list_runs(
+runs = app.list_runs(
     flow_name=None if flow_filter == "(all)" else flow_filter,
     status=None if status_filter == "(all)" else status_filter,
     model=None if model_filter == "(all)" else model_filter,
@@ -97,7 +98,7 @@ picked = st.selectbox(
 )
 st.session_state["run_id"] = picked
 st.query_params["run"] = st.session_state["inspector:linked"] = picked
-run = app.store.get_run(picked)
+run = app.get_run(picked)
 
 # ------------------------------------------------------------------ the run
 st.subheader(md(f"Run {run.id[:8]}"))  # a run file from elsewhere sets its id, flow name, trace and question
@@ -106,6 +107,13 @@ st.markdown(
     f"{run.tokens_in}+{run.tokens_out} tokens · {run_seconds(run):.2f} s"
 )
 st.markdown(f"Question: {md(run.question)}")
+if run.parent_run_id:  # a sub-flow's run: the run whose tool call started it
+    st.page_link(
+        "pages/runs.py",
+        label=md(f"A sub-flow's run, started by a call of run {run.parent_run_id[:8]}: open that run"),
+        icon=":material/arrow_upward:",
+        query_params={"run": run.parent_run_id},
+    )
 if run.context:
     with st.expander(f"The chat before the question ({len(run.context)} messages)"):
         for turn in run.context:
@@ -176,6 +184,13 @@ with tab_timeline:
         step = run.steps[st.session_state[cursor] - 1]
         st.markdown(f"#### {step_label(step)}")
         show_step(step)
+        if child := sub_run_of(step):  # a sub-flow call: the sub-flow ran as a run of its own
+            st.page_link(
+                "pages/runs.py",
+                label=md(f"Open the sub-flow's run {child[:8]}"),
+                icon=":material/subdirectory_arrow_right:",
+                query_params={"run": child},
+            )
 
         if step.kind in RERUNNABLE and run.flow_version_id is not None:
             with st.expander(f"Re-run from step {step.seq}"):
@@ -218,19 +233,16 @@ with tab_timeline:
                             f"Nothing was run: {md(exc)}. Fix the arguments (a JSON object) and try again."
                         )
                     else:
-                        try:
-                            runner.ready()
-                            new = app.queue_rerun(run.id, step.seq, **edits)
+                        try:  # recorded first, then handed to the runner (or the workers)
+                            door = choose(app, runner)
+                            new = enter(app, door, lambda: [app.queue_rerun(run.id, step.seq, **edits).id])
+                        except Refused as exc:  # the broker did not take it: the new run says so
+                            st.error(md(exc))
                         except (FlowCallError, ConfigError) as exc:
                             st.error(f"Nothing was re-run: {md(exc)}")
                             st.stop()
-                        try:
-                            runner.start(new.id)
-                        except ConfigError as exc:  # the broker did not take it
-                            app.cancel(new.id, by=f"nobody: the broker did not take it ({exc})")
-                            st.error(md(exc))
                         else:  # the new run is followed here, live; then compared with this one
-                            st.session_state["run_id"] = new.id
+                            st.session_state["run_id"] = new.run_ids[0]
                             st.session_state["compare_with"] = run.id
                             st.rerun()
 
@@ -263,7 +275,7 @@ with tab_compare:
             index=others.index(default) if default in others else 0,
             format_func=lambda i: run_label(next(r for r in runs if r.id == i)),
         )
-        other = app.store.get_run(other_id)
+        other = app.get_run(other_id)
         left, right = st.columns(2)
         for where, shown in ((left, run), (right, other)):
             drawn = run_flow(app, shown)

@@ -119,6 +119,7 @@ function Canvas({ args }) {
           <span className="fc-dot fc-group-plugin" />Python plugin
           <span className="fc-dot fc-group-mcp" />MCP server
           <span className="fc-dot fc-group-http" />HTTP / OpenAPI
+          <span className="fc-dot fc-group-flow" />sub-flow
         </div>) : null}
     </div>
   );
