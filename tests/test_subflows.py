@@ -1,9 +1,12 @@
 """A flow as a tool of another flow (tools/sources/flow.py, engine/subflows.py): the sub-flow runs
 as a run of its own in the same store, linked to the call; its approvals pause the parent and
 show in the parent's waiting list; nothing runs twice; cycles and missing versions are refused
-when saved, depth is bounded when run; consent covers what sub-flows start."""
+when saved, depth is bounded when run; consent covers what sub-flows start; the studio picks a
+sub-flow from the saved flows and the inspector links both runs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,7 @@ from flowcall.tools.python_plugins import build_tool
 from flowcall.tools.registry import ToolRegistry
 from flowcall.trust.consent import TrustRequired
 
+ROOT = Path(__file__).resolve().parents[1]
 DELETED: list[str] = []
 
 
@@ -327,3 +331,72 @@ def test_the_studio_and_the_cli_show_the_sub_flow_and_link_both_runs(tmp_path):
     assert fg.sub_flow_of("tidy/flow/tidy", state.settings) == ("tidy", 1)
     assert fg.sub_flow_of("fs/v1/delete_file", state.settings) is None
     assert fg.to_flow(state).content_hash() == parent.content_hash()  # canvas -> flow keeps the sub-flow
+
+
+def test_the_flows_page_picks_a_saved_flow_as_a_sub_flow_and_saves_it_pinned():
+    from flowcall.store import open_store
+    from tests.test_studio import page as studio_page
+    from tests.test_studio import texts, widget
+
+    app = studio_page("pages/flows.py")
+    widget(app.text_input, "Name").input("uses-clock")
+    widget(app.radio, "Start from").set_value("blank")
+    widget(app.button, "Create").click().run()
+    widget(app.button, "+ Decision model").click().run()
+    widget(app.button, "+ Sub-flow").click().run()
+    # the saved flows are a list to pick from, with their versions; the tool's name follows the flow
+    [flow] = [w for w in app.selectbox if (w.key or "").endswith("form:f:flow")]
+    assert "current-time" in flow.options and "uses-clock" not in flow.options  # not saved yet
+    flow.select("current-time").run()
+    [version] = [w for w in app.selectbox if (w.key or "").endswith("form:f:version")]
+    assert version.options == ["1"] and version.value == 1
+    [name] = [w for w in app.text_input if (w.key or "").endswith("form:f:name")]
+    assert name.value == "current-time"
+    widget(app.button, "Keep in the flow").click().run()
+    assert not app.exception, app.exception
+    # its tool is on the palette under its own group, described as the model will read it
+    shown = texts(app)
+    assert "Sub-flows" in shown and "Tells you the current date" in shown
+    [add] = [b for b in app.button if (b.key or "").endswith("add:current-time/flow/current-time")]
+    add.click().run()
+    widget(app.button, "Save").click().run()
+    assert not app.exception, app.exception
+    saved = open_store().get_flow("uses-clock")[0]
+    assert saved.sources == {"flow": [{"name": "current-time", "flow": "current-time", "version": 1}]}
+    assert saved.tools == ["current-time/flow/current-time"]
+
+
+def test_the_inspector_opens_the_sub_flows_run_from_the_parents_step_and_back(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    app, _ = service(
+        tmp_path,
+        {
+            "parent": [[("tidy", {"question": "delete a.txt"})], "done"],
+            "child": [[("delete_file", {"path": "a.txt"})], "deleted a.txt"],
+        },
+    )
+    app.save_flow(child_flow(["fs/v1/delete_file"]))
+    done = app.resume(app.run(parent_flow(), "tidy up").id, approver=approve_all)
+    [child] = app.store.child_runs(done.id)
+    monkeypatch.setenv("FLOWCALL_DATABASE_URL", f"sqlite:///{tmp_path / 'sub.db'}")
+
+    def inspector(run_id: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.run()
+        at.switch_page("pages/runs.py")
+        at.query_params["run"] = run_id
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    def links(at: AppTest) -> dict[str, str]:
+        # the labels as shown: md() escapes what Markdown would read
+        return {link.proto.query_string: link.proto.label.replace("\\", "") for link in at.get("page_link")}
+
+    at = inspector(done.id)
+    tool_step = next(s.seq for s in done.steps if s.kind == StepKind.TOOL_CALL)
+    at.slider[0].set_value(tool_step).run()  # the timeline on the sub-flow's call
+    assert links(at)[f"run={child.id}"] == f"Open the sub-flow's run {child.id[:8]}"
+    back = links(inspector(child.id))[f"run={done.id}"]
+    assert back == f"A sub-flow's run, started by a call of run {done.id[:8]}: open that run"

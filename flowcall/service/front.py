@@ -849,11 +849,21 @@ def source_ungranted(grants: Grants, kind: str, config: Any) -> list[TrustItem]:
     return []
 
 
-def source_tools(kind: str, config: Any, grants: Grants | None = None) -> list[Tool]:
+def source_tools(
+    kind: str,
+    config: Any,
+    grants: Grants | None = None,
+    *,
+    describe_flow: Callable[[str, int], str] | None = None,
+) -> list[Tool]:
     """A source's tools, to show: loaded through its kind (a server started) and closed again.
     `grants` (the studio's store): it loads only as a run would (a stdio server's command checked
-    again at its start, an installed kind's package granted)."""
-    return trial.source_tools(kind, config, grants)
+    again at its start, an installed kind's package granted). `describe_flow`: a saved flow's
+    description (FlowCall.flow_description), which a sub-flow's tool shows as the model reads it."""
+    from flowcall.tools.sources.flow import DESCRIBE_FLOW
+
+    services = {DESCRIBE_FLOW: describe_flow} if describe_flow is not None else None
+    return trial.source_tools(kind, config, grants, services)
 
 
 def try_source_tool(

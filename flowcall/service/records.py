@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from flowcall.core.errors import ConfigError
 from flowcall.core.spec import Flow
 from flowcall.core.steps import Run, RunStatus
 from flowcall.store import Store
@@ -28,6 +29,13 @@ class Records:
     def get_flow(self, name: str, version: int | None = None) -> tuple[Flow, int, int]:
         """The latest (or the given) version of a flow: (flow, version_id, version)."""
         return self.store.get_flow(name, version)
+
+    def flow_description(self, name: str, version: int) -> str:
+        """What a saved flow version says it does ("" when it is not stored here)."""
+        try:
+            return self.store.get_flow(name, version)[0].description
+        except ConfigError:
+            return ""
 
     def get_flow_version(self, version_id: int) -> Flow:
         """The flow exactly as a run ran it (runs point at a version id)."""

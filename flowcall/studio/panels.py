@@ -243,15 +243,16 @@ def tool_summary(tool: Tool) -> dict[str, Any]:
     }
 
 
+# what a tool's source is, in words (an installed package's kind: by its name)
+SOURCE_WORDS = {"plugin": "Python plugin", "mcp": "MCP server", "http": "HTTP tool", "flow": "sub-flow"}
+
+
 def tool_panel(state: CanvasState, node: CanvasNode, tool: Tool | None, key: str) -> tuple[list[str], bool]:
     """One tool: what it is and costs, and whether its calls wait for a person. Returns the
     flow's needs_approval list as set here, and whether the person removed the tool."""
     ref = node.config["ref"]
     group, source = tool_source(ref, state.settings)
-    st.markdown(
-        f"**{md(bare_name(ref))}** · "
-        f"{md({'plugin': 'Python plugin', 'mcp': 'MCP server', 'http': 'HTTP tool'}[group])} {md(source)}"
-    )
+    st.markdown(f"**{md(bare_name(ref))}** · {md(SOURCE_WORDS.get(group, f'{group} source'))} {md(source)}")
     approval = list(state.settings.get("needs_approval", []))
     if tool is None:
         st.caption(md(f"{ref}: its definition is known once its source is granted and listed."))

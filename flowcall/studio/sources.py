@@ -1,4 +1,4 @@
-"""The studio's forms for a flow's MCP servers and HTTP tool sources (no raw JSON on the normal
+"""The studio's forms for a flow's MCP servers, HTTP tool sources and sub-flows (no raw JSON on the normal
 path), and the tools a granted server or source offers, for the flow canvas's palette.
 
 `mcp_server_form` and `http_source_form` draw one server or source as fields and rows
@@ -15,7 +15,7 @@ except for a server's `trusted`: running its tools without asking concerns a flo
 the Run page asks for it. Everything a server or a document says (tool names, descriptions,
 schemas, results) is its author's text: shown through md(), in tables or as code.
 
-Widget keys, for pages and tests: fields are `{key}:f:<field>` (`name`, `transport`, `program`,
+Widget keys, for pages and tests: fields are `{key}:f:<field>` (`name`, `transport`, `program`, `flow`,
 `url`, `trusted`, `openapi`, ...), row fields `{key}:f:<field>:<row id>` (`args`, `operations`,
 `allow_hosts`) and `{key}:f:env:<row id>:name|value`; buttons are `{key}:b:...` (`<field>:add`,
 `json`, `list`, `try`, `grant`, `cancel`); the JSON text is `{key}:json`.
@@ -252,7 +252,9 @@ def _fetch(app: FlowCall, kind: Kind, config: Any) -> tuple[list[Tool], str | No
     `ungranted` says nothing is missing. A stdio server's grant is checked again as it starts
     (what was checked is what runs)."""
     try:
-        return load_tools(kind, _untrusted(config), _grants(app, kind)), None
+        return load_tools(
+            kind, _untrusted(config), _grants(app, kind), describe_flow=app.flow_description
+        ), None
     except SOURCE_ERRORS as exc:
         return [], str(exc)
 
@@ -675,13 +677,60 @@ def _finish(key: str, kind: Kind, raw: dict[str, Any], row_problem: str | None) 
     return value, problem
 
 
+def sub_flow_form(source: dict[str, Any] | None, key: str) -> Checked:
+    """A sub-flow (kind "flow"): a saved flow and its version picked from lists (the newest by
+    default), the tool's name (the flow's, by default) and what the model reads of it (the
+    flow's own description, by default). Returns as `mcp_server_form`."""
+    _begin(key, "flow", source)
+    state, app = st.session_state, service()
+    names = [saved["name"] for saved in app.list_flows()]
+    chosen = state.get(_f(key, "flow")) or (names[0] if names else "")
+    state[_f(key, "flow")] = chosen
+    st.selectbox(
+        "Flow",
+        [*names, *([chosen] if chosen not in names else [])],
+        key=_f(key, "flow"),
+        help="A flow saved here: it runs as one tool of this flow, on the question the model writes",
+    )
+    versions = [v["version"] for v in app.flow_versions(chosen)] if chosen in names else []
+    try:
+        version = int(str(state.get(_f(key, "version"))))
+    except ValueError:
+        version = versions[0] if versions else 1
+    state[_f(key, "version")] = version if version in versions or not versions else versions[0]
+    st.selectbox(
+        "Version",
+        versions or [state[_f(key, "version")]],
+        key=_f(key, "version"),
+        help="The version it runs, pinned: saving that flow again does not change what this one runs",
+    )
+    if state.get(_f(key, "name"), "") in ("", state.get(f"{key}:auto_name")):  # not typed: follows the flow
+        state[_f(key, "name")] = state[f"{key}:auto_name"] = re.sub(
+            r"[^a-z0-9_-]+", "_", chosen.lower()
+        ).strip("_-")[:40]
+    st.text_input("Name", key=_f(key, "name"), help="The tool's name, as the model sees it")
+    st.text_input(
+        "Description",
+        key=_f(key, "description"),
+        placeholder="the flow's own description",
+        help="What the model reads to decide when to call it; empty: the flow's own description",
+    )
+    raw = {"name": state[_f(key, "name")].strip(), "flow": chosen, "version": state[_f(key, "version")]}
+    if description := (state.get(_f(key, "description")) or "").strip():
+        raw["description"] = description
+    return _finish(key, "flow", raw, None if names else "Save a flow first: a sub-flow is a saved flow.")
+
+
 def source_form(kind: Kind, source: dict[str, Any] | None, key: str) -> Checked:
-    """A source of any kind as a form: MCP servers and HTTP sources have their own; any other kind
-    (an installed package's) gets one built from its config's JSON Schema and its form hints."""
+    """A source of any kind as a form: MCP servers, HTTP sources and sub-flows have their own; any
+    other kind (an installed package's) gets one built from its config's JSON Schema and its form
+    hints."""
     if kind == "mcp":
         return mcp_server_form(source, key)
     if kind == "http":
         return http_source_form(source, key)
+    if kind == "flow":
+        return sub_flow_form(source, key)
     return generic_source_form(kind, source, key)
 
 

@@ -249,8 +249,7 @@ def palette() -> None:
     )
     on_canvas = {n.config["ref"] for n in state.of_kind("tool")}
     shown = 0
-    groups = {"plugin": "Python plugins", "mcp": "MCP servers", "http": "HTTP tools"}
-    for group, title in groups.items():
+    for group, title in palette_groups().items():
         items = [
             tool_summary(t) for ref, t in TOOLS.items() if fg.tool_source(ref, state.settings)[0] == group
         ]
@@ -268,6 +267,14 @@ def palette() -> None:
         )
     for source_name, why_not in unlisted:
         st.caption(md(f"{source_name}: its tools show here once it is granted ({why_not})."))
+
+
+def palette_groups() -> dict[str, str]:
+    """The palette's groups of tools, by source kind: the plugins, then each kind's (an installed
+    package's too), titled by its label."""
+    titles = {"mcp": "MCP servers", "http": "HTTP tools", "flow": "Sub-flows"}
+    kinds = {kind: titles.get(kind, f"{label} tools") for _, kind, label, _ in source_lists()}
+    return {"plugin": "Python plugins", **kinds}
 
 
 def model_buttons() -> None:

@@ -25,6 +25,7 @@ from flowcall.tools.sources.base import FormField, LoadContext
 from flowcall.trust.consent import TrustItem
 
 RUN_FLOW = "run_flow"  # the service a run hands down (LoadContext.services): a FlowRunner
+DESCRIBE_FLOW = "describe_flow"  # a listing's (the studio's): (flow, version) -> its description
 CHAIN_LIMIT = 20  # flows on one chain of sub-flows that saving follows, at most
 
 
@@ -82,9 +83,9 @@ class FlowKind:
     def load(self, config: BaseModel, context: LoadContext) -> list[Tool]:
         assert isinstance(config, FlowToolConfig)
         runner: FlowRunner | None = context.services.get(RUN_FLOW)
-        description = config.description
+        describe = context.services.get(DESCRIBE_FLOW) or (runner.description if runner else None)
+        description = config.description or (describe(config.flow, config.version) if describe else "")
         if runner is not None:
-            description = description or runner.description(config.flow, config.version)
 
             def call(question: str, context: RunContext) -> Any:
                 return runner(config.flow, config.version, question, context)
