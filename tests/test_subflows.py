@@ -400,3 +400,39 @@ def test_the_inspector_opens_the_sub_flows_run_from_the_parents_step_and_back(tm
     assert links(at)[f"run={child.id}"] == f"Open the sub-flow's run {child.id[:8]}"
     back = links(inspector(child.id))[f"run={done.id}"]
     assert back == f"A sub-flow's run, started by a call of run {done.id[:8]}: open that run"
+
+
+def test_a_call_approved_in_the_round_a_sub_flow_paused_is_not_asked_about_again(tmp_path):
+    app, _ = service(
+        tmp_path,
+        {
+            "parent": [[("delete_file", {"path": "p.txt"}), ("tidy", {"question": "delete a.txt"})], "done"],
+            "child": [[("delete_file", {"path": "a.txt"})], "deleted a.txt"],
+        },
+    )
+    app.save_flow(child_flow(["fs/v1/delete_file"]))
+    parent = parent_flow().model_copy(
+        update={"tools": ["tidy/flow/tidy", "fs/v1/delete_file"], "parallel_tool_calls": True}
+    )
+    asked: list[str] = []
+
+    def only_the_parents_own(call, tool):  # the person answers the parent's call, not the sub-flow's yet
+        asked.append(f"{tool.version} {call.arguments['path']}")
+        return Decision(action="approve", by="alice") if tool.version == "fs/v1/delete_file" else None
+
+    paused = app.run(parent, "tidy up", approver=only_the_parents_own)
+    assert paused.status == RunStatus.WAITING_APPROVAL and DELETED == []  # nothing ran in the round
+    assert asked == ["fs/v1/delete_file p.txt", "tidy › fs/v1/delete_file a.txt"]
+
+    asked.clear()
+
+    def approve(call, tool):
+        asked.append(f"{tool.version} {call.arguments['path']}")
+        return Decision(action="approve", by="bob")
+
+    done = app.resume(paused.id, approver=approve)
+    assert done.status == RunStatus.SUCCEEDED
+    assert asked == ["tidy › fs/v1/delete_file a.txt"]  # alice's decision stands
+    assert sorted(DELETED) == ["a.txt", "p.txt"]  # each ran once
+    notes = [s.note for s in app.store.get_run(done.id).steps if s.kind == StepKind.APPROVAL]
+    assert notes.count("approve by alice") == 1

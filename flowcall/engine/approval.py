@@ -22,6 +22,7 @@ from flowcall.core.errors import ErrorCode
 from flowcall.core.messages import ToolCall
 from flowcall.core.spec import Flow
 from flowcall.core.steps import WAITING_PREFIX, StepKind, StepSink
+from flowcall.engine.loop_state import LoopState
 from flowcall.engine.recorder import Recorder
 from flowcall.tools.base import Tool
 from flowcall.tools.execute import CallOutcome
@@ -116,21 +117,33 @@ def decision_step(call: ToolCall, decision: Decision) -> dict[str, Any]:
     )
 
 
+def ask(
+    call: ToolCall, tool: Tool, approver: Approver | None, earlier: dict[str, dict[str, Any]]
+) -> Decision | None:
+    """The person's decision on a call: made earlier in this round (a sub-flow paused the round
+    after it, LoopState.decided), or asked now; None when nobody can answer now."""
+    if call.id in earlier:
+        return Decision.model_validate(earlier[call.id])
+    return approver(call, tool) if approver is not None else None
+
+
 def apply_decisions(
     calls: list[ToolCall],
     decisions: dict[str, Decision],
     tools: dict[str, Tool],
     rec: Recorder,
-    round_no: int,
+    state: LoopState,
 ) -> tuple[list[ToolCall], dict[str, CallOutcome]]:
     """The round's calls as they will run (edited ones with the person's arguments), each
-    decision recorded as an approval step, and the denied calls' outcomes by call id."""
+    decision recorded as an approval step (once: not again for one made before a sub-flow
+    paused the round), and the denied calls' outcomes by call id."""
     kept, settled = [], {}
     for call in calls:
         decision = decisions.get(call.id)
         if decision is not None:
             call = as_decided(call, decision)
-            rec.record(StepKind.APPROVAL, round=round_no, **decision_step(call, decision))
+            if call.id not in state.decided:
+                rec.record(StepKind.APPROVAL, round=state.round_no, **decision_step(call, decision))
             if decision.action == "deny":
                 settled[call.id] = denied(call, tools[call.name], decision)
         kept.append(call)

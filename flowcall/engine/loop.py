@@ -353,7 +353,7 @@ class Engine:
         ]
         decisions: dict[str, Decision] = {}
         for call in gated:
-            decision = scope.approver(call, tools[call.name]) if scope.approver else None
+            decision = approval.ask(call, tools[call.name], scope.approver, state.decided)
             if decision is None:
                 state.pending, state.pending_repairs = decided.calls, decided.repairs
                 for waiting in gated:
@@ -374,9 +374,9 @@ class Engine:
                 self.sink.pin_tool(
                     scope.flow.name, tool.version, fingerprint(tool), definition(tool)
                 )  # accepted as it is now
-        kept, settled = approval.apply_decisions(decided.calls, decisions, tools, scope.rec, state.round_no)
+        kept, settled = approval.apply_decisions(decided.calls, decisions, tools, scope.rec, state)
         # sub-flows run first: one that waits for a person pauses the run before the rest run
-        paused = subflows.run_first(scope, kept, decided.repairs, settled)
+        paused = subflows.run_first(scope, kept, decided.repairs, settled, decisions)
         return paused or Approved(kept, decided.repairs, settled)
 
     def _execute_round(self, scope: Scope, approved: Approved) -> None:

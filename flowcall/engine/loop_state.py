@@ -49,6 +49,9 @@ class LoopState:
     # ids of pending calls whose tools were started when this state was committed: after a
     # crash their results may be missing although they ran (see Engine, "may have run")
     running: list[str] = field(default_factory=list)
+    # a person's decisions (Decision as JSON) on pending calls, by call id: kept when a sub-flow
+    # paused the round before they ran, so the person is not asked about them again
+    decided: dict[str, dict[str, Any]] = field(default_factory=dict)
     done_records: list[dict[str, Any]] = field(
         default_factory=list
     )  # `done` as restored, before tools are known
@@ -174,7 +177,7 @@ class LoopState:
             if o.error_code is not None
         ]
         wrong, exhausted = self.count_round(whole_round)
-        self.pending, self.pending_repairs, self.running = [], {}, []
+        self.pending, self.pending_repairs, self.running, self.decided = [], {}, [], {}
         return whole_round, wrong, exhausted
 
     def count_round(self, whole_round: list[CallOutcome]) -> tuple[CallOutcome | None, bool]:
@@ -203,6 +206,7 @@ class LoopState:
             "pending_repairs": self.pending_repairs,
             # optional fields: a state without them reads the same
             **({"running": self.running} if self.running else {}),
+            **({"decided": self.decided} if self.decided else {}),
             **({"kept": self.kept} if self.kept else {}),
             **({"artifacts": artifact_codec.encode(self.artifacts)} if self.artifacts else {}),
             **({"wanted_tools": True} if self.wanted_tools else {}),
@@ -233,6 +237,7 @@ class LoopState:
                 pending=[ToolCall.model_validate(c) for c in data["pending"]],
                 pending_repairs=data["pending_repairs"],
                 running=list(data.get("running", [])),
+                decided=dict(data.get("decided", {})),
                 done_records=data["done"],
                 kept=data.get("kept", []),
                 artifacts=artifact_codec.decode(data.get("artifacts")),

@@ -29,7 +29,7 @@ from flowcall.core.errors import ConfigError, ErrorCode, FlowCallError
 from flowcall.core.messages import ToolCall
 from flowcall.core.spec import Flow
 from flowcall.core.steps import SUB_RUN, WAITING_PREFIX, Run, RunCancelled, RunStatus, StepKind, waiting_calls
-from flowcall.engine.approval import Approver
+from flowcall.engine.approval import Approver, Decision
 from flowcall.engine.phases import Paused, Scope
 from flowcall.engine.replay import replay_factory
 from flowcall.tools.execute import CallOutcome, cap_result, check_call
@@ -196,11 +196,16 @@ def _answer(run: Run, flow: str) -> Any:
 
 
 def run_first(
-    scope: Scope, calls: list[ToolCall], repairs: dict[str, dict], settled: dict[str, CallOutcome]
+    scope: Scope,
+    calls: list[ToolCall],
+    repairs: dict[str, dict],
+    settled: dict[str, CallOutcome],
+    decisions: dict[str, Decision],
 ) -> Paused | None:
     """Run the round's sub-flow calls before its other calls; their outcomes go to `settled`
     (the round then records them with the rest, and runs them no more). A sub-flow that waits
-    for a person pauses the run here, with the round's calls pending and nothing else run."""
+    for a person pauses the run here, with the round's calls pending and nothing else run, and
+    the person's `decisions` on them kept: resuming does not ask about those again."""
     tools, state = scope.tools, scope.state
     todo = [
         c
@@ -211,6 +216,7 @@ def run_first(
         return None
     # committed first: after a crash the run goes on with these calls, so the same child runs
     state.pending, state.pending_repairs = calls, repairs
+    state.decided = {call_id: decision.model_dump() for call_id, decision in decisions.items()}
     scope.rec.save(state)
     for call in todo:
         try:
