@@ -281,3 +281,21 @@ def test_the_answer_card_shows_a_percentage_only_for_a_share_of_one():
     assert {m.label: m.value for m in app.metric} == {"price": "0.5", "rain probability": "70%"}
     assert _card_value(0.25, "confidence") == "25%" and _card_value(0.9, "distance_km") == "0.9"
     assert _card_value(1, "rain_probability") == "1" and _card_value(True, "ratio") == "yes"
+
+
+def test_a_link_to_a_run_opens_it_also_when_newer_runs_push_it_off_the_list(service, two_city_run):
+    from datetime import timedelta
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    for n in range(200):  # the Runs page lists the newest 200
+        newer = two_city_run.started_at + timedelta(seconds=n + 1)
+        service.store.import_run(two_city_run.model_copy(update={"started_at": newer}))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.query_params["run"] = two_city_run.id
+    at.run()
+    assert not at.exception, at.exception
+    assert [h.value for h in at.subheader][0] == f"Run {two_city_run.id[:8]}"

@@ -61,6 +61,9 @@ runs = app.list_runs(
     text=search.strip() or None,
     limit=200,
 )
+linked = st.query_params.get("run")
+if linked and linked not in {r.id for r in runs} and (found := app.find_run(linked)) is not None:
+    runs = [found, *runs]  # a link opens its run, also one older than the list or filtered out
 if not runs:
     st.info("No runs match. Run a flow on the Run page, or with `flowcall run FLOW QUESTION`.")
     st.stop()
@@ -87,7 +90,7 @@ def run_label(r) -> str:
 
 
 ids = [r.id for r in runs]
-if (linked := st.query_params.get("run")) and linked != st.session_state.get("inspector:linked"):
+if linked and linked != st.session_state.get("inspector:linked"):
     st.session_state["run_id"] = linked  # a link to a run (?run=ID) opens it, in any tab
 wanted = st.session_state.get("run_id")
 picked = st.selectbox(
