@@ -128,11 +128,12 @@ def provider_names() -> list[str]:
     return [name for name, info in provider_infos().items() if info.listed]
 
 
-def needs_settings(name: str) -> bool:
+def needs_settings(name: str, *, package_granted: bool = False) -> bool:
     """Must the provider be built to say whether its settings (key, base URL) are there, before
-    a run is recorded? A built-in hosted one, yes; an installed one is built only once its package
-    is granted, at the run. ConfigError for a name no provider has."""
-    if installed_origin(name) is not None:
+    a run is recorded? A hosted one, yes; but an installed one's module is imported only once its
+    package is granted (`package_granted`); before that, nothing of it runs and this says no.
+    ConfigError for a name no provider has."""
+    if installed_origin(name) is not None and not package_granted:
         return False
     return provider_info(name).hosted
 

@@ -346,8 +346,15 @@ class FlowCall(Records):
         leaves no failed run behind; ConfigError for a provider not installed here. The embedded
         model needs none (a missing model file is the run's to record, as in `run`)."""
         for model in (flow.decision, flow.polish):
-            if model is not None and needs_settings(model.provider):
+            if model is not None and needs_settings(
+                model.provider, package_granted=self._package_granted(flow)
+            ):
                 self.provider_factory(model)
+
+    def _package_granted(self, flow: Flow) -> bool:
+        """Is every installed provider the flow's models name granted (their modules may load)?"""
+        granted = self.store.granted_keys()
+        return all(item.key in granted for item in provider_trust_items(flow))
 
     def submit(
         self,

@@ -48,6 +48,28 @@ INFO = ProviderInfo(
 )
 """
 
+# a hosted provider: building it needs its key, which the environment may lack
+REMOTE = """
+import os
+
+from flowcall.providers.base import NotConfigured, ProviderInfo
+
+
+def build(config):
+    if not os.environ.get("REMOTE_PARROT_KEY"):
+        raise NotConfigured("provider remote-parrot needs REMOTE_PARROT_KEY; export it first")
+    raise AssertionError("not reached in the test")
+
+
+INFO = ProviderInfo(
+    name="remote-parrot",
+    label="Remote parrot",
+    hosted=True,
+    factory=build,
+    api_key_variable="REMOTE_PARROT_KEY",
+)
+"""
+
 FLOW = {
     "name": "parrot-dice",
     "decision": {"provider": "parrot", "model": "polly", "calling_way": "native"},
@@ -63,9 +85,9 @@ def cli(tmp_path):
         tmp_path / "site",
         {
             "flowcall.tool_sources": {"toy": "toy_ext:KIND"},
-            "flowcall.providers": {"parrot": "toy_parrot:INFO"},
+            "flowcall.providers": {"parrot": "toy_parrot:INFO", "remote-parrot": "toy_remote:INFO"},
         },
-        {"toy_ext": TOY_KIND, "toy_parrot": PARROT},
+        {"toy_ext": TOY_KIND, "toy_parrot": PARROT, "toy_remote": REMOTE},
     )
     return flowcall_cli(site, tmp_path)
 
@@ -115,3 +137,17 @@ def test_a_provider_nobody_installed_is_refused_with_what_to_do(cli, tmp_path):
     assert done.returncode != 0
     assert "provider 'ghost' is not installed here; known: local, openai" in done.stderr, done.stderr
     assert "parrot" in done.stderr and "install the package that provides it" in done.stderr
+
+
+def test_a_granted_hosted_provider_without_its_key_is_refused_before_a_run_is_recorded(
+    cli, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("REMOTE_PARROT_KEY", raising=False)
+    flow = write_flow(
+        tmp_path, {**FLOW, "name": "remote", "decision": {"provider": "remote-parrot", "model": "m"}}
+    )
+    assert cli("trust", flow, "--yes").returncode == 0
+    done = cli("run", flow, "roll the die")
+    assert done.returncode == 2 and "REMOTE_PARROT_KEY" in done.stderr, done.stderr
+    listed = cli("runs", "list", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []  # no failed run left behind
