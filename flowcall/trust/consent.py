@@ -287,17 +287,19 @@ def _model_items(flow: Flow) -> list[TrustItem]:
     items = []
     configured = config.compatible_base_url()
     for role, model in (("decision", flow.decision), ("polish", flow.polish)):
-        if model is None or model.provider != "openai-compatible" or not model.base_url:
+        if model is None or not model.base_url:
             continue
-        if configured and config.same_base_url(model.base_url, configured):
+        compatible = model.provider == "openai-compatible"
+        if compatible and configured and config.same_base_url(model.base_url, configured):
             continue  # the server the person configured in the environment
+        # any other provider's too (an installed one may take a flow's URL): asked, never assumed
         url = normal_url(model.base_url)
+        how = "without your API key" if compatible else f"provider {inert(model.provider, one_line=True)}"
         items.append(
             TrustItem(
                 "base_url",
                 {"url": url},
-                f"send the question and tool results to the model server at {url} "
-                f"({role} model; without your API key)",
+                f"send the question and tool results to the model server at {url} ({role} model; {how})",
             )
         )
     return items

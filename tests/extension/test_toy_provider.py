@@ -151,3 +151,11 @@ def test_a_granted_hosted_provider_without_its_key_is_refused_before_a_run_is_re
     assert done.returncode == 2 and "REMOTE_PARROT_KEY" in done.stderr, done.stderr
     listed = cli("runs", "list", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout) == []  # no failed run left behind
+
+
+def test_a_base_url_a_shared_flow_gives_an_installed_provider_waits_for_its_own_grant(cli, tmp_path):
+    decision = {**FLOW["decision"], "base_url": "https://models.example/v1"}
+    flow = write_flow(tmp_path, {**FLOW, "name": "elsewhere", "decision": decision})
+    refused = cli("run", flow, "roll the die")
+    assert refused.returncode != 0
+    assert "model server at https://models.example/v1 (decision model; provider parrot)" in refused.stderr
