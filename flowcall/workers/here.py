@@ -35,10 +35,12 @@ class HereDoor:
 
     def hand_over(self, run_ids: Sequence[str]) -> dict[str, Run]:
         for run_id in run_ids:
-            done = work_on(self.service, run_id, approver=self.approver, on_step=self.on_step)
+            done = work_on(self.service, run_id, approver=self.approver, on_step=self.on_step, who=self.name)
             while isinstance(done, Later):  # another process holds it: wait for its lease
                 time.sleep(done.seconds)
-                done = work_on(self.service, run_id, approver=self.approver, on_step=self.on_step)
+                done = work_on(
+                    self.service, run_id, approver=self.approver, on_step=self.on_step, who=self.name
+                )
             self.ended[run_id] = done
         return {run_id: self.ended[run_id] for run_id in run_ids}
 

@@ -49,10 +49,12 @@ def work_on(
     *,
     approver: Approver | None = None,
     on_step: StepCallback | None = None,
+    who: str = "a worker",
 ) -> Run | Later:
     """Run, resume or leave the run, then score it if it belongs to an experiment. `approver`:
     who decides a call that needs a person (None: the run waits for one); `on_step` hears of
-    each step as it commits (a caller that shows the run as it goes)."""
+    each step as it commits (a caller that shows the run as it goes); `who` runs it, in words,
+    for the reason a run that could not run here fails with."""
     run = service.store.get_run(run_id)
     if run.status == RunStatus.RUNNING and run.owner == this_process():
         # an earlier attempt of this task, in this very process, lost the database and gave up
@@ -68,7 +70,7 @@ def work_on(
             now = service.store.get_run(run_id)
             if now.status == run.status and now.owner == run.owner:
                 # not a lost race for the claim: something this worker lacks (a key, a grant)
-                queued_runs.give_up(service.store, run, f"a worker could not run it: {exc}")
+                queued_runs.give_up(service.store, run, f"{who} could not run it: {exc}")
                 now = service.store.get_run(run_id)
             if now.status == RunStatus.RUNNING:
                 return _later(now)  # another worker claimed it first
