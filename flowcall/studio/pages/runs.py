@@ -61,7 +61,8 @@ runs = app.list_runs(
     text=search.strip() or None,
     limit=200,
 )
-linked = st.query_params.get("run")
+linked = st.query_params.get("run")  # the page writes the run it shows there too: that one is no link
+linked = linked if linked != st.session_state.get("inspector:linked") else None
 if linked and linked not in {r.id for r in runs} and (found := app.find_run(linked)) is not None:
     runs = [found, *runs]  # a link opens its run, also one older than the list or filtered out
 if not runs:
@@ -90,7 +91,7 @@ def run_label(r) -> str:
 
 
 ids = [r.id for r in runs]
-if linked and linked != st.session_state.get("inspector:linked"):
+if linked:
     st.session_state["run_id"] = linked  # a link to a run (?run=ID) opens it, in any tab
 wanted = st.session_state.get("run_id")
 picked = st.selectbox(
