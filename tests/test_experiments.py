@@ -270,6 +270,19 @@ def test_a_missing_key_stops_the_experiment_and_cancels_the_runs_not_started(app
     assert statuses == {RunStatus.CANCELLED}
 
 
+def test_a_hosted_model_without_its_key_is_refused_before_an_experiment_is_recorded(
+    app: FlowCall, monkeypatch
+):
+    from flowcall.providers import provider_for
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    app.provider_factory = provider_for  # the real providers: openai needs its key
+    hosted = FLOW.model_copy(update={"decision": DecisionConfig(provider="openai", model="gpt-4o-mini")})
+    with pytest.raises(NotConfigured, match="OPENAI_API_KEY"):
+        experiments.run_experiment(app, hosted, "weather", "weather-questions")
+    assert stored.list_experiments(app.store) == [] and app.store.list_runs() == []  # nothing left behind
+
+
 def test_ctrl_c_cancels_the_running_item_and_the_rest_and_keeps_what_was_scored(app: FlowCall):
     calls = {"n": 0}
 

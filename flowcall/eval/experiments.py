@@ -4,9 +4,10 @@ run, each run scored against its item (scoring.py), the whole kept with its summ
 An experiment is made in two halves, so that a worker can later do the second one given only a
 run id: `start` records the experiment and, for every item (and repeat), a queued run;
 `execute_run` then executes one queued run and scores it, finding its item through the run id.
-`run_experiment` does both in this process, one item after the other, and ends the experiment;
-`submit` hands the runs to the workers instead (FLOWCALL_BROKER_URL), and the worker that scores
-the last item finishes the experiment (work.py, `score_run`).
+Both go through the door every start goes through (service/door.py): `run_experiment` hands
+the runs to `InOrder`, which executes them in this process, one item after the other, and ends
+the experiment; `submit` hands them to the workers (FLOWCALL_BROKER_URL) or the studio's runner,
+and whoever scores the last item finishes the experiment (work.py, `score_run`).
 """
 
 from __future__ import annotations
@@ -197,13 +198,53 @@ def run_experiment(
     on_begin: OnBegin | None = None,
 ) -> Experiment:
     """Start an experiment and execute its runs here, one after the other (on_begin hears of
-    each run as it begins, on_item as it is scored). When it stops on an error or a person's
-    Ctrl-C, the runs not started are cancelled and the experiment says why; the items scored
-    until then are kept."""
-    experiment = start(service, flow, flow_ref, dataset_name, dataset_version, repeat)
-    if on_start:
-        on_start(experiment)
-    return _run_pending(service, experiment.id, execute_run, on_item, on_begin)
+    each run as it begins, on_item as it is scored), through the door every start goes through
+    (`InOrder`). When it stops on an error or a person's Ctrl-C, the runs not started are
+    cancelled and the experiment says why; the items scored until then are kept."""
+    door = InOrder(service, on_start, on_item, on_begin)
+    submit(service, flow, flow_ref, dataset_name, dataset_version, repeat, door=door)
+    if door.stopped is not None:
+        raise door.stopped
+    assert door.experiment is not None
+    return door.experiment
+
+
+class InOrder:
+    """The door (service/door.py) of an experiment run in this process: the runs handed over go
+    on here, one after the other, each scored as it ends. What stops them (an error, Ctrl-C) is
+    kept in `stopped` for the caller to raise: the door took the runs; they did not finish."""
+
+    name = "this process"
+    runs_here = True
+
+    def __init__(
+        self,
+        service: FlowCall,
+        on_start: Callable[[Experiment], None] | None,
+        on_item: OnItem | None,
+        on_begin: OnBegin | None,
+    ) -> None:
+        self.service, self.on_start, self.on_item, self.on_begin = service, on_start, on_item, on_begin
+        self.experiment: Experiment | None = None
+        self.stopped: BaseException | None = None
+
+    def ready(self) -> None:
+        """Always: an experiment that can be recorded here can run here."""
+
+    def hand_over(self, run_ids: list[str]) -> dict[str, Run]:
+        experiment_id = stored.item_for_run(self.service.store, run_ids[0]).experiment_id
+        if self.on_start:
+            self.on_start(stored.get_experiment(self.service.store, experiment_id))
+        try:
+            self.experiment = _run_pending(
+                self.service, experiment_id, execute_run, self.on_item, self.on_begin
+            )
+        except BaseException as exc:  # noqa: BLE001 - the caller raises it, once enter has returned
+            self.stopped = exc
+        return {}
+
+    def continue_with(self, run_id: str, approver: object) -> None:
+        raise ConfigError(f"run {run_id[:8]} of an experiment goes on with `flowcall experiments resume`")
 
 
 def resume_experiment(
